@@ -1,0 +1,379 @@
+#include "cases/case.hpp"
+
+#include "cases/generators.hpp"
+#include "oracles/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace qc {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string Expectation::str() const {
+  switch (kind) {
+    case Kind::exact: return "exact";
+    case Kind::max_lsb: return "max_lsb:" + std::to_string(tolerance);
+    case Kind::claim: return "claim";
+  }
+  return "?";
+}
+
+Expectation Case::expectation_for(const std::string& backend) const {
+  if (auto it = expect.find(backend); it != expect.end()) return it->second;
+  if (auto it = expect.find("*"); it != expect.end()) return it->second;
+  return {};
+}
+
+namespace {
+
+// Context for messages: "file:line: case 'name'".
+struct Where {
+  std::string file;
+  int line = 0;
+  std::string case_name;
+  std::string str() const {
+    std::string s = file;
+    if (line > 0) s += ":" + std::to_string(line);
+    if (!case_name.empty()) s += ": case '" + case_name + "'";
+    return s;
+  }
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw InputError(str() + ": field '" + field + "': " + what);
+  }
+};
+
+int line_of_offset(const std::string& text, std::size_t offset) {
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(std::min(offset, text.size())), '\n'));
+}
+
+// The line where `"name": "<name>"` appears, for messages (0 if not found).
+int line_of_case(const std::string& text, const std::string& name) {
+  const std::string needle = "\"" + name + "\"";
+  std::size_t pos = 0;
+  while ((pos = text.find(needle, pos)) != std::string::npos) {
+    std::size_t k = text.rfind("\"name\"", pos);
+    if (k != std::string::npos && text.find_first_not_of(" \t\r\n:", k + 6) == pos) return line_of_offset(text, pos);
+    pos += needle.size();
+  }
+  return 0;
+}
+
+void check_fields(const json& obj, const std::set<std::string>& allowed, const Where& w, const std::string& prefix) {
+  for (const auto& [key, _] : obj.items()) {
+    if (!allowed.contains(key)) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      w.fail(prefix + key, "unknown field (allowed: " + list + ")");
+    }
+  }
+}
+
+// A number from JSON: a JSON number, or a string: "nan", "inf", "-inf", "-0", or a C99
+// hexadecimal float ("0x1.8p-1") for bit-exact inputs.
+double number(const json& v, const Where& w, const std::string& field) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "nan" || s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf" || s == "+inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    char* end = nullptr;
+    const double d = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() && *end == '\0') return d;
+    w.fail(field, "'" + s + "' is not a number");
+  }
+  w.fail(field, "expected a number, got " + std::string(v.type_name()));
+}
+
+std::int64_t integer(const json& v, const Where& w, const std::string& field) {
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d == std::floor(d) && std::fabs(d) < 9.2e18) return static_cast<std::int64_t>(d);
+  }
+  w.fail(field, "expected an integer, got " + v.dump());
+}
+
+DType dtype(const json& v, const Where& w, const std::string& field) {
+  if (!v.is_string()) w.fail(field, "expected a dtype name such as \"f32\" or \"i8\"");
+  auto t = parse_dtype(v.get<std::string>());
+  if (!t) w.fail(field, "unknown dtype '" + v.get<std::string>() + "'");
+  return *t;
+}
+
+std::vector<double> numbers(const json& v, const Where& w, const std::string& field) {
+  std::vector<double> out;
+  if (v.is_array()) {
+    for (std::size_t i = 0; i < v.size(); ++i) out.push_back(number(v[i], w, field + "[" + std::to_string(i) + "]"));
+  } else {
+    out.push_back(number(v, w, field));
+  }
+  return out;
+}
+
+double round_into(DType t, double v) { return is_float(t) ? float_bits_to_double(t, double_to_float_bits(t, v)) : v; }
+
+Tensor load_input(const json& j, const Where& w) {
+  if (!j.is_object()) w.fail("input", "expected an object with dtype, shape and data or generator");
+  check_fields(j, {"dtype", "shape", "data", "generator"}, w, "input.");
+  if (!j.contains("dtype")) w.fail("input.dtype", "missing");
+  if (!j.contains("shape")) w.fail("input.shape", "missing");
+  const DType t = dtype(j["dtype"], w, "input.dtype");
+  Shape shape;
+  if (!j["shape"].is_array()) w.fail("input.shape", "expected a list of dimensions");
+  for (std::size_t i = 0; i < j["shape"].size(); ++i) {
+    const std::int64_t d = integer(j["shape"][i], w, "input.shape[" + std::to_string(i) + "]");
+    if (d <= 0) w.fail("input.shape[" + std::to_string(i) + "]", "dimensions must be positive, got " + std::to_string(d));
+    shape.push_back(d);
+  }
+  Tensor x(t, shape);
+  const bool has_data = j.contains("data"), has_gen = j.contains("generator");
+  if (has_data == has_gen) w.fail("input", "give exactly one of 'data' or 'generator'");
+  if (has_data) {
+    const json& d = j["data"];
+    if (!d.is_array()) w.fail("input.data", "expected a flat list of values");
+    if (static_cast<std::int64_t>(d.size()) != x.size())
+      w.fail("input.data", "has " + std::to_string(d.size()) + " values but shape " + shape_str(shape) + " needs " +
+                               std::to_string(x.size()));
+    for (std::int64_t i = 0; i < x.size(); ++i) {
+      const std::string f = "input.data[" + std::to_string(i) + "]";
+      if (is_float(t)) {
+        x.set_double(i, round_into(t, number(d[static_cast<std::size_t>(i)], w, f)));
+      } else {
+        const std::int64_t v = integer(d[static_cast<std::size_t>(i)], w, f);
+        if (v < int_min(t) || v > int_max(t)) w.fail(f, std::to_string(v) + " is outside " + std::string(name(t)));
+        x.set_int(i, v);
+      }
+    }
+    return x;
+  }
+  const json& g = j["generator"];
+  if (!g.is_object() || !g.contains("kind")) w.fail("input.generator", "expected an object with a 'kind'");
+  const std::string kind = g["kind"].is_string() ? g["kind"].get<std::string>() : "";
+  const auto seed = static_cast<std::uint64_t>(g.contains("seed") ? integer(g["seed"], w, "input.generator.seed") : 0);
+  if (kind == "uniform") {
+    check_fields(g, {"kind", "seed", "low", "high"}, w, "input.generator.");
+    const double lo = g.contains("low") ? number(g["low"], w, "input.generator.low") : -1.0;
+    const double hi = g.contains("high") ? number(g["high"], w, "input.generator.high") : 1.0;
+    if (!(lo < hi)) w.fail("input.generator", "needs low < high");
+    fill_uniform(x, seed, lo, hi);
+  } else if (kind == "ties") {
+    check_fields(g, {"kind", "seed", "scale", "k_min", "k_max"}, w, "input.generator.");
+    if (!g.contains("scale")) w.fail("input.generator.scale", "missing");
+    const double s = number(g["scale"], w, "input.generator.scale");
+    const std::int64_t kmin = g.contains("k_min") ? integer(g["k_min"], w, "input.generator.k_min") : -130;
+    const std::int64_t kmax = g.contains("k_max") ? integer(g["k_max"], w, "input.generator.k_max") : 130;
+    try {
+      fill_ties(x, seed, s, kmin, kmax);
+    } catch (const InputError& e) {
+      w.fail("input.generator", e.what());
+    }
+  } else {
+    w.fail("input.generator.kind", "unknown generator '" + kind + "' (known: uniform, ties)");
+  }
+  return x;
+}
+
+Spec load_spec(const json& j, const Where& w) {
+  if (j.is_string()) {
+    auto p = find_preset(j.get<std::string>());
+    if (!p) w.fail("spec", "unknown preset '" + j.get<std::string>() + "' (see `qconform list presets`)");
+    return *p;
+  }
+  if (!j.is_object()) w.fail("spec", "expected a preset name or an object {\"preset\": ..., overrides}");
+  check_fields(j, {"preset", "order", "compute", "rounding", "clamp", "narrow_range", "clip", "nan"}, w, "spec.");
+  Spec s;
+  if (j.contains("preset")) {
+    s = load_spec(j["preset"], w);
+  } else {
+    s = *find_preset("onnx");
+  }
+  s.name = s.name + "+custom";
+  s.description = "explicit policy: " + j.dump();
+  QuantizePolicy& q = s.quantize;
+  auto str = [&](const char* f) {
+    if (!j[f].is_string()) w.fail(std::string("spec.") + f, "expected a string");
+    return j[f].get<std::string>();
+  };
+  if (j.contains("order")) {
+    auto o = parse_quantize_order(str("order"));
+    if (!o) w.fail("spec.order", "unknown order '" + str("order") + "'");
+    q.order = *o;
+  }
+  if (j.contains("compute")) {
+    auto c = parse_compute_format(str("compute"));
+    if (!c) w.fail("spec.compute", "unknown compute format '" + str("compute") + "'");
+    q.compute = *c;
+  }
+  if (j.contains("rounding")) {
+    auto r = parse_rounding_mode(str("rounding"));
+    if (!r) w.fail("spec.rounding", "unknown rounding mode '" + str("rounding") + "'");
+    q.rounding = *r;
+  }
+  if (j.contains("clamp")) {
+    auto c = parse_clamp(str("clamp"));
+    if (!c) w.fail("spec.clamp", "unknown clamp '" + str("clamp") + "'");
+    q.clamp = *c;
+  }
+  if (j.contains("nan")) {
+    auto n = parse_nan_rule(str("nan"));
+    if (!n) w.fail("spec.nan", "unknown NaN rule '" + str("nan") + "'");
+    q.nan = *n;
+  }
+  if (j.contains("narrow_range")) {
+    if (!j["narrow_range"].is_boolean()) w.fail("spec.narrow_range", "expected true or false");
+    q.narrow_range = j["narrow_range"].get<bool>();
+  }
+  if (j.contains("clip")) {
+    const json& c = j["clip"];
+    if (!c.is_array() || c.size() != 2) w.fail("spec.clip", "expected [low, high]");
+    q.clip = std::pair{integer(c[0], w, "spec.clip[0]"), integer(c[1], w, "spec.clip[1]")};
+    if (q.clip->first > q.clip->second) w.fail("spec.clip", "low > high");
+  }
+  return s;
+}
+
+Expectation load_expectation(const json& j, const Where& w, const std::string& field) {
+  if (j.is_string()) {
+    const std::string s = j.get<std::string>();
+    if (s == "exact") return {Expectation::Kind::exact, 0};
+    if (s == "claim") return {Expectation::Kind::claim, 0};
+    w.fail(field, "unknown expectation '" + s + "' (exact, claim, {\"max_lsb\": n})");
+  }
+  if (j.is_object() && j.size() == 1 && j.contains("max_lsb")) {
+    const std::int64_t n = integer(j["max_lsb"], w, field + ".max_lsb");
+    if (n < 0) w.fail(field + ".max_lsb", "must be >= 0");
+    return {Expectation::Kind::max_lsb, n};
+  }
+  w.fail(field, "expected \"exact\", \"claim\" or {\"max_lsb\": n}");
+}
+
+Case load_case(const json& j, std::size_t index, const std::string& text, const Where& file_where) {
+  Where w = file_where;
+  if (!j.is_object()) w.fail("cases[" + std::to_string(index) + "]", "expected an object");
+  if (!j.contains("name") || !j["name"].is_string())
+    w.fail("cases[" + std::to_string(index) + "].name", "every case needs a string 'name'");
+  Case c;
+  c.name = j["name"].get<std::string>();
+  c.line = line_of_case(text, c.name);
+  w.line = c.line;
+  w.case_name = c.name;
+  check_fields(j, {"name", "description", "op", "spec", "input", "scale", "scale_dtype", "zero_point", "axis",
+                   "block_size", "output_dtype", "expect"},
+               w, "");
+  if (j.contains("description")) c.description = j["description"].get<std::string>();
+  const std::string op = j.contains("op") && j["op"].is_string() ? j["op"].get<std::string>() : "";
+  if (op != "quantize") w.fail("op", op.empty() ? "missing" : "unknown op '" + op + "' (known: quantize)");
+  c.spec = load_spec(j.contains("spec") ? j["spec"] : json("onnx"), w);
+
+  QuantizeOp q;
+  if (!j.contains("input")) w.fail("input", "missing");
+  q.x = load_input(j["input"], w);
+  if (!j.contains("output_dtype")) w.fail("output_dtype", "missing");
+  q.out = dtype(j["output_dtype"], w, "output_dtype");
+  if (!is_int(q.out)) w.fail("output_dtype", "quantize needs an integer output format");
+  if (!is_float(q.x.dtype()) && q.x.dtype() != DType::i32) w.fail("input.dtype", "quantize needs a float or i32 input");
+  QuantParams& p = q.params;
+  p.scale_dtype = j.contains("scale_dtype") ? dtype(j["scale_dtype"], w, "scale_dtype") : DType::f32;
+  if (!is_float(p.scale_dtype)) w.fail("scale_dtype", "scales must have a float format");
+  if (!j.contains("scale")) w.fail("scale", "missing");
+  p.scales = numbers(j["scale"], w, "scale");
+  for (std::size_t i = 0; i < p.scales.size(); ++i) {
+    const double s = p.scales[i];
+    if (!(s > 0) || !std::isfinite(s))
+      w.fail(j["scale"].is_array() ? "scale[" + std::to_string(i) + "]" : "scale",
+             "must be positive and finite, got " + j["scale"].dump());
+    p.scales[i] = round_into(p.scale_dtype, s);
+  }
+  if (j.contains("zero_point")) {
+    const json& z = j["zero_point"];
+    if (z.is_array()) {
+      for (std::size_t i = 0; i < z.size(); ++i) p.zero_points.push_back(integer(z[i], w, "zero_point[" + std::to_string(i) + "]"));
+    } else {
+      p.zero_points.push_back(integer(z, w, "zero_point"));
+    }
+  }
+  if (j.contains("axis")) p.axis = static_cast<int>(integer(j["axis"], w, "axis"));
+  if (j.contains("block_size")) {
+    p.block_size = integer(j["block_size"], w, "block_size");
+    if (p.block_size <= 0) w.fail("block_size", "must be positive, got " + std::to_string(p.block_size));
+  }
+  if (p.zero_points.size() == 1 && p.scales.size() > 1) p.zero_points.assign(p.scales.size(), p.zero_points[0]);
+  validate(p, q.x.shape(), q.out, w.str());
+  c.op = std::move(q);
+
+  if (j.contains("expect")) {
+    const json& e = j["expect"];
+    if (!e.is_object()) w.fail("expect", "expected an object {backend: expectation}");
+    for (const auto& [backend, v] : e.items()) c.expect[backend] = load_expectation(v, w, "expect." + backend);
+  }
+  return c;
+}
+
+}  // namespace
+
+Suite load_suite(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file.string() + ": cannot open case file");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string text = buf.str();
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    const int line = line_of_offset(text, e.byte > 0 ? e.byte - 1 : 0);
+    std::string msg = e.what();
+    if (auto k = msg.find("]: "); k != std::string::npos) msg = msg.substr(k + 3);
+    throw InputError(file.string() + ":" + std::to_string(line) + ": JSON syntax error: " + msg);
+  }
+  Where w{file.string(), 0, ""};
+  if (!j.is_object()) w.fail("(top level)", "expected an object with 'suite' and 'cases'");
+  check_fields(j, {"suite", "description", "cases", "$schema"}, w, "");
+  if (!j.contains("suite") || !j["suite"].is_string()) w.fail("suite", "missing suite name");
+  if (!j.contains("cases") || !j["cases"].is_array()) w.fail("cases", "missing list of cases");
+  Suite s;
+  s.name = j["suite"].get<std::string>();
+  s.file = file.string();
+  if (j.contains("description")) s.description = j["description"].get<std::string>();
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < j["cases"].size(); ++i) {
+    Case c = load_case(j["cases"][i], i, text, w);
+    if (!seen.insert(c.name).second)
+      throw InputError(file.string() + ":" + std::to_string(c.line) + ": case '" + c.name + "': duplicate case name");
+    c.suite = s.name;
+    c.file = s.file;
+    s.cases.push_back(std::move(c));
+  }
+  return s;
+}
+
+std::vector<Suite> load_suites(const std::vector<fs::path>& paths) {
+  std::vector<fs::path> files;
+  for (const fs::path& p : paths) {
+    if (fs::is_directory(p)) {
+      std::vector<fs::path> found;
+      for (const auto& e : fs::recursive_directory_iterator(p))
+        if (e.is_regular_file() && e.path().extension() == ".json" && e.path().filename().string().find(".schema.") == std::string::npos)
+          found.push_back(e.path());
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (fs::exists(p)) {
+      files.push_back(p);
+    } else {
+      throw InputError(p.string() + ": no such file or folder");
+    }
+  }
+  std::vector<Suite> suites;
+  for (const fs::path& f : files) suites.push_back(load_suite(f));
+  return suites;
+}
+
+}  // namespace qc

@@ -1,0 +1,17 @@
+# Writes OUT with the current git revision of SRC, touching it only when it changes.
+execute_process(COMMAND git -C ${SRC} rev-parse --short=12 HEAD OUTPUT_VARIABLE rev
+                OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR rev STREQUAL "")
+  set(rev "unknown")
+endif()
+execute_process(COMMAND git -C ${SRC} status --porcelain --untracked-files=no OUTPUT_VARIABLE dirty ERROR_QUIET)
+if(NOT dirty STREQUAL "")
+  set(rev "${rev}-dirty")
+endif()
+set(content "#pragma once\n#define QCONFORM_GIT_REVISION \"${rev}\"\n")
+if(EXISTS ${OUT})
+  file(READ ${OUT} old)
+endif()
+if(NOT "${old}" STREQUAL "${content}")
+  file(WRITE ${OUT} "${content}")
+endif()

@@ -1,0 +1,211 @@
+#include "harness/runner.hpp"
+
+#include "harness/compare.hpp"
+#include "oracles/error.hpp"
+#include "oracles/quantize.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <unistd.h>
+
+#include "qconform_revision.hpp"
+
+#ifndef QCONFORM_VERSION
+#define QCONFORM_VERSION "0.0.0"
+#endif
+
+namespace qc {
+namespace {
+
+std::string describe_value(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "+inf";
+  if (v == 0) return std::signbit(v) ? "-0" : "0";
+  const Rational r(v);
+  return to_decimal(r, 30) + " (" + to_hexfloat(r) + ")";
+}
+
+// The oracle's answer to a quantize request under a spec.
+QuantizeResult oracle_quantize(const QuantizeOp& op, const Spec& spec) {
+  return quantize(op.x, op.params, op.out, spec.quantize);
+}
+
+BackendResult run_one(const Case& c, const QuantizeOp& op, const QuantizeResult& ref, Backend& b, int max_worst) {
+  BackendResult r;
+  r.backend = b.name();
+  r.claim = b.claim();
+  const Expectation ex = c.expectation_for(r.backend);
+  r.expectation = ex.str();
+  const Availability av = b.availability();
+  if (!av.available) {
+    r.verdict = Verdict::skip;
+    r.reason = av.reason;
+    return r;
+  }
+  const Availability sup = b.supports(c.op);
+  if (!sup.available) {
+    r.verdict = Verdict::skip;
+    r.reason = sup.reason;
+    return r;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  Tensor out;
+  try {
+    out = b.run(c.op);
+  } catch (const std::exception& e) {
+    r.verdict = Verdict::crash;
+    r.reason = std::string("backend threw: ") + e.what();
+    return r;
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (out.dtype() != ref.q.dtype() || out.shape() != ref.q.shape()) {
+    r.verdict = Verdict::fail;
+    r.reason = "backend returned " + std::string(name(out.dtype())) + " " + shape_str(out.shape()) + ", expected " +
+               std::string(name(ref.q.dtype())) + " " + shape_str(ref.q.shape());
+    return r;
+  }
+  const ParamIndexer index(op.params, op.x.shape());
+  r.metrics = compare_integers({ref.q, ref.specified, ref.labels}, out, max_worst, [&](std::int64_t i, ElementDiff& d) {
+    const std::int64_t k = index(i);
+    const double x = op.x.get_double(i);
+    d.input = describe_value(x);
+    const QuantizeElement e = quantize_element(x, op.x.dtype(), op.params.scales[static_cast<std::size_t>(k)],
+                                               op.params.scale_dtype, op.params.zero_point(k), op.out, c.spec.quantize);
+    d.exact = to_string(e.pre_round);
+  });
+  const Metrics& m = r.metrics;
+  const std::string counts = std::to_string(m.exact) + "/" + std::to_string(m.compared) + " exact";
+  switch (ex.kind) {
+    case Expectation::Kind::exact:
+      r.verdict = m.mismatches() == 0 ? Verdict::pass : Verdict::fail;
+      r.reason = counts + (m.mismatches() ? ", max |delta| " + std::to_string(m.max_abs_lsb) + " LSB" : "") +
+                 " against " + c.spec.name;
+      break;
+    case Expectation::Kind::max_lsb:
+      r.verdict = m.max_abs_lsb <= ex.tolerance ? Verdict::pass : Verdict::fail;
+      r.reason = counts + ", max |delta| " + std::to_string(m.max_abs_lsb) + " LSB (allowed " +
+                 std::to_string(ex.tolerance) + ") against " + c.spec.name;
+      break;
+    case Expectation::Kind::claim: {
+      auto claimed = find_preset(r.claim);
+      if (!claimed) {
+        r.verdict = Verdict::fail;
+        r.reason = "backend claims unknown preset '" + r.claim + "'";
+        break;
+      }
+      const QuantizeResult cref = oracle_quantize(op, *claimed);
+      r.claim_mismatches = count_mismatches(cref.q, out, cref.specified);
+      r.verdict = r.claim_mismatches == 0 ? Verdict::pass : Verdict::fail;
+      r.reason = std::to_string(r.claim_mismatches) + " mismatches against its claim " + r.claim + "; " + counts +
+                 " against the spec " + c.spec.name;
+      break;
+    }
+  }
+  return r;
+}
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+RunReport run_cases(const std::vector<Suite>& suites, const std::vector<Backend*>& backends, const RunOptions& opt) {
+  RunReport report;
+  report.meta = collect_metadata();
+  for (Backend* b : backends) {
+    const Availability a = b->availability();
+    report.meta.backends.push_back(b->name() + (a.available ? "" : " (unavailable: " + a.reason + ")"));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  std::size_t total = 0, done = 0;
+  for (const Suite& s : suites) total += s.cases.size() * backends.size();
+  for (const Suite& s : suites) {
+    for (const Case& c : s.cases) {
+      const auto& op = std::get<QuantizeOp>(c.op);
+      CaseResult cr;
+      cr.id = c.id();
+      cr.suite = c.suite;
+      cr.name = c.name;
+      cr.description = c.description;
+      cr.file = c.file;
+      cr.line = c.line;
+      cr.op = std::string(op_name(c.op));
+      cr.spec = c.spec.name;
+      cr.spec_description = c.spec.description;
+      cr.shape = shape_str(op.x.shape());
+      cr.input_dtype = std::string(name(op.x.dtype()));
+      cr.output_dtype = std::string(name(op.out));
+      cr.granularity = std::string(name(op.params.granularity()));
+      QuantizeResult ref;
+      try {
+        ref = oracle_quantize(op, c.spec);
+      } catch (const InputError& e) {
+        throw InputError(c.file + ":" + std::to_string(c.line) + ": case '" + c.name + "': " + e.what());
+      }
+      for (Backend* b : backends) {
+        cr.backends.push_back(run_one(c, op, ref, *b, opt.max_worst));
+        if (opt.progress) opt.progress(cr, cr.backends.back(), ++done, total);
+      }
+      report.cases.push_back(std::move(cr));
+    }
+  }
+  report.meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return report;
+}
+
+int exit_code(const RunReport& r) {
+  bool ran = false;
+  for (const CaseResult& c : r.cases) {
+    for (const BackendResult& b : c.backends) {
+      if (b.verdict == Verdict::fail || b.verdict == Verdict::xpass || b.verdict == Verdict::crash ||
+          b.verdict == Verdict::timeout)
+        return 1;
+      if (b.verdict != Verdict::skip) ran = true;
+    }
+  }
+  return ran ? 0 : 77;
+}
+
+RunMetadata collect_metadata() {
+  RunMetadata m;
+  m.tool_version = QCONFORM_VERSION;
+  m.git_revision = QCONFORM_GIT_REVISION;
+#if defined(__clang__)
+  m.compiler = "clang " __clang_version__;
+#elif defined(__GNUC__)
+  m.compiler = "gcc " __VERSION__;
+#endif
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) m.host = host;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      m.cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  struct F {
+    const char* name;
+    bool on;
+  };
+  const F feats[] = {{"sse4.1", __builtin_cpu_supports("sse4.1") != 0}, {"avx2", __builtin_cpu_supports("avx2") != 0},
+                     {"fma", __builtin_cpu_supports("fma") != 0},       {"f16c", __builtin_cpu_supports("f16c") != 0},
+                     {"avx512f", __builtin_cpu_supports("avx512f") != 0},
+                     {"avx512bw", __builtin_cpu_supports("avx512bw") != 0},
+                     {"avx512vnni", __builtin_cpu_supports("avx512vnni") != 0}};
+  for (const F& f : feats)
+    if (f.on) m.cpu_features.push_back(f.name);
+#endif
+  m.started_at = now_utc();
+  return m;
+}
+
+}  // namespace qc

@@ -1,0 +1,30 @@
+// The runner: joins cases, the oracle and backends, and decides verdicts.
+#pragma once
+
+#include "backends/backend.hpp"
+#include "cases/case.hpp"
+#include "reports/result.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qc {
+
+struct RunOptions {
+  int max_worst = 10;  // worst elements kept per (case, backend)
+  // Called after each (case, backend) with the number done and the total.
+  std::function<void(const CaseResult&, const BackendResult&, std::size_t, std::size_t)> progress;
+};
+
+// Runs every case on every backend in `backends` (unavailable ones are reported as SKIP).
+RunReport run_cases(const std::vector<Suite>& suites, const std::vector<Backend*>& backends, const RunOptions& opt);
+
+// Exit code of a run: 1 if any FAIL/XPASS/CRASH/TIMEOUT, 77 if nothing ran (all SKIP or no
+// case), else 0.
+int exit_code(const RunReport& r);
+
+RunMetadata collect_metadata();
+
+}  // namespace qc

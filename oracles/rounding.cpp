@@ -1,0 +1,69 @@
+#include "oracles/rounding.hpp"
+
+namespace qc {
+
+std::string_view name(RoundingMode m) {
+  switch (m) {
+    case RoundingMode::rne: return "rne";
+    case RoundingMode::rna: return "rna";
+    case RoundingMode::rhu: return "rhu";
+    case RoundingMode::rhd: return "rhd";
+    case RoundingMode::rtz: return "rtz";
+    case RoundingMode::floor: return "floor";
+    case RoundingMode::ceil: return "ceil";
+  }
+  return "?";
+}
+
+std::string_view describe(RoundingMode m) {
+  switch (m) {
+    case RoundingMode::rne: return "round to nearest, ties to even";
+    case RoundingMode::rna: return "round to nearest, ties away from zero";
+    case RoundingMode::rhu: return "round to nearest, ties toward +inf (floor(x+0.5))";
+    case RoundingMode::rhd: return "round to nearest, ties toward -inf (ceil(x-0.5))";
+    case RoundingMode::rtz: return "toward zero (truncate)";
+    case RoundingMode::floor: return "toward -inf (floor)";
+    case RoundingMode::ceil: return "toward +inf (ceil)";
+  }
+  return "?";
+}
+
+std::optional<RoundingMode> parse_rounding_mode(std::string_view s) {
+  for (RoundingMode m : kAllRoundingModes)
+    if (name(m) == s) return m;
+  if (s == "half_to_even" || s == "nearest_even") return RoundingMode::rne;
+  if (s == "half_away" || s == "round") return RoundingMode::rna;
+  if (s == "half_up") return RoundingMode::rhu;
+  if (s == "half_down") return RoundingMode::rhd;
+  if (s == "trunc" || s == "truncate") return RoundingMode::rtz;
+  return std::nullopt;
+}
+
+BigInt floor_with_fraction(const Rational& r, Fraction& where) {
+  const BigInt& n = numerator(r);
+  const BigInt& d = denominator(r);  // always > 0 in cpp_rational
+  BigInt q = n / d;                  // truncates toward zero
+  BigInt rem = n - q * d;
+  if (rem < 0) {
+    q -= 1;
+    rem += d;
+  }
+  if (rem == 0) {
+    where = Fraction::zero;
+  } else {
+    BigInt twice = rem * 2;
+    where = twice < d ? Fraction::below_half : twice == d ? Fraction::half : Fraction::above_half;
+  }
+  return q;
+}
+
+BigInt round_to_integer(const Rational& r, RoundingMode m, Fraction* where) {
+  Fraction f;
+  BigInt fl = floor_with_fraction(r, f);
+  if (where) *where = f;
+  const bool odd = bit_test(fl < 0 ? BigInt(-fl) : fl, 0);
+  if (rounds_up(m, f, odd, fl < 0)) fl += 1;
+  return fl;
+}
+
+}  // namespace qc

@@ -1,0 +1,112 @@
+#include "reports/writers.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <unistd.h>
+
+namespace qc {
+
+using json = nlohmann::json;
+
+namespace {
+
+json metrics_json(const Metrics& m) {
+  json labels = json::object();
+  for (int l = 0; l < kLabelCount; ++l)
+    labels[std::string(name(static_cast<Label>(l)))] = {{"total", m.label_total[static_cast<std::size_t>(l)]},
+                                                         {"mismatched", m.label_mismatch[static_cast<std::size_t>(l)]}};
+  json worst = json::array();
+  for (const ElementDiff& d : m.worst)
+    worst.push_back({{"index", d.index},
+                     {"coords", d.coords},
+                     {"input", d.input},
+                     {"expected", d.expected},
+                     {"actual", d.actual},
+                     {"delta", d.actual - d.expected},
+                     {"exact", d.exact},
+                     {"label", std::string(name(d.label))}});
+  return {{"elements", m.elements},
+          {"compared", m.compared},
+          {"unspecified", m.unspecified},
+          {"exact_matches", m.exact},
+          {"mismatches", m.mismatches()},
+          {"lsb_histogram", {{"0", m.lsb_histogram[0]}, {"1", m.lsb_histogram[1]}, {"2", m.lsb_histogram[2]},
+                             {"3", m.lsb_histogram[3]}, {">=4", m.lsb_histogram[4]}}},
+          {"max_abs_lsb", m.max_abs_lsb},
+          {"signed_bias", m.signed_sum},
+          {"labels", labels},
+          {"worst", worst}};
+}
+
+}  // namespace
+
+json to_json(const RunReport& r) {
+  json cases = json::array();
+  for (const CaseResult& c : r.cases) {
+    json backends = json::array();
+    for (const BackendResult& b : c.backends) {
+      json jb = {{"backend", b.backend},
+                 {"claim", b.claim},
+                 {"expectation", b.expectation},
+                 {"verdict", std::string(name(b.verdict))},
+                 {"reason", b.reason},
+                 {"seconds", b.seconds}};
+      if (b.verdict != Verdict::skip && b.verdict != Verdict::crash && b.verdict != Verdict::timeout)
+        jb["metrics"] = metrics_json(b.metrics);
+      if (b.claim_mismatches >= 0) jb["claim_mismatches"] = b.claim_mismatches;
+      backends.push_back(jb);
+    }
+    cases.push_back({{"id", c.id},
+                     {"suite", c.suite},
+                     {"name", c.name},
+                     {"description", c.description},
+                     {"file", c.file},
+                     {"line", c.line},
+                     {"op", c.op},
+                     {"spec", c.spec},
+                     {"spec_description", c.spec_description},
+                     {"shape", c.shape},
+                     {"input_dtype", c.input_dtype},
+                     {"output_dtype", c.output_dtype},
+                     {"granularity", c.granularity},
+                     {"backends", backends}});
+  }
+  const RunMetadata& m = r.meta;
+  return {{"schema_version", kReportSchemaVersion},
+          {"tool", "qconform"},
+          {"metadata",
+           {{"version", m.tool_version},
+            {"git_revision", m.git_revision},
+            {"compiler", m.compiler},
+            {"host", m.host},
+            {"cpu", m.cpu},
+            {"cpu_features", m.cpu_features},
+            {"backends", m.backends},
+            {"command_line", m.command_line},
+            {"started_at", m.started_at},
+            {"seconds", m.seconds}}},
+          {"summary", r.verdict_counts()},
+          {"cases", cases}};
+}
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
+  namespace fs = std::filesystem;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+    out << content;
+    out.flush();
+    if (!out) throw std::runtime_error("error while writing " + tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+
+void write_reports(const RunReport& r, const std::filesystem::path& dir) {
+  write_file_atomic(dir / "report.json", to_json(r).dump(2) + "\n");
+  write_file_atomic(dir / "report.html", render_html(r));
+}
+
+}  // namespace qc
