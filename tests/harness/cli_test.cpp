@@ -1,0 +1,166 @@
+// The qconform binary end to end: exit codes, messages for bad input, and that a run that
+// cannot start leaves an existing report untouched.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string output;
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(QCONFORM_BIN) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), static_cast<int>(buf.size()), p)) r.output += buf.data();
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("qconform_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "reports");
+    std::ofstream(dir_ / "reports" / "report.json") << "previous report";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write_case(const std::string& text) {
+    const fs::path f = dir_ / "bad.json";
+    std::ofstream(f) << text;
+    return f;
+  }
+  std::string previous_report() {
+    std::ifstream in(dir_ / "reports" / "report.json");
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  Result run_file(const fs::path& f) { return run("run " + f.string() + " --report-dir " + (dir_ / "reports").string()); }
+
+  // Expects exit 2, each fragment in the message, and the previous report intact.
+  void expect_input_error(const std::string& text, std::initializer_list<std::string> fragments) {
+    const fs::path f = write_case(text);
+    const Result r = run_file(f);
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_NE(r.output.find(f.string()), std::string::npos) << "message must name the file: " << r.output;
+    for (const std::string& frag : fragments) EXPECT_NE(r.output.find(frag), std::string::npos) << frag << " in: " << r.output;
+    EXPECT_EQ(previous_report(), "previous report");
+    EXPECT_FALSE(fs::exists(dir_ / "reports" / "report.html"));
+  }
+
+  fs::path dir_;
+};
+
+// A valid case with one field replaced; `field` and `value` are raw JSON.
+std::string case_with(const std::string& field, const std::string& value) {
+  nlohmann::json c = {{"name", "c1"},
+                      {"op", "quantize"},
+                      {"spec", "onnx"},
+                      {"input", {{"dtype", "f32"}, {"shape", {2}}, {"data", {0.5, 1.5}}}},
+                      {"scale", 1.0},
+                      {"zero_point", 0},
+                      {"output_dtype", "i8"}};
+  if (!field.empty()) {
+    nlohmann::json v = nlohmann::json::parse(value);
+    if (field == "input.data") c["input"]["data"] = v;
+    else c[field] = v;
+  }
+  nlohmann::json s = {{"suite", "t"}, {"cases", {c}}};
+  return s.dump(1);
+}
+
+TEST_F(Cli, ValidCaseRunsAndWritesBothReports) {
+  const Result r = run_file(write_case(case_with("", "")));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("summary: 1 PASS"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(dir_ / "reports" / "report.html"));
+  std::ifstream in(dir_ / "reports" / "report.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["cases"][0]["backends"][0]["verdict"], "PASS");
+  EXPECT_EQ(j["cases"][0]["backends"][0]["metrics"]["exact_matches"], 2);
+}
+
+TEST_F(Cli, SyntaxErrorNamesFileAndLine) {
+  expect_input_error("{\n  \"suite\": \"t\",\n  \"cases\": [\n    {\"name\": \"c1\",, }\n  ]\n}\n",
+                     {":4:", "JSON syntax error"});
+}
+
+TEST_F(Cli, UnknownFieldNamesCaseAndField) {
+  expect_input_error(case_with("scael", "1.0"), {"case 'c1'", "field 'scael'", "unknown field"});
+}
+
+TEST_F(Cli, NonPositiveScale) {
+  expect_input_error(case_with("scale", "0.0"), {"case 'c1'", "field 'scale'", "positive"});
+  expect_input_error(case_with("scale", "-0.5"), {"case 'c1'", "field 'scale'", "positive"});
+}
+
+TEST_F(Cli, NanScale) { expect_input_error(case_with("scale", "\"nan\""), {"case 'c1'", "field 'scale'", "finite"}); }
+
+TEST_F(Cli, ZeroPointOutsideItsType) {
+  expect_input_error(case_with("zero_point", "128"), {"case 'c1'", "field 'zero_point[0]'", "outside i8"});
+}
+
+TEST_F(Cli, ShapeDoesNotMatchData) {
+  expect_input_error(case_with("input.data", "[0.5, 1.5, 2.5]"), {"case 'c1'", "field 'input.data'", "shape [2] needs 2"});
+}
+
+TEST_F(Cli, UnknownPresetAndAxisOutOfRange) {
+  expect_input_error(case_with("spec", "\"no-such-preset\""), {"field 'spec'", "unknown preset"});
+  expect_input_error(case_with("axis", "3"), {"field 'axis'", "out of range"});
+}
+
+TEST_F(Cli, MissingFileAndUnknownBackend) {
+  Result r = run("run " + (dir_ / "missing.json").string() + " --report-dir " + (dir_ / "reports").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("missing.json: no such file"), std::string::npos) << r.output;
+  r = run("run " + write_case(case_with("", "")).string() + " --backend nope --report-dir " + (dir_ / "reports").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("unknown backend 'nope'"), std::string::npos) << r.output;
+  EXPECT_EQ(previous_report(), "previous report");
+}
+
+TEST_F(Cli, FailingExpectationExitsOne) {
+  // A spec the cpu-ref backend does not implement (ties away from zero) at exact ties.
+  const Result r = run_file(write_case(case_with("spec", R"({"preset": "onnx", "rounding": "rna"})")));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("FAIL"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, NothingRunnableExitsSeventySeven) {
+  // cpu-ref does not quantize to i32: its only result is SKIP.
+  const Result r = run_file(write_case(case_with("output_dtype", "\"i32\"")));
+  EXPECT_EQ(r.code, 77) << r.output;
+}
+
+TEST_F(Cli, VersionAndList) {
+  Result r = run("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.output.find("qconform 0."), std::string::npos);
+  r = run("list presets");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.output.find("onnx"), std::string::npos);
+  r = run("list backends");
+  EXPECT_NE(r.output.find("cpu-ref"), std::string::npos);
+  r = run("frobnicate");
+  EXPECT_EQ(r.code, 2);
+}
+
+}  // namespace
