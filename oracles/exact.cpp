@@ -1,6 +1,7 @@
 #include "oracles/exact.hpp"
 
 #include <algorithm>
+#include <sstream>
 
 namespace qc {
 
@@ -59,14 +60,15 @@ std::string to_hexfloat(const Rational& r) {
   BigInt frac = n - (BigInt(1) << top);
   frac <<= (nibbles * 4 - frac_bits);
   std::string hex = frac.str(0, std::ios_base::hex);
-  while (static_cast<int>(hex.size()) < nibbles) hex.insert(hex.begin(), '0');
+  if (static_cast<int>(hex.size()) < nibbles) hex = std::string(static_cast<std::size_t>(nibbles) - hex.size(), '0') + hex;
   while (!hex.empty() && hex.back() == '0') hex.pop_back();
   std::transform(hex.begin(), hex.end(), hex.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
   const int p = e + top;
-  std::string out = numerator(r) < 0 ? "-0x1" : "0x1";
-  if (!hex.empty()) out += "." + hex;
-  out += "p" + std::string(p >= 0 ? "+" : "") + std::to_string(p);
-  return out;
+  std::ostringstream out;  // (string concatenation here trips GCC 12's -Wrestrict false positive)
+  out << (numerator(r) < 0 ? "-0x1" : "0x1");
+  if (!hex.empty()) out << '.' << hex;
+  out << 'p' << (p >= 0 ? "+" : "") << p;
+  return out.str();
 }
 
 }  // namespace qc

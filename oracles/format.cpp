@@ -153,6 +153,7 @@ std::uint64_t encode_float(DType t, const ExactFloat& x, RoundingMode m, Overflo
     }
     return (x.negative ? sign_bit(l) : 0) | (exp_all << l.mant_bits);
   }
+  if (x.value == 0) return x.negative ? sign_bit(l) : 0;  // exact zeros keep their sign
   ExactFloat r = round_to_format(t, x.value, m, o);
   if (!r.is_finite()) return encode_float(t, r, m, o);
   const std::uint64_t sign = r.negative ? sign_bit(l) : 0;
@@ -200,9 +201,8 @@ double float_bits_to_double(DType t, std::uint64_t p) {
 std::uint64_t double_to_float_bits(DType t, double v) {
   switch (t) {
     case DType::f64: return std::bit_cast<std::uint64_t>(v);
-    case DType::f32: return std::bit_cast<std::uint32_t>(static_cast<float>(v));
-    case DType::bf16: return std::bit_cast<std::uint32_t>(static_cast<float>(v)) >> 16;
-    default: break;
+    case DType::f32: return std::bit_cast<std::uint32_t>(static_cast<float>(v));  // RNE
+    default: break;  // narrower formats: one correct rounding (no double rounding via f32)
   }
   if (std::isnan(v)) return encode_float(t, ExactFloat::nan());
   if (std::isinf(v)) return encode_float(t, ExactFloat::inf(v < 0));

@@ -3,6 +3,9 @@
 #include "oracles/error.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -98,28 +101,29 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
   const ExactFloat one = ExactFloat::finite(1);
   bool special = !x.is_finite() || is_subnormal_in(xd, x_dtype);
 
+  // Only called under `if (trace)`: building the step texts (exact decimals) is costly.
   auto step = [&](std::string what, std::string formula, const ExactFloat& exact, const ExactFloat& rounded,
                   std::string note = "") {
-    if (trace) e.steps.push_back({std::move(what), std::move(formula), exact, rounded, std::move(note)});
+    e.steps.push_back({std::move(what), std::move(formula), exact, rounded, std::move(note)});
   };
   const Arith X = Arith::exact();
   const std::string in = " in " + A.name();
 
   const ExactFloat xc = A.convert(x);
   const ExactFloat sc = A.convert(s);
-  step("x to " + A.name(), "x = " + to_string(x), x, xc);
-  step("s to " + A.name(), "s = " + to_string(s), s, sc);
+  if (trace) step("x to " + A.name(), "x = " + to_string(x), x, xc);
+  if (trace) step("s to " + A.name(), "s = " + to_string(s), s, sc);
 
   ExactFloat t;
   switch (pol.order) {
     case QuantizeOrder::div_then_add_int:
     case QuantizeOrder::div_add_float: {
       t = A.div(xc, sc);
-      step("x / s" + in, "x / s", X.div(xc, sc), t);
+      if (trace) step("x / s" + in, "x / s", X.div(xc, sc), t);
       if (pol.order == QuantizeOrder::div_add_float) {
         const ExactFloat zc = A.convert(zpf);
         ExactFloat u = A.add(t, zc);
-        step("+ zp" + in, "(x / s) + " + std::to_string(zp), X.add(t, zc), u);
+        if (trace) step("+ zp" + in, "(x / s) + " + std::to_string(zp), X.add(t, zc), u);
         t = u;
       }
       break;
@@ -128,19 +132,19 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
     case QuantizeOrder::recip_add_float:
     case QuantizeOrder::fma_recip: {
       const ExactFloat inv = A.div(one, sc);
-      step("1 / s" + in, "1 / s", X.div(one, sc), inv);
+      if (trace) step("1 / s" + in, "1 / s", X.div(one, sc), inv);
       if (pol.order == QuantizeOrder::fma_recip) {
         const ExactFloat zc = A.convert(zpf);
         t = A.fma(xc, inv, zc);
-        step("fma(x, 1/s, zp)" + in + " (one rounding)", "x * (1/s) + " + std::to_string(zp), X.fma(xc, inv, zc), t);
+        if (trace) step("fma(x, 1/s, zp)" + in + " (one rounding)", "x * (1/s) + " + std::to_string(zp), X.fma(xc, inv, zc), t);
         break;
       }
       t = A.mul(xc, inv);
-      step("x * (1/s)" + in, "x * (1/s)", X.mul(xc, inv), t);
+      if (trace) step("x * (1/s)" + in, "x * (1/s)", X.mul(xc, inv), t);
       if (pol.order == QuantizeOrder::recip_add_float) {
         const ExactFloat zc = A.convert(zpf);
         ExactFloat u = A.add(t, zc);
-        step("+ zp" + in, "x * (1/s) + " + std::to_string(zp), X.add(t, zc), u);
+        if (trace) step("+ zp" + in, "x * (1/s) + " + std::to_string(zp), X.add(t, zc), u);
         t = u;
       }
       break;
@@ -152,7 +156,7 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
     e.pre_round = t;
     e.specified = pol.nan != NanRule::unspecified;
     e.q = nan_value(pol.nan, range, zp);
-    step("NaN rule", "", t, t,
+    if (trace) step("NaN rule", "", t, t,
          e.specified ? "the policy maps NaN to " + std::string(name(pol.nan)) + ": " + std::to_string(e.q)
                      : "the policy leaves NaN unspecified: any output is accepted");
     return e;
@@ -167,7 +171,7 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
     const bool above = t.is_inf() ? !t.negative : t.value > hi.value;
     if (below || above) {
       ExactFloat c = below ? lo : hi;
-      step("clamp" + in + " before rounding", "to [" + to_string(lo) + ", " + to_string(hi) + "]", t, c);
+      if (trace) step("clamp" + in + " before rounding", "to [" + to_string(lo) + ", " + to_string(hi) + "]", t, c);
       t = c;
       saturated = true;
     }
@@ -178,7 +182,7 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
   if (t.is_inf()) {  // infinities saturate (also under wrap, where a cast of inf has no meaning)
     special = true;
     r = t.negative ? BigInt(range.lo) - off - 1 : BigInt(range.hi) - off + 1;
-    step("round", "", t, t, "infinite: saturates");
+    if (trace) step("round", "", t, t, "infinite: saturates");
   } else {
     Fraction f;
     BigInt fl = floor_with_fraction(t.value, f);
@@ -188,11 +192,11 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
     const Rational dist = abs(t.value - Rational(fl) - Rational(1, 2));
     const Label l = rounding_label(f, dist <= Rational(1, 1024));
     e.label = l;
-    step("round to integer", to_string(t), t, ExactFloat::finite(Rational(r)), fraction_note(f, pol.rounding, fl, r));
+    if (trace) step("round to integer", to_string(t), t, ExactFloat::finite(Rational(r)), fraction_note(f, pol.rounding, fl, r));
   }
 
   BigInt v = r + off;
-  if (int_add) step("+ zp in integers", r.str() + " + " + std::to_string(zp), ExactFloat::finite(Rational(v)),
+  if (int_add && trace) step("+ zp in integers", r.str() + " + " + std::to_string(zp), ExactFloat::finite(Rational(v)),
                     ExactFloat::finite(Rational(v)));
   std::int64_t q;
   if (pol.clamp == Clamp::wrap) {
@@ -201,7 +205,7 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
       q = std::clamp(q, range.lo, range.hi);
       saturated = true;
     }
-    step("wrap to " + std::string(name(out)), v.str(), ExactFloat::finite(Rational(v)), ExactFloat::finite(Rational(q)));
+    if (trace) step("wrap to " + std::string(name(out)), v.str(), ExactFloat::finite(Rational(v)), ExactFloat::finite(Rational(q)));
   } else {
     if (v < range.lo) {
       q = range.lo;
@@ -212,7 +216,7 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
     } else {
       q = v.convert_to<std::int64_t>();
     }
-    step("saturate to [" + std::to_string(range.lo) + ", " + std::to_string(range.hi) + "]", v.str(),
+    if (trace) step("saturate to [" + std::to_string(range.lo) + ", " + std::to_string(range.hi) + "]", v.str(),
          ExactFloat::finite(Rational(v)), ExactFloat::finite(Rational(q)));
   }
   e.q = q;
@@ -247,6 +251,20 @@ struct Finish {
   }
 };
 
+// rounds_up() tabulated for one rounding mode, indexed by its five inputs, so the hot loop
+// looks the decision up instead of branching on the mode.
+struct RoundTable {
+  std::array<std::uint8_t, 32> up{};
+  explicit RoundTable(RoundingMode m) {
+    for (unsigned i = 0; i < 32; ++i)
+      up[i] = rounds_up(m, i & 1, (i >> 1) & 1, (i >> 2) & 1, (i >> 3) & 1, (i >> 4) & 1) ? 1 : 0;
+  }
+  std::uint8_t operator()(bool zero, bool half, bool above, bool odd, bool neg) const {
+    return up[static_cast<unsigned>(zero) | static_cast<unsigned>(half) << 1 | static_cast<unsigned>(above) << 2 |
+              static_cast<unsigned>(odd) << 3 | static_cast<unsigned>(neg) << 4];
+  }
+};
+
 Fraction classify(double frac) {
   return frac == 0 ? Fraction::zero
          : frac < 0.5 ? Fraction::below_half
@@ -261,8 +279,9 @@ constexpr double k2p62 = 4611686018427387904.0;
 // exactly on the representable value t. Returns false to hand the element to the slow path
 // (non-finite inputs or intermediates, and huge values under wrap).
 template <class T>
-bool fast_float_element(double xd, double sd, std::int64_t zp, const QuantizePolicy& pol, const Finish& fin,
-                        bool int_add, std::int64_t& q, Label& label) {
+[[gnu::always_inline]] inline bool fast_float_element(double xd, double sd, std::int64_t zp, const QuantizePolicy& pol,
+                                                      const RoundTable& round_up, const Finish& fin, bool int_add,
+                                                      std::int64_t& q, Label& label) {
   if (!std::isfinite(xd)) return false;
   const T x = static_cast<T>(xd);  // correctly rounded (RNE) conversion
   const T s = static_cast<T>(sd);
@@ -288,14 +307,23 @@ bool fast_float_element(double xd, double sd, std::int64_t zp, const QuantizePol
     if (pol.clamp == Clamp::wrap) return false;
     t = t > 0 ? T(k2p62) : T(-k2p62);  // saturates below in any case
   }
-  const T fl = std::floor(t);
-  const T frac = t - fl;  // exact
-  const Fraction f = classify(static_cast<double>(frac));
-  const auto fli = static_cast<std::int64_t>(fl);
-  const std::int64_t r = fli + (rounds_up(pol.rounding, f, (fli & 1) != 0, fli < 0) ? 1 : 0);
-  label = rounding_label(f, std::fabs(static_cast<double>(frac) - 0.5) <= kNearTieDistance);
-  q = fin(r + off, saturated);
-  if (saturated) label = Label::saturated;
+  // floor(t) by truncation (|t| < 2^62 here); t - floor(t) is exact in T. Everything below is
+  // data-independent control flow: the tie decisions are the hot, unpredictable part.
+  auto fli = static_cast<std::int64_t>(t);
+  T fl = static_cast<T>(fli);
+  const bool adjust = fl > t;
+  fli -= adjust;
+  fl -= static_cast<T>(adjust);
+  const T frac = t - fl;
+  const bool f_zero = frac == T(0), f_half = frac == T(0.5), f_above = frac > T(0.5);
+  const std::int64_t r = fli + round_up(f_zero, f_half, f_above, (fli & 1) != 0, fli < 0);
+  const bool near = std::fabs(frac - T(0.5)) <= T(kNearTieDistance);
+  std::int64_t v = r + off;
+  if (pol.clamp == Clamp::wrap) v = wrap_to(fin.out, v);
+  const std::int64_t c = std::min(std::max(v, fin.range.lo), fin.range.hi);
+  saturated |= c != v;
+  q = c;
+  label = saturated ? Label::saturated : f_half ? Label::tie : near ? Label::near_tie : Label::clear;
   return true;
 }
 
@@ -309,7 +337,7 @@ double two_sum_err(double a, double b, double s) {
 // (fma gives the residual exactly while nothing underflows). Every order is x/s [+ zp] in
 // exact arithmetic. The tie and near-tie decisions use (t, sign of residual); elements whose
 // decision the pair cannot settle go to the slow path.
-bool fast_exact_element(double x, double s, std::int64_t zp, const QuantizePolicy& pol, const Finish& fin,
+[[gnu::always_inline]] inline bool fast_exact_element(double x, double s, std::int64_t zp, const QuantizePolicy& pol, const Finish& fin,
                         bool int_add, std::int64_t& q, Label& label) {
   if (!std::isfinite(x)) return false;
   constexpr double kTiny = 0x1p-900, kHuge = 0x1p900;
@@ -343,7 +371,9 @@ bool fast_exact_element(double x, double s, std::int64_t zp, const QuantizePolic
     label = Label::saturated;
     return true;
   }
-  double fl = std::floor(t);
+  auto fli0 = static_cast<std::int64_t>(t);  // floor by truncation: |t| < 2^50 here
+  double fl = static_cast<double>(fli0);
+  if (fl > t) fl -= 1;
   double frac = t - fl;
   Fraction f = classify(frac);
   if (f == Fraction::zero && sticky != 0) {
@@ -379,6 +409,218 @@ FastKind fast_kind(const Arith& a) {
 
 }  // namespace
 
+namespace {
+
+// Everything the per-element fast paths need, fixed for one quantize call.
+struct FastContext {
+  const QuantizePolicy& pol;
+  RoundTable round_up;
+  Finish fin;
+  bool int_add;
+  FastKind kind;
+  double min_normal;  // inputs below this (and nonzero) are subnormal: slow path, label special
+};
+
+// One run of elements sharing a scale and zero point: a tight loop with the input and output
+// types known at compile time. Elements the fast path declines are appended to `slow`.
+template <class In, class Out, bool kLabels>
+void fast_run(const FastContext& c, const In* x, Out* q, Label* labels, std::int64_t begin, std::int64_t end,
+              double s, std::int64_t zp, std::vector<std::int64_t>& slow) {
+  for (std::int64_t i = begin; i < end; ++i) {
+    const double xd = static_cast<double>(x[i]);
+    const double ax = std::fabs(xd);
+    std::int64_t v = 0;
+    Label l = Label::clear;
+    bool ok = ax == 0 || (ax >= c.min_normal && ax <= std::numeric_limits<double>::max());
+    if (ok) {
+      switch (c.kind) {
+        case FastKind::f32: ok = fast_float_element<float>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, v, l); break;
+        case FastKind::f64: ok = fast_float_element<double>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, v, l); break;
+        case FastKind::exact: ok = fast_exact_element(xd, s, zp, c.pol, c.fin, c.int_add, v, l); break;
+        case FastKind::none: ok = false; break;
+      }
+    }
+    if (!ok) {
+      slow.push_back(i);
+      continue;
+    }
+    q[i] = static_cast<Out>(v);
+    if constexpr (kLabels) labels[i] = l;
+  }
+}
+
+// The common case, vectorized: f32 input, f32 arithmetic, outputs of at most 16 bits,
+// saturating. The body is written without data-dependent branches (compare masks and
+// selects) so the compiler vectorizes it; every element it cannot settle (NaN, infinities,
+// subnormal inputs, a quotient that overflows) is flagged in `bad` and redone by the slow path.
+// It computes exactly what fast_float_element<float> computes: t is clamped to [lo_f, hi_f]
+// first, which is the policy's own clamp under float_before and otherwise +-2^30, a bound
+// beyond which every output of at most 16 bits saturates anyway.
+template <RoundingMode M, QuantizeOrder O, class Out, bool kLabels>
+void f32_kernel(const float* x, Out* q, Label* labels, std::uint8_t* bad, std::int64_t n, float s, std::int32_t zp,
+                float lo_f, float hi_f, bool float_before, std::int32_t lo, std::int32_t hi, float min_normal) {
+  constexpr bool kIntAdd = O == QuantizeOrder::div_then_add_int || O == QuantizeOrder::recip_then_add_int;
+  const float inv = 1.0f / s;
+  const auto zpf = static_cast<float>(zp);
+  const std::int32_t off = kIntAdd ? zp : 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float xv = x[i];
+    const float ax = std::fabs(xv);
+    float t;
+    if constexpr (O == QuantizeOrder::div_then_add_int) t = xv / s;
+    else if constexpr (O == QuantizeOrder::div_add_float) t = xv / s + zpf;
+    else if constexpr (O == QuantizeOrder::recip_then_add_int) t = xv * inv;
+    else t = xv * inv + zpf;
+    const bool is_bad = ((ax < min_normal) & (ax != 0.0f)) | !(ax <= std::numeric_limits<float>::max()) |
+                        !(std::fabs(t) <= std::numeric_limits<float>::max());
+    const bool sat_f = float_before & ((t < lo_f) | (t > hi_f));
+    t = std::min(std::max(t, lo_f), hi_f);
+    std::int32_t ti = static_cast<std::int32_t>(t);
+    float fl = static_cast<float>(ti);
+    const std::int32_t adjust = fl > t ? 1 : 0;
+    ti -= adjust;
+    fl -= static_cast<float>(adjust);
+    const float frac = t - fl;
+    const bool zero = frac == 0.0f, half = frac == 0.5f, above = frac > 0.5f;
+    const std::int32_t up = rounds_up(M, zero, half, above, (ti & 1) != 0, ti < 0) ? 1 : 0;
+    const std::int32_t v = ti + up + off;
+    const std::int32_t c = std::min(std::max(v, lo), hi);
+    q[i] = static_cast<Out>(c);
+    bad[i] = is_bad ? 1 : 0;
+    if constexpr (kLabels) {
+      // clear 0, near_tie 1, tie 2 (a tie is also near), saturated 3 (ORs over the others).
+      static_assert(static_cast<int>(Label::near_tie) == 1 && static_cast<int>(Label::tie) == 2 &&
+                    static_cast<int>(Label::saturated) == 3);
+      const bool sat = sat_f | (c != v);
+      const bool near = std::fabs(frac - 0.5f) <= static_cast<float>(kNearTieDistance);
+      const auto code = static_cast<std::uint8_t>((static_cast<unsigned>(near) + static_cast<unsigned>(half)) |
+                                                  (static_cast<unsigned>(sat) * 3u));
+      labels[i] = static_cast<Label>(code);
+    }
+  }
+}
+
+template <RoundingMode M, QuantizeOrder O, class Out>
+void f32_kernel_labels(bool with_labels, const float* x, Out* q, Label* labels, std::uint8_t* bad, std::int64_t n,
+                       float s, std::int32_t zp, float lo_f, float hi_f, bool fb, std::int32_t lo, std::int32_t hi,
+                       float mn) {
+  if (with_labels) f32_kernel<M, O, Out, true>(x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, hi, mn);
+  else f32_kernel<M, O, Out, false>(x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, hi, mn);
+}
+
+template <RoundingMode M, class Out>
+void f32_kernel_order(QuantizeOrder o, bool with_labels, const float* x, Out* q, Label* labels, std::uint8_t* bad,
+                      std::int64_t n, float s, std::int32_t zp, float lo_f, float hi_f, bool fb, std::int32_t lo,
+                      std::int32_t hi, float mn) {
+  switch (o) {
+#define QC_ORDER(ORD) \
+  case QuantizeOrder::ORD: \
+    return f32_kernel_labels<M, QuantizeOrder::ORD, Out>(with_labels, x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, hi, mn);
+    QC_ORDER(div_then_add_int)
+    QC_ORDER(div_add_float)
+    QC_ORDER(recip_then_add_int)
+    QC_ORDER(recip_add_float)
+#undef QC_ORDER
+    case QuantizeOrder::fma_recip: break;  // not taken: fma is left to the scalar path
+  }
+}
+
+template <class Out>
+void f32_kernel_mode(RoundingMode m, QuantizeOrder o, bool with_labels, const float* x, Out* q, Label* labels,
+                     std::uint8_t* bad, std::int64_t n, float s, std::int32_t zp, float lo_f, float hi_f, bool fb,
+                     std::int32_t lo, std::int32_t hi, float mn) {
+  switch (m) {
+#define QC_MODE(MODE) \
+  case RoundingMode::MODE: \
+    return f32_kernel_order<RoundingMode::MODE, Out>(o, with_labels, x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, hi, mn);
+    QC_MODE(rne)
+    QC_MODE(rna)
+    QC_MODE(rhu)
+    QC_MODE(rhd)
+    QC_MODE(rtz)
+    QC_MODE(floor)
+    QC_MODE(ceil)
+#undef QC_MODE
+  }
+}
+
+// Calls f(begin, end, k) for each maximal run of consecutive elements with parameter index k.
+template <class F>
+void for_each_param_run(const QuantParams& p, const Shape& shape, std::int64_t n, F&& f) {
+  if (p.granularity() == Granularity::per_tensor) {
+    f(std::int64_t{0}, n, std::int64_t{0});
+    return;
+  }
+  const ParamIndexer index(p, shape);
+  std::int64_t begin = 0;
+  while (begin < n) {
+    const std::int64_t k = index(begin);
+    std::int64_t end = begin + 1;
+    while (end < n && index(end) == k) ++end;
+    f(begin, end, k);
+    begin = end;
+  }
+}
+
+template <class In, class Out>
+void fast_tensor(const FastContext& c, const Tensor& x, const QuantParams& p, Tensor& q, Label* labels,
+                 std::vector<std::int64_t>& slow) {
+  const In* xd = x.data<In>();
+  Out* qd = q.data<Out>();
+  if constexpr (std::is_same_v<In, float> && sizeof(Out) <= 2) {
+    if (c.kind == FastKind::f32 && c.pol.clamp != Clamp::wrap && c.pol.order != QuantizeOrder::fma_recip) {
+      std::vector<std::uint8_t> bad(static_cast<std::size_t>(x.size()));
+      const bool fb = c.pol.clamp == Clamp::float_before;
+      for_each_param_run(p, x.shape(), x.size(), [&](std::int64_t b, std::int64_t e, std::int64_t k) {
+        const auto s = static_cast<float>(p.scales[static_cast<std::size_t>(k)]);
+        const auto zp = static_cast<std::int32_t>(p.zero_point(k));
+        const std::int32_t off = c.int_add ? zp : 0;
+        const float lo_f = fb ? static_cast<float>(c.fin.range.lo - off) : -0x1p30f;
+        const float hi_f = fb ? static_cast<float>(c.fin.range.hi - off) : 0x1p30f;
+        f32_kernel_mode<Out>(c.pol.rounding, c.pol.order, labels != nullptr, xd + b, qd + b, labels ? labels + b : nullptr,
+                             bad.data() + b, e - b, s, zp, lo_f, hi_f, fb, static_cast<std::int32_t>(c.fin.range.lo),
+                             static_cast<std::int32_t>(c.fin.range.hi), static_cast<float>(c.min_normal));
+      });
+      // Flags are rare: skip eight at a time.
+      const std::int64_t n = x.size();
+      std::int64_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        std::uint64_t word;
+        std::memcpy(&word, bad.data() + i, 8);
+        if (word == 0) continue;
+        for (std::int64_t j = i; j < i + 8; ++j)
+          if (bad[static_cast<std::size_t>(j)]) slow.push_back(j);
+      }
+      for (; i < n; ++i)
+        if (bad[static_cast<std::size_t>(i)]) slow.push_back(i);
+      return;
+    }
+  }
+  for_each_param_run(p, x.shape(), x.size(), [&](std::int64_t b, std::int64_t e, std::int64_t k) {
+    const double s = p.scales[static_cast<std::size_t>(k)];
+    const std::int64_t zp = p.zero_point(k);
+    if (labels) fast_run<In, Out, true>(c, xd, qd, labels, b, e, s, zp, slow);
+    else fast_run<In, Out, false>(c, xd, qd, labels, b, e, s, zp, slow);
+  });
+}
+
+template <class In>
+void fast_tensor_out(const FastContext& c, const Tensor& x, const QuantParams& p, Tensor& q, Label* labels,
+                     std::vector<std::int64_t>& slow) {
+  switch (q.dtype()) {
+    case DType::i8:
+    case DType::i4: fast_tensor<In, std::int8_t>(c, x, p, q, labels, slow); break;
+    case DType::u8:
+    case DType::u4: fast_tensor<In, std::uint8_t>(c, x, p, q, labels, slow); break;
+    case DType::i16: fast_tensor<In, std::int16_t>(c, x, p, q, labels, slow); break;
+    case DType::u16: fast_tensor<In, std::uint16_t>(c, x, p, q, labels, slow); break;
+    case DType::i32: fast_tensor<In, std::int32_t>(c, x, p, q, labels, slow); break;
+    default: throw InputError("quantize: output format " + std::string(name(q.dtype())) + " is not an integer format");
+  }
+}
+
+}  // namespace
+
 QuantizeResult quantize(const Tensor& x, const QuantParams& p, DType out, const QuantizePolicy& pol, OraclePath path,
                         bool want_labels) {
   if (!is_int(out)) throw InputError("quantize: output format " + std::string(name(out)) + " is not an integer format");
@@ -386,46 +628,44 @@ QuantizeResult quantize(const Tensor& x, const QuantParams& p, DType out, const 
   res.q = Tensor(out, x.shape());
   if (want_labels) res.labels.assign(static_cast<std::size_t>(x.size()), Label::clear);
   res.specified.assign(static_cast<std::size_t>(x.size()), 1);
-  const ParamIndexer index(p, x.shape());
   const Arith A = resolve_compute(pol.compute, x.dtype(), p.scale_dtype);
   const FastKind fk = path == OraclePath::fast ? fast_kind(A) : FastKind::none;
-  const Finish fin{out, output_range(out, pol), pol.clamp};
-  const bool int_add = adds_zp_in_integers(pol.order);
-  const bool in_has_subnormals = is_float(x.dtype());
-  const double min_normal = in_has_subnormals ? std::ldexp(1.0, 1 - info(x.dtype()).fl.bias) : 0.0;
+  const FastContext ctx{pol, RoundTable(pol.rounding), Finish{out, output_range(out, pol), pol.clamp}, adds_zp_in_integers(pol.order), fk,
+                        is_float(x.dtype()) ? std::ldexp(1.0, 1 - info(x.dtype()).fl.bias) : 0.0};
 
-  for (std::int64_t i = 0; i < x.size(); ++i) {
-    const std::int64_t k = index(i);
-    const double xd = x.get_double(i);
-    const double sd = p.scales[static_cast<std::size_t>(k)];
-    const std::int64_t zp = p.zero_point(k);
-    std::int64_t q = 0;
-    Label label = Label::clear;
-    bool ok = false;
-    const bool subnormal = in_has_subnormals && xd != 0 && std::fabs(xd) < min_normal;
-    if (!subnormal) {
-      switch (fk) {
-        case FastKind::f32: ok = fast_float_element<float>(xd, sd, zp, pol, fin, int_add, q, label); break;
-        case FastKind::f64: ok = fast_float_element<double>(xd, sd, zp, pol, fin, int_add, q, label); break;
-        case FastKind::exact: ok = fast_exact_element(xd, sd, zp, pol, fin, int_add, q, label); break;
-        case FastKind::none: break;
-      }
-    }
-    if (!ok) {
-      QuantizeElement e;
-      try {
-        e = quantize_element(xd, x.dtype(), sd, p.scale_dtype, zp, out, pol);
-      } catch (const InputError& err) {
-        throw InputError(std::string(err.what()) + " (element " + std::to_string(i) + ")");
-      }
-      q = e.q;
-      label = e.label;
-      res.specified[static_cast<std::size_t>(i)] = e.specified ? 1 : 0;
-      if (fk != FastKind::none) ++res.slow_elements;
-    }
-    res.q.set_int(i, q);
-    if (want_labels) res.labels[static_cast<std::size_t>(i)] = label;
+  // The fast path takes f32 and f64 inputs from memory directly; every other input format
+  // (f16, bf16, f8, i32) is widened to f64 first, which is exact.
+  std::vector<std::int64_t> slow;
+  Label* labels = want_labels ? res.labels.data() : nullptr;
+  if (fk == FastKind::none) {
+    slow.resize(static_cast<std::size_t>(x.size()));
+    for (std::int64_t i = 0; i < x.size(); ++i) slow[static_cast<std::size_t>(i)] = i;
+  } else if (x.dtype() == DType::f32) {
+    fast_tensor_out<float>(ctx, x, p, res.q, labels, slow);
+  } else if (x.dtype() == DType::f64) {
+    fast_tensor_out<double>(ctx, x, p, res.q, labels, slow);
+  } else {
+    Tensor wide(DType::f64, x.shape());
+    for (std::int64_t i = 0; i < x.size(); ++i) wide.data<double>()[i] = x.get_double(i);
+    FastContext wctx = ctx;
+    fast_tensor_out<double>(wctx, wide, p, res.q, labels, slow);
   }
+
+  const ParamIndexer index(p, x.shape());
+  for (std::int64_t i : slow) {
+    const std::int64_t k = index(i);
+    QuantizeElement e;
+    try {
+      e = quantize_element(x.get_double(i), x.dtype(), p.scales[static_cast<std::size_t>(k)], p.scale_dtype,
+                           p.zero_point(k), out, pol);
+    } catch (const InputError& err) {
+      throw InputError(std::string(err.what()) + " (element " + std::to_string(i) + ")");
+    }
+    res.q.set_int(i, e.q);
+    if (want_labels) res.labels[static_cast<std::size_t>(i)] = e.label;
+    res.specified[static_cast<std::size_t>(i)] = e.specified ? 1 : 0;
+  }
+  if (fk != FastKind::none) res.slow_elements = static_cast<std::int64_t>(slow.size());
   return res;
 }
 

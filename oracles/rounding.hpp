@@ -35,23 +35,28 @@ constexpr bool is_nearest(RoundingMode m) {
 // Where a value v lies between floor(v) and floor(v) + 1.
 enum class Fraction : std::uint8_t { zero, below_half, half, above_half };
 
-// The single definition of every rounding mode: given floor(v), whether floor(v) is odd and
-// whether floor(v) is negative (for v not an integer, v < 0 iff floor(v) < 0), decide whether
-// the result is floor(v) + 1 (true) or floor(v) (false).
-constexpr bool rounds_up(RoundingMode m, Fraction f, bool floor_is_odd, bool floor_is_negative) {
-  if (f == Fraction::zero) return false;
+// The single definition of every rounding mode. With v = floor(v) + f, 0 <= f < 1, given
+// where f lies (zero, exactly one half, above one half; otherwise below), whether floor(v) is
+// odd and whether floor(v) is negative (for a non-integer v, v < 0 iff floor(v) < 0), decide
+// whether the result is floor(v) + 1 (true) or floor(v) (false). Written with bitwise
+// operators so the fast path compiles it without data-dependent branches.
+constexpr bool rounds_up(RoundingMode m, bool f_zero, bool f_half, bool f_above, bool floor_is_odd,
+                         bool floor_is_negative) {
   switch (m) {
-    case RoundingMode::rne:
-      return f == Fraction::above_half || (f == Fraction::half && floor_is_odd);
-    case RoundingMode::rna:
-      return f == Fraction::above_half || (f == Fraction::half && !floor_is_negative);
-    case RoundingMode::rhu: return f != Fraction::below_half;
-    case RoundingMode::rhd: return f == Fraction::above_half;
-    case RoundingMode::rtz: return floor_is_negative;
+    case RoundingMode::rne: return f_above | (f_half & floor_is_odd);
+    case RoundingMode::rna: return f_above | (f_half & !floor_is_negative);
+    case RoundingMode::rhu: return f_above | f_half;
+    case RoundingMode::rhd: return f_above;
+    case RoundingMode::rtz: return !f_zero & floor_is_negative;
     case RoundingMode::floor: return false;
-    case RoundingMode::ceil: return true;
+    case RoundingMode::ceil: return !f_zero;
   }
   return false;
+}
+
+constexpr bool rounds_up(RoundingMode m, Fraction f, bool floor_is_odd, bool floor_is_negative) {
+  return rounds_up(m, f == Fraction::zero, f == Fraction::half, f == Fraction::above_half, floor_is_odd,
+                   floor_is_negative);
 }
 
 // Exact: r rounded to an integer under m. Optionally reports where r lay (the label source).

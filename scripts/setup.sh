@@ -7,7 +7,7 @@ PACKAGES=(
   g++ cmake ninja-build git pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev   # GoogleTest, Google Benchmark
   libeigen3-dev                                # Eigen (cpu-ref integer GEMM)
-  libboost-dev                                 # Boost.Multiprecision (the slow exact path)
+  libboost-dev libgmp-dev                      # Boost.Multiprecision and its GMP backend (the slow exact path)
   libfmt-dev nlohmann-json3-dev libcli11-dev   # formatting, JSON, command line
   pybind11-dev python3-dev python3-numpy python3-pytest python3-pybind11  # /usr/bin/python3 module and tests
 )

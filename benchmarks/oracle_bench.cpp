@@ -1,0 +1,108 @@
+// Oracle throughput against plain loops, in one process. Prints each benchmark (Google
+// Benchmark) and then the ratios the issues set goals for:
+//   fast exact quantize (values only) / plain nearbyint(x/s)+zp loop   goal >= 0.5
+//   fast exact quantize (with labels) / plain loop                     goal >= 0.25
+#include "oracles/presets.hpp"
+#include "oracles/quantize.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <random>
+
+namespace {
+
+constexpr std::int64_t kElements = 16 << 20;  // 16M
+
+const qc::Tensor& input() {
+  static const qc::Tensor x = [] {
+    qc::Tensor t(qc::DType::f32, {kElements});
+    std::uint64_t s = 12345;
+    float* d = t.data<float>();
+    for (std::int64_t i = 0; i < kElements; ++i) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      d[i] = static_cast<float>(static_cast<double>(s >> 11) * 0x1p-53 * 8.0 - 4.0);
+    }
+    return t;
+  }();
+  return x;
+}
+
+qc::QuantParams params() {
+  qc::QuantParams p;
+  p.scales = {static_cast<float>(1.0 / 37.0)};
+  p.zero_points = {3};
+  return p;
+}
+
+// The baseline: what a plain float implementation of ONNX QuantizeLinear compiles to.
+void BM_PlainNearbyintLoop(benchmark::State& state) {
+  const qc::Tensor& x = input();
+  const float s = static_cast<float>(params().scales[0]);
+  std::vector<std::int8_t> q(kElements);
+  const float* xd = x.data<float>();
+  for (auto _ : state) {
+    for (std::int64_t i = 0; i < kElements; ++i) {
+      const float v = std::nearbyint(xd[i] / s) + 3.0f;
+      q[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(std::clamp(v, -128.0f, 127.0f));
+    }
+    benchmark::DoNotOptimize(q.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kElements);
+}
+
+void run_quantize(benchmark::State& state, const char* preset, qc::ComputeFormat compute, bool labels) {
+  const qc::Tensor& x = input();
+  const qc::QuantParams p = params();
+  qc::QuantizePolicy pol = qc::find_preset(preset)->quantize;
+  pol.compute = compute;
+  for (auto _ : state) {
+    qc::QuantizeResult r = qc::quantize(x, p, qc::DType::i8, pol, qc::OraclePath::fast, labels);
+    benchmark::DoNotOptimize(r.q.bytes().data());
+  }
+  state.SetItemsProcessed(state.iterations() * kElements);
+}
+
+void BM_OracleQuantizeOnnx(benchmark::State& s) { run_quantize(s, "onnx", {qc::ComputeFormat::Kind::scale_type, 0}, false); }
+void BM_OracleQuantizeOnnxLabels(benchmark::State& s) { run_quantize(s, "onnx", {qc::ComputeFormat::Kind::scale_type, 0}, true); }
+void BM_OracleQuantizeExact(benchmark::State& s) { run_quantize(s, "onnx", {qc::ComputeFormat::Kind::exact, 0}, false); }
+void BM_OracleQuantizeExactLabels(benchmark::State& s) { run_quantize(s, "onnx", {qc::ComputeFormat::Kind::exact, 0}, true); }
+
+BENCHMARK(BM_PlainNearbyintLoop)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleQuantizeOnnx)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleQuantizeOnnxLabels)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleQuantizeExact)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleQuantizeExactLabels)->Unit(benchmark::kMillisecond);
+
+// Collects items/s per benchmark so the ratios can be printed after the run.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      auto it = r.counters.find("items_per_second");
+      if (it != r.counters.end()) rate[r.benchmark_name()] = it->second.value;
+    }
+  }
+  std::map<std::string, double> rate;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  const double base = reporter.rate["BM_PlainNearbyintLoop"];
+  if (base > 0) {
+    std::printf("\nratios to the plain nearbyint(x/s)+zp loop (16M f32 -> i8, same run):\n");
+    for (const auto& [name, r] : reporter.rate)
+      if (name != "BM_PlainNearbyintLoop") std::printf("  %-32s %.3f\n", name.c_str(), r / base);
+  }
+  benchmark::Shutdown();
+  return 0;
+}
