@@ -265,12 +265,6 @@ struct RoundTable {
   }
 };
 
-Fraction classify(double frac) {
-  return frac == 0 ? Fraction::zero
-         : frac < 0.5 ? Fraction::below_half
-         : frac == 0.5 ? Fraction::half
-                       : Fraction::above_half;
-}
 
 constexpr double k2p62 = 4611686018427387904.0;
 
@@ -307,17 +301,17 @@ template <class T>
     if (pol.clamp == Clamp::wrap) return false;
     t = t > 0 ? T(k2p62) : T(-k2p62);  // saturates below in any case
   }
-  // floor(t) by truncation (|t| < 2^62 here); t - floor(t) is exact in T. Everything below is
+  // floor(t) by truncation (|t| < 2^62 here). Everything below is
   // data-independent control flow: the tie decisions are the hot, unpredictable part.
   auto fli = static_cast<std::int64_t>(t);
   T fl = static_cast<T>(fli);
   const bool adjust = fl > t;
   fli -= adjust;
   fl -= static_cast<T>(adjust);
-  const T frac = t - fl;
-  const bool f_zero = frac == T(0), f_half = frac == T(0.5), f_above = frac > T(0.5);
+  const T d = t - (fl + T(0.5));  // exact when |d| <= 1/4: see f32_kernel
+  const bool f_zero = t == fl, f_half = (d == T(0)) & !f_zero, f_above = (d > T(0)) & !f_zero;
   const std::int64_t r = fli + round_up(f_zero, f_half, f_above, (fli & 1) != 0, fli < 0);
-  const bool near = std::fabs(frac - T(0.5)) <= T(kNearTieDistance);
+  const bool near = (std::fabs(d) <= T(kNearTieDistance)) & !f_zero;
   std::int64_t v = r + off;
   if (pol.clamp == Clamp::wrap) v = wrap_to(fin.out, v);
   const std::int64_t c = std::min(std::max(v, fin.range.lo), fin.range.hi);
@@ -374,24 +368,35 @@ double two_sum_err(double a, double b, double s) {
   auto fli0 = static_cast<std::int64_t>(t);  // floor by truncation: |t| < 2^50 here
   double fl = static_cast<double>(fli0);
   if (fl > t) fl -= 1;
-  double frac = t - fl;
-  Fraction f = classify(frac);
+  // Classify against m = fl + 1/2 (d = t - m is exact when |d| <= 1/4, see f32_kernel), then
+  // let the residual's sign settle values that sit exactly on an integer or a half.
+  double d = t - (fl + 0.5);
+  Fraction f = t == fl ? Fraction::zero : d == 0 ? Fraction::half : d < 0 ? Fraction::below_half : Fraction::above_half;
   if (f == Fraction::zero && sticky != 0) {
     if (sticky > 0) {
       f = Fraction::below_half;
+      d = -0.5;
     } else {
       fl -= 1;
       f = Fraction::above_half;
-      frac = 1;  // just below 1
+      d = 0.5;
     }
   } else if (f == Fraction::half && sticky != 0) {
     f = sticky > 0 ? Fraction::above_half : Fraction::below_half;
   }
-  const double dist = std::fabs(frac - 0.5);
-  if (dist == kNearTieDistance && sticky != 0) return false;  // the residual decides the label
+  // The exact value is t + e with |e| < ulp(t)/2 and the sign of e known. The near-tie label
+  // needs |d + e| <= kNearTieDistance: settle it when the bound leaves no doubt, else decline.
+  const double dist = f == Fraction::zero ? 0.5 : std::fabs(d);
+  bool near = dist <= kNearTieDistance;
+  if (sticky != 0 && f != Fraction::zero) {
+    const double half_ulp = std::ldexp(1.0, std::ilogb(t) - 53);
+    if (dist + half_ulp <= kNearTieDistance) near = true;
+    else if (dist > kNearTieDistance + half_ulp) near = false;
+    else return false;
+  }
   const auto fli = static_cast<std::int64_t>(fl);
   const std::int64_t r = fli + (rounds_up(pol.rounding, f, (fli & 1) != 0, fli < 0) ? 1 : 0);
-  label = rounding_label(f, dist <= kNearTieDistance);
+  label = rounding_label(f, near);
   q = fin(r + off, saturated);
   if (saturated) label = Label::saturated;
   return true;
@@ -480,8 +485,11 @@ void f32_kernel(const float* x, Out* q, Label* labels, std::uint8_t* bad, std::i
     const std::int32_t adjust = fl > t ? 1 : 0;
     ti -= adjust;
     fl -= static_cast<float>(adjust);
-    const float frac = t - fl;
-    const bool zero = frac == 0.0f, half = frac == 0.5f, above = frac > 0.5f;
+    // Classify t against m = floor(t) + 1/2 rather than forming t - floor(t), which is not
+    // exact for small negative t; d = t - m is exact whenever |d| <= 1/4 (Sterbenz), and
+    // otherwise far from both the tie and the near-tie band.
+    const float d = t - (fl + 0.5f);
+    const bool zero = t == fl, half = (d == 0.0f) & !zero, above = (d > 0.0f) & !zero;
     const std::int32_t up = rounds_up(M, zero, half, above, (ti & 1) != 0, ti < 0) ? 1 : 0;
     const std::int32_t v = ti + up + off;
     const std::int32_t c = std::min(std::max(v, lo), hi);
@@ -492,7 +500,7 @@ void f32_kernel(const float* x, Out* q, Label* labels, std::uint8_t* bad, std::i
       static_assert(static_cast<int>(Label::near_tie) == 1 && static_cast<int>(Label::tie) == 2 &&
                     static_cast<int>(Label::saturated) == 3);
       const bool sat = sat_f | (c != v);
-      const bool near = std::fabs(frac - 0.5f) <= static_cast<float>(kNearTieDistance);
+      const bool near = (std::fabs(d) <= static_cast<float>(kNearTieDistance)) & !zero;
       const auto code = static_cast<std::uint8_t>((static_cast<unsigned>(near) + static_cast<unsigned>(half)) |
                                                   (static_cast<unsigned>(sat) * 3u));
       labels[i] = static_cast<Label>(code);

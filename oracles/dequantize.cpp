@@ -1,0 +1,265 @@
+#include "oracles/dequantize.hpp"
+
+#include "oracles/error.hpp"
+
+#include <bit>
+#include <cmath>
+#include <string>
+
+namespace qc {
+namespace {
+
+using u128 = unsigned __int128;
+
+int msb(u128 v) {  // v > 0
+  const auto hi = static_cast<std::uint64_t>(v >> 64);
+  const auto lo = static_cast<std::uint64_t>(v);
+  return hi != 0 ? 64 + std::bit_width(hi) - 1 : std::bit_width(lo) - 1;
+}
+
+ExactFloat exact_int(std::int64_t v) { return ExactFloat::finite(Rational(v)); }
+
+// -(v): an exact sign flip (the unary minus of C), not a subtraction from zero.
+ExactFloat negate(ExactFloat v) {
+  if (v.is_nan()) return v;
+  v.negative = !v.negative;
+  if (v.is_finite()) v.value = -v.value;
+  return v;
+}
+
+void require_integer_input(DType q) {
+  if (!is_int(q))
+    throw InputError("dequantize: input format " + std::string(name(q)) +
+                     " is not an integer format (float8 inputs are not modelled)");
+}
+
+void require_float_output(DType out) {
+  if (!is_float(out))
+    throw InputError("dequantize: output format " + std::string(name(out)) + " is not a float format");
+}
+
+// The cast into the output format: IEEE conversion, ties to even, overflow to inf (NaN for a
+// format without inf), as astype / static_cast do.
+std::uint64_t cast_to_output(DType out, const ExactFloat& v) { return encode_float(out, v, RoundingMode::rne); }
+
+std::string int_str(std::int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+Label exact_product_label(std::int64_t d, double s, DType out) {
+  if (d == 0) return Label::clear;
+  // v = |d| * s = P * 2^e exactly, with s = m * 2^e (m < 2^53) and P = |d| * m < 2^93.
+  int k = 0;
+  const double f = std::frexp(s, &k);
+  const auto m = static_cast<std::uint64_t>(std::ldexp(f, 53));
+  const int e = k - 53;
+  const u128 P = static_cast<u128>(d < 0 ? -static_cast<u128>(d) : static_cast<u128>(d)) * m;
+  // The output step at v's binade (subnormals share the smallest normal binade's step).
+  const FloatLayout& l = info(out).fl;
+  const int binade = std::max(msb(P) + e, 1 - l.bias);
+  const int shift = binade - l.mant_bits - e;  // v / step = P / 2^shift
+  if (shift <= 0) return Label::clear;           // v is a whole number of steps
+  if (shift > 100) return Label::clear;          // v / step < 2^-7: far from any midpoint
+  const u128 one = 1;
+  const u128 low = P & ((one << shift) - 1);
+  const u128 half = one << (shift - 1);
+  if (low == half) return Label::tie;
+  const u128 dist = low > half ? low - half : half - low;  // distance to the midpoint, in 2^-shift steps
+  // dist / 2^shift <= kNearTieDistance = 2^-10
+  return dist * 1024 <= (one << shift) ? Label::near_tie : Label::clear;
+}
+
+DequantizeElement dequantize_element(std::int64_t q, DType q_dtype, double sd, DType scale_dtype, std::int64_t zp,
+                                     DType out, const DequantizePolicy& pol, bool trace) {
+  require_float_output(out);
+  DequantizeElement e;
+  const Arith A = resolve_compute(pol.compute, q_dtype, scale_dtype);
+  const Arith X = Arith::exact();
+  const std::string in = " in " + A.name();
+  auto step = [&](std::string what, std::string formula, const ExactFloat& exact, const ExactFloat& rounded,
+                  std::string note = "") {
+    if (trace) e.steps.push_back({std::move(what), std::move(formula), exact, rounded, std::move(note)});
+  };
+
+  const ExactFloat s = ExactFloat::finite(Rational(sd));
+  const ExactFloat qf = exact_int(q);
+  const ExactFloat zf = exact_int(zp);
+  e.exact = X.mul(exact_int(q - zp), s);
+
+  const ExactFloat sc = A.convert(s);
+  step("s to " + A.name(), "s = " + to_string(s), s, sc);
+
+  ExactFloat t;
+  switch (pol.order) {
+    case DequantizeOrder::sub_int_then_mul: {
+      const ExactFloat d = exact_int(q - zp);  // integer subtraction: exact for every supported format
+      step("q - zp in integers", int_str(q) + " - " + int_str(zp), d, d);
+      const ExactFloat dc = A.convert(d);
+      step("(q - zp) to " + A.name(), int_str(q - zp), d, dc);
+      t = A.mul(dc, sc);
+      step("(q - zp) * s" + in, "(q - zp) * s", X.mul(dc, sc), t);
+      break;
+    }
+    case DequantizeOrder::sub_float_then_mul: {
+      const ExactFloat qc = A.convert(qf), zc = A.convert(zf);
+      step("q to " + A.name(), int_str(q), qf, qc);
+      step("zp to " + A.name(), int_str(zp), zf, zc);
+      const ExactFloat d = A.sub(qc, zc);
+      step("q - zp" + in, "q - zp", X.sub(qc, zc), d);
+      t = A.mul(d, sc);
+      step("(q - zp) * s" + in, "(q - zp) * s", X.mul(d, sc), t);
+      break;
+    }
+    case DequantizeOrder::mul_then_sub: {
+      const ExactFloat qc = A.convert(qf), zc = A.convert(zf);
+      step("q to " + A.name(), int_str(q), qf, qc);
+      step("zp to " + A.name(), int_str(zp), zf, zc);
+      const ExactFloat a = A.mul(qc, sc);
+      step("q * s" + in, "q * s", X.mul(qc, sc), a);
+      const ExactFloat b = A.mul(zc, sc);
+      step("zp * s" + in, "zp * s", X.mul(zc, sc), b);
+      t = A.sub(a, b);
+      step("q*s - zp*s" + in, "(q*s) - (zp*s)", X.sub(a, b), t);
+      break;
+    }
+    case DequantizeOrder::fma: {
+      const ExactFloat qc = A.convert(qf), zc = A.convert(zf);
+      step("q to " + A.name(), int_str(q), qf, qc);
+      step("zp to " + A.name(), int_str(zp), zf, zc);
+      const ExactFloat b = A.mul(zc, sc);
+      step("zp * s" + in, "zp * s", X.mul(zc, sc), b);
+      const ExactFloat nb = negate(b);
+      t = A.fma(qc, sc, nb);
+      step("fma(q, s, -(zp*s))" + in + " (one rounding)", "q * s - (zp*s)", X.fma(qc, sc, nb), t);
+      break;
+    }
+  }
+  e.computed = t;
+  e.bits = cast_to_output(out, t);
+  e.y = decode_float(out, e.bits);
+  step("cast to " + std::string(name(out)) + " (ties to even)", to_string(t), t, e.y,
+       A.is_exact() ? "the only rounding" : "a second rounding when " + A.name() + " is wider than " +
+                                                std::string(name(out)));
+  e.label = e.y.is_finite() ? exact_product_label(q - zp, sd, out) : Label::saturated;
+  return e;
+}
+
+namespace {
+
+// Hardware cast of a finite f32/f64 value into `out`. f32 and f64 outputs are the hardware's
+// IEEE conversion (ties to even); narrower formats go through the exact encoder, whose input is
+// the exact value of the double. Sets `finite` to whether the output is finite.
+template <class T>
+std::uint64_t hw_cast_to_output(T y, DType out, bool& finite) {
+  std::uint64_t bits = 0;
+  switch (out) {
+    case DType::f64: {
+      const auto v = static_cast<double>(y);
+      bits = std::bit_cast<std::uint64_t>(v);
+      finite = std::isfinite(v);
+      return bits;
+    }
+    case DType::f32: {
+      const auto v = static_cast<float>(y);
+      bits = std::bit_cast<std::uint32_t>(v);
+      finite = std::isfinite(v);
+      return bits;
+    }
+    default: break;
+  }
+  const auto v = static_cast<double>(y);
+  // y is never -0 here (see fast_float_element), so +0 is the exact pattern 0 in every format.
+  bits = v == 0 ? 0 : cast_to_output(out, ExactFloat::finite(Rational(v)));
+  finite = std::isfinite(float_bits_to_double(out, bits));
+  return bits;
+}
+
+// Fast path for f32/f64 compute: the conversions int -> T (cvtsi2ss/sd), double -> T, and each
+// T operation are the hardware's IEEE operations in the default environment, exactly the
+// policy's rounded operations (the oracle is built with -ffp-contract=off; std::fma is the one
+// fused operation). Never produces -0: every operand is an integer times a positive scale s_T,
+// so a zero result is an exact zero (+0 under ties-to-even), and a nonzero one is a nonzero
+// multiple of s_T's quantum, which cannot round to zero. Returns false for a zero or infinite
+// converted scale and for a non-finite result (the slow path labels those).
+template <class T>
+bool fast_float_element(std::int64_t q, double sd, std::int64_t zp, DequantizeOrder order, DType out,
+                        std::uint64_t& bits, bool& finite) {
+  const T s = static_cast<T>(sd);
+  if (!(s > 0) || !std::isfinite(s)) return false;
+  T y = 0;
+  switch (order) {
+    case DequantizeOrder::sub_int_then_mul: y = static_cast<T>(q - zp) * s; break;
+    case DequantizeOrder::sub_float_then_mul: y = (static_cast<T>(q) - static_cast<T>(zp)) * s; break;
+    case DequantizeOrder::mul_then_sub: y = static_cast<T>(q) * s - static_cast<T>(zp) * s; break;
+    case DequantizeOrder::fma: y = std::fma(static_cast<T>(q), s, -(static_cast<T>(zp) * s)); break;
+  }
+  if (!std::isfinite(y)) return false;
+  bits = hw_cast_to_output(y, out, finite);
+  return true;
+}
+
+// Fast path for exact compute: (q - zp) * s in f64 with its exact residual (fma); when the
+// residual is 0 the f64 product is the exact value and the cast to `out` is the only rounding.
+bool fast_exact_element(std::int64_t q, double sd, std::int64_t zp, DType out, std::uint64_t& bits, bool& finite) {
+  const auto d = static_cast<double>(q - zp);  // exact: |q - zp| < 2^53
+  const double p = d * sd;
+  if (!std::isfinite(p) || (p != 0 && std::fabs(p) < 0x1p-1000)) return false;  // keep fma's residual exact
+  if (std::fma(d, sd, -p) != 0) return false;
+  bits = hw_cast_to_output(p, out, finite);
+  return true;
+}
+
+enum class FastKind { none, f32, f64, exact };
+
+FastKind fast_kind(const Arith& a) {
+  const std::string n = a.name();
+  if (n == "f32") return FastKind::f32;
+  if (n == "f64") return FastKind::f64;
+  if (n == "exact") return FastKind::exact;
+  return FastKind::none;
+}
+
+}  // namespace
+
+DequantizeResult dequantize(const Tensor& q, const QuantParams& p, DType out, const DequantizePolicy& pol,
+                            OraclePath path, bool want_labels) {
+  require_integer_input(q.dtype());
+  require_float_output(out);
+  validate(p, q.shape(), q.dtype(), "dequantize");
+  DequantizeResult res;
+  res.y = Tensor(out, q.shape());
+  if (want_labels) res.labels.assign(static_cast<std::size_t>(q.size()), Label::clear);
+  const ParamIndexer index(p, q.shape());
+  const Arith A = resolve_compute(pol.compute, q.dtype(), p.scale_dtype);
+  const FastKind fk = path == OraclePath::fast ? fast_kind(A) : FastKind::none;
+
+  for (std::int64_t i = 0; i < q.size(); ++i) {
+    const std::int64_t k = index(i);
+    const std::int64_t qv = q.get_int(i);
+    const double sd = p.scales[static_cast<std::size_t>(k)];
+    const std::int64_t zp = p.zero_point(k);
+    std::uint64_t bits = 0;
+    bool finite = true;
+    bool ok = false;
+    switch (fk) {
+      case FastKind::f32: ok = fast_float_element<float>(qv, sd, zp, pol.order, out, bits, finite); break;
+      case FastKind::f64: ok = fast_float_element<double>(qv, sd, zp, pol.order, out, bits, finite); break;
+      case FastKind::exact: ok = fast_exact_element(qv, sd, zp, out, bits, finite); break;
+      case FastKind::none: break;
+    }
+    Label label = Label::clear;
+    if (ok) {
+      if (want_labels) label = finite ? exact_product_label(qv - zp, sd, out) : Label::saturated;
+    } else {
+      const DequantizeElement e = dequantize_element(qv, q.dtype(), sd, p.scale_dtype, zp, out, pol);
+      bits = e.bits;
+      label = e.label;
+      if (fk != FastKind::none) ++res.slow_elements;
+    }
+    res.y.set_bits(i, bits);
+    if (want_labels) res.labels[static_cast<std::size_t>(i)] = label;
+  }
+  return res;
+}
+
+}  // namespace qc

@@ -1,0 +1,381 @@
+#include "oracles/fixed_point.hpp"
+
+#include "oracles/error.hpp"
+#include "oracles/exact.hpp"
+#include "oracles/format.hpp"
+#include "oracles/rounding.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <string_view>
+
+namespace qc {
+
+namespace {
+
+constexpr std::int64_t kInt32Min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+
+// A source's precondition (REQUIRE / assert / DCHECK on its inputs): a violation is bad input.
+void require(bool ok, std::string_view function, std::string_view condition, const std::string& got) {
+  if (!ok) throw InputError(std::string(function) + ": requires " + std::string(condition) + " (got " + got + ")");
+}
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+std::string real_str(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// Two's-complement wrap of an exact integer into int32: what an int32 operation the source leaves
+// to the hardware (signed overflow) produces on every target we model.
+std::int32_t wrap_int32(std::int64_t v) {
+  return static_cast<std::int32_t>(int_convert(DType::i32, BigInt(v), IntOverflow::wrap));
+}
+
+// C++20 >> on a negative signed integer is an arithmetic shift (floor division by 2^s).
+std::int64_t arithmetic_shift_right(std::int64_t v, int s) { return v >> s; }
+
+// round(v * 2^bits) half away from zero (std::round / TfLiteRound of an exactly scaled double).
+BigInt round_scaled_half_away(double v, int bits) {
+  return round_to_integer(Rational(v) * pow2(bits), RoundingMode::rna);
+}
+
+// MLIR's computeMultiplierAndShiftTosaScale32/16 differ only in the fraction bits.
+ScaleShift tosa_compute_multiplier_and_shift(double scale, int bits, std::string_view function) {
+  require(std::isfinite(scale), function, "a finite scale", real_str(scale));
+  int exponent = 0;
+  const double mantissa = std::frexp(scale, &exponent);
+  BigInt shifted = round_scaled_half_away(mantissa, bits);
+  const BigInt one = BigInt(1) << bits;
+  if (shifted == one) {  // "Can't be greater than 1.0": a mantissa that rounds up to 1.0 is halved
+    shifted /= 2;
+    ++exponent;
+  }
+  ScaleShift r{shifted.convert_to<std::int64_t>(), bits - exponent};
+  if (r.right_shift > 62) {  // "Shifting tops out at 62 bits"
+    r.multiplier = arithmetic_shift_right(r.multiplier, std::min(31, r.right_shift - 62));
+    r.right_shift = 62;
+  }
+  return r;
+}
+
+std::uint32_t f32_bits(float v) { return std::bit_cast<std::uint32_t>(v); }
+
+}  // namespace
+
+// ---- gemmlowp ------------------------------------------------------------------------------
+
+// gemmlowp fixedpoint/fixedpoint.h::SaturatingRoundingDoublingHighMul
+std::int32_t gemmlowp_saturating_rounding_doubling_high_mul(std::int32_t a, std::int32_t b) {
+  const bool overflow = a == b && a == std::numeric_limits<std::int32_t>::min();
+  const std::int64_t ab = static_cast<std::int64_t>(a) * b;
+  const std::int64_t nudge = ab >= 0 ? (std::int64_t{1} << 30) : (1 - (std::int64_t{1} << 30));
+  const std::int64_t high = (ab + nudge) / (std::int64_t{1} << 31);  // C++ division truncates toward zero
+  return overflow ? std::numeric_limits<std::int32_t>::max() : static_cast<std::int32_t>(high);
+}
+
+// gemmlowp fixedpoint/fixedpoint.h::RoundingDivideByPOT
+std::int32_t gemmlowp_rounding_divide_by_pot(std::int32_t x, int exponent) {
+  require(exponent >= 0 && exponent <= 31, "gemmlowp_rounding_divide_by_pot", "0 <= exponent <= 31", str(exponent));
+  const auto mask = static_cast<std::int32_t>((std::int64_t{1} << exponent) - 1);
+  const std::int32_t remainder = x & mask;
+  const std::int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+// gemmlowp internal/output.h::OutputStageEvalImpl<OutputStageQuantizeDownInt32ToUint8Scale>
+std::int32_t gemmlowp_quantize_down_int32_to_uint8_scale(std::int32_t x, std::int32_t result_offset,
+                                                         std::int32_t result_mult_int, int result_shift) {
+  require(result_shift >= 0 && result_shift <= 31, "gemmlowp_quantize_down_int32_to_uint8_scale",
+          "0 <= result_shift <= 31", str(result_shift));
+  const std::int32_t rounding = result_shift < 1 ? 0 : static_cast<std::int32_t>(std::int64_t{1} << (result_shift - 1));
+  const std::int32_t offset_added = wrap_int32(std::int64_t{x} + result_offset);
+  const std::int32_t multiplied = wrap_int32(std::int64_t{offset_added} * result_mult_int);
+  const std::int32_t rounded = wrap_int32(std::int64_t{multiplied} + rounding);
+  return rounded >> result_shift;
+}
+
+// ---- TFLite --------------------------------------------------------------------------------
+
+// tensorflow/lite/kernels/internal/common.cc::MultiplyByQuantizedMultiplier (double rounding)
+std::int32_t tflite_left_shift_wrapping(std::int32_t x, int left_shift) {
+  require(left_shift >= 0 && left_shift <= 30, "tflite_left_shift_wrapping", "0 <= left_shift <= 30", str(left_shift));
+  return wrap_int32(std::int64_t{x} * (std::int64_t{1} << left_shift));
+}
+
+// tensorflow/lite/kernels/internal/common.cc::MultiplyByQuantizedMultiplier (#else: double rounding)
+std::int32_t tflite_multiply_by_quantized_multiplier_double(std::int32_t x, Q31Multiplier m) {
+  require(m.shift >= -31 && m.shift <= 30, "tflite_multiply_by_quantized_multiplier_double", "-31 <= shift <= 30",
+          str(m.shift));
+  const int left_shift = m.shift > 0 ? m.shift : 0;
+  const int right_shift = m.shift > 0 ? 0 : -m.shift;
+  return gemmlowp_rounding_divide_by_pot(
+      gemmlowp_saturating_rounding_doubling_high_mul(tflite_left_shift_wrapping(x, left_shift), m.multiplier),
+      right_shift);
+}
+
+// tensorflow/lite/kernels/internal/common.cc::MultiplyByQuantizedMultiplier (TFLITE_SINGLE_ROUNDING)
+std::int32_t tflite_multiply_by_quantized_multiplier_single(std::int32_t x, Q31Multiplier m) {
+  constexpr std::string_view fn = "tflite_multiply_by_quantized_multiplier_single";
+  require(m.multiplier >= 0, fn, "quantized_multiplier >= 0", str(m.multiplier));
+  require(m.shift >= -31 && m.shift <= 30, fn, "-31 <= shift <= 30", str(m.shift));
+  const int total_shift = 31 - m.shift;
+  const std::int64_t round = std::int64_t{1} << (total_shift - 1);
+  const std::int64_t result = arithmetic_shift_right(std::int64_t{x} * m.multiplier + round, total_shift);
+  return wrap_int32(result);
+}
+
+// tensorflow/lite/kernels/internal/common.cc::MultiplyByQuantizedMultiplier(int64_t x, ...)
+std::int32_t tflite_multiply_by_quantized_multiplier_int64(std::int64_t x, Q31Multiplier m) {
+  constexpr std::string_view fn = "tflite_multiply_by_quantized_multiplier_int64";
+  require(m.multiplier >= 0, fn, "quantized_multiplier >= 0", str(m.multiplier));
+  require(m.shift >= -31 && m.shift < 8, fn, "-31 <= shift < 8", str(m.shift));
+  require(x >= -(std::int64_t{1} << 47) && x < (std::int64_t{1} << 47), fn, "-2^47 <= x < 2^47", str(x));
+  const std::int64_t reduced = m.multiplier < 0x7FFF0000 ? (std::int64_t{m.multiplier} + (1 << 15)) >> 16 : 0x7FFF;
+  const int total_shift = 15 - m.shift;
+  const std::int64_t round = std::int64_t{1} << (total_shift - 1);
+  return wrap_int32(arithmetic_shift_right(x * reduced + round, total_shift));
+}
+
+// tensorflow/lite/kernels/internal/quantization_util.cc::QuantizeMultiplier
+Q31Multiplier tflite_quantize_multiplier(double real, TfliteRounding build) {
+  require(std::isfinite(real), "tflite_quantize_multiplier", "a finite multiplier", real_str(real));
+  if (real == 0) return {0, 0};
+  int shift = 0;
+  const double q = std::frexp(real, &shift);
+  BigInt q_fixed = round_scaled_half_away(q, 31);
+  const BigInt two31 = BigInt(1) << 31;
+  if (q_fixed == two31) {
+    q_fixed /= 2;
+    ++shift;
+  }
+  if (shift < -31) {  // every bit would be shifted out: flushed to zero
+    shift = 0;
+    q_fixed = 0;
+  }
+  if (build == TfliteRounding::single_rounding && shift > 30) {
+    shift = 30;
+    q_fixed = two31 - 1;
+  }
+  return {static_cast<std::int32_t>(q_fixed.convert_to<std::int64_t>()), shift};
+}
+
+// ---- TOSA ----------------------------------------------------------------------------------
+
+// arm/tosa-specification pseudocode/library/scale_helpers.tosac::apply_scale_32
+std::int32_t tosa_apply_scale_32(std::int32_t value, std::int32_t multiplier, int shift, TosaRounding rounding) {
+  constexpr std::string_view fn = "tosa_apply_scale_32";
+  require(multiplier >= 0, fn, "REQUIRE(multiplier >= 0)", str(multiplier));
+  require(shift >= 2 && shift <= 62, fn, "REQUIRE(2 <= shift && shift <= 62)", str(shift));
+  const std::int64_t half = std::int64_t{1} << (shift - 1);
+  require(value >= -half && value < half, fn, "REQUIRE(value >= (-1 << (shift - 1)) && value < (1 << (shift - 1)))",
+          "value " + str(value) + ", shift " + str(shift));
+  std::int64_t round = half;
+  if (rounding == TosaRounding::double_round && shift > 31) round += value >= 0 ? (1 << 30) : -(1 << 30);
+  const std::int64_t result = arithmetic_shift_right(std::int64_t{value} * multiplier + round, shift);
+  return static_cast<std::int32_t>(result);  // fits: |value| < 2^(shift-1) and multiplier < 2^31
+}
+
+// arm/tosa-specification pseudocode/library/scale_helpers.tosac::apply_scale_16
+std::int32_t tosa_apply_scale_16(std::int64_t value, std::int16_t multiplier, int shift) {
+  constexpr std::string_view fn = "tosa_apply_scale_16";
+  require(multiplier >= 0, fn, "REQUIRE(multiplier >= 0)", str(multiplier));
+  require(shift >= 2 && shift <= 62, fn, "REQUIRE(2 <= shift && shift <= 62)", str(shift));
+  require(value >= -(std::int64_t{1} << 47) && value < (std::int64_t{1} << 47), fn, "an int48 value", str(value));
+  const std::int64_t round = std::int64_t{1} << (shift - 1);
+  const std::int64_t result = arithmetic_shift_right(value * multiplier + round, shift);
+  require(result >= kInt32Min && result <= kInt32Max, fn,
+          "REQUIRE(result >= minimum<int32_t> && result <= maximum<int32_t>)", str(result));
+  return static_cast<std::int32_t>(result);
+}
+
+// llvm-project mlir/lib/Dialect/Tosa/Utils/QuantUtils.cpp::computeMultiplierAndShiftTosaScale32
+ScaleShift tosa_compute_multiplier_and_shift_scale32(double scale) {
+  return tosa_compute_multiplier_and_shift(scale, 31, "tosa_compute_multiplier_and_shift_scale32");
+}
+
+// llvm-project mlir/lib/Dialect/Tosa/Utils/QuantUtils.cpp::computeMultiplierAndShiftTosaScale16
+ScaleShift tosa_compute_multiplier_and_shift_scale16(double scale) {
+  return tosa_compute_multiplier_and_shift(scale, 15, "tosa_compute_multiplier_and_shift_scale16");
+}
+
+// ---- XNNPACK / QNNPACK ---------------------------------------------------------------------
+
+// google/XNNPACK src/xnnpack/requantization.h::xnn_qs8_requantize_rndnu (multiplier and shift)
+ScaleShift fp32_mantissa_scale(float scale) {
+  require(scale > 0 && std::isnormal(scale), "fp32_mantissa_scale", "a positive normal f32 scale",
+          real_str(static_cast<double>(scale)));
+  const std::uint32_t bits = f32_bits(scale);
+  const std::int64_t multiplier = (bits & 0x007FFFFFu) | 0x00800000u;
+  return {multiplier, 127 + 23 - static_cast<int>(bits >> 23)};
+}
+
+// google/XNNPACK src/xnnpack/requantization.h::xnn_qs8_requantize_rndnu
+std::int32_t xnnpack_rndnu_multiply_shift(std::int32_t acc, ScaleShift m) {
+  constexpr std::string_view fn = "xnnpack_rndnu_multiply_shift";
+  require(m.multiplier >= (1 << 23) && m.multiplier < (1 << 24), fn, "a 24-bit significand 2^23 <= M < 2^24",
+          str(m.multiplier));
+  require(m.right_shift >= 16 && m.right_shift < 56, fn, "16 <= shift < 56 (2^-32 <= scale < 256)", str(m.right_shift));
+  const std::int64_t rounding = std::int64_t{1} << (m.right_shift - 1);
+  return wrap_int32(arithmetic_shift_right(std::int64_t{acc} * m.multiplier + rounding, m.right_shift));
+}
+
+// google/XNNPACK src/xnnpack/requantization.h::xnn_qs8_requantize_fp32
+std::int32_t xnnpack_requantize_fp32(std::int32_t acc, float scale, std::int32_t zero_point, IntRange out) {
+  constexpr std::string_view fn = "xnnpack_requantize_fp32";
+  require(scale >= 0x1.0p-32f && scale < 256.0f, fn, "2^-32 <= scale < 256", real_str(static_cast<double>(scale)));
+  require(zero_point >= out.lo && zero_point <= out.hi, fn, "a zero point inside the output range", str(zero_point));
+  const auto min_less_zero_point = static_cast<float>(out.lo - zero_point);
+  const auto max_less_zero_point = static_cast<float>(out.hi - zero_point);
+  float scaled = static_cast<float>(acc) * scale;
+  scaled = std::max(scaled, min_less_zero_point);
+  scaled = std::min(scaled, max_less_zero_point);
+  return static_cast<std::int32_t>(std::lrintf(scaled)) + zero_point;
+}
+
+// pytorch/QNNPACK src/requantization/precise-scalar.c::qnnp_requantize_precise__scalar_signed64
+std::int32_t qnnpack_precise_multiply_shift(std::int32_t acc, ScaleShift m) {
+  constexpr std::string_view fn = "qnnpack_precise_multiply_shift";
+  require(m.multiplier >= (1 << 23) && m.multiplier < (1 << 24), fn, "a 24-bit significand 2^23 <= M < 2^24",
+          str(m.multiplier));
+  require(m.right_shift >= 24 && m.right_shift < 56, fn, "24 <= shift < 56 (2^-32 <= scale < 1)", str(m.right_shift));
+  const std::int64_t product = std::int64_t{acc} * m.multiplier;
+  const std::int64_t adjusted = product - (acc < 0 ? 1 : 0);  // turns round-half-up into half-away
+  const std::int64_t rounding = std::int64_t{1} << (m.right_shift - 1);
+  return static_cast<std::int32_t>(arithmetic_shift_right(adjusted + rounding, m.right_shift));
+}
+
+// pytorch/QNNPACK src/qnnpack/requantization.h::qnnp_compute_scalar_requantization_params
+Q31Multiplier qnnpack_q31_multiplier(float scale) {
+  constexpr std::string_view fn = "qnnpack_q31_multiplier";
+  require(scale >= 0x1.0p-32f && scale < 1.0f, fn, "2^-32 <= scale < 1", real_str(static_cast<double>(scale)));
+  const std::uint32_t bits = f32_bits(scale);
+  const auto multiplier = static_cast<std::int32_t>(((bits & 0x007FFFFFu) | 0x00800000u) << 7);
+  const int shift = 127 + 31 - 32 - static_cast<int>(bits >> 23);
+  return {multiplier, -shift};
+}
+
+// pytorch/QNNPACK src/qnnpack/requantization.h::qnnp_q31_requantize
+std::int32_t qnnpack_q31_multiply_shift(std::int32_t acc, Q31Multiplier m) {
+  constexpr std::string_view fn = "qnnpack_q31_multiply_shift";
+  require(m.multiplier >= (1 << 30), fn, "2^30 <= multiplier < 2^31", str(m.multiplier));
+  const int shift = -m.shift;
+  require(shift >= 0 && shift <= 31, fn, "0 <= shift <= 31", str(shift));
+  const std::int64_t product = std::int64_t{acc} * m.multiplier;
+  // (int32_t)(uint32_t)((uint64_t)(product + 2^30) >> 31): the low 32 bits of the logical shift
+  // equal those of the arithmetic shift, and |product| < 2^62 makes the quotient fit int32.
+  const auto q31product = static_cast<std::int32_t>(arithmetic_shift_right(product + (std::int64_t{1} << 30), 31));
+  const auto remainder_mask = static_cast<std::int32_t>((std::uint32_t{1} << shift) - 1u);
+  const std::int32_t remainder_threshold = static_cast<std::int32_t>(static_cast<std::uint32_t>(remainder_mask) >> 1);
+  const std::int32_t remainder = (q31product & remainder_mask) - (acc < 0 ? 1 : 0);
+  return (q31product >> shift) + (remainder > remainder_threshold ? 1 : 0);
+}
+
+// ---- Glow ----------------------------------------------------------------------------------
+
+// pytorch/glow lib/Quantization/Base/Base.cpp::quantizeScaleOffset32To8
+GlowScale glow_quantize_scale_offset_32_to_8(float scale) {
+  constexpr std::string_view fn = "glow_quantize_scale_offset_32_to_8";
+  require(scale > 0 && std::isfinite(scale), fn, "a positive finite scale", real_str(static_cast<double>(scale)));
+  int frexp_exponent = 0;
+  const bool power_of_two = std::fabs(std::frexp(scale, &frexp_exponent)) == 0.5f;  // isFloatPowerOf2
+  if (power_of_two) {
+    const int exp = std::ilogb(scale);  // getFloat2Exp
+    if (exp > 0) {
+      require(scale < 0x1.0p31f, fn, "a power-of-two scale below 2^31", real_str(static_cast<double>(scale)));
+      return {0, 0, static_cast<std::int32_t>(scale)};
+    }
+    return {0, -exp, 1};
+  }
+  int pre_shift = 0;
+  int post_shift = 0;
+  while (scale < 0.5f || (scale < 256.0f && post_shift < 15)) {
+    scale *= 2.0f;  // exact in binary32
+    ++post_shift;
+  }
+  while (scale < 255.0f && pre_shift < post_shift / 2) {
+    scale *= 2.0f;
+    ++pre_shift;
+  }
+  const BigInt s = round_to_integer(Rational(static_cast<double>(scale)), RoundingMode::rna);  // std::round
+  require(s <= kInt32Max, fn, "an integer scale that fits int32", s.str());
+  return {pre_shift, post_shift, static_cast<std::int32_t>(s.convert_to<std::int64_t>())};
+}
+
+// pytorch/glow lib/LLVMIRCodeGen/libjit/libjit_defs.h::libjit_scale_i32i8
+std::int32_t glow_libjit_scale_i32i8(std::int32_t x, GlowScale s, std::int32_t offset) {
+  constexpr std::string_view fn = "glow_libjit_scale_i32i8";
+  require(s.pre_shift >= 0 && s.pre_shift <= 31, fn, "0 <= pre <= 31", str(s.pre_shift));
+  require(s.post_shift >= 0 && s.post_shift <= 31, fn, "0 <= post <= 31", str(s.post_shift));
+  const std::int32_t rtn = s.post_shift > 0 ? static_cast<std::int32_t>(std::int64_t{1} << (s.post_shift - 1)) : 0;
+  const std::int32_t pre_shifted = x >> s.pre_shift;
+  const std::int32_t multiplied = wrap_int32(std::int64_t{pre_shifted} * s.scale);
+  const std::int32_t rounded = wrap_int32(std::int64_t{multiplied} + rtn);
+  return wrap_int32(std::int64_t{rounded >> s.post_shift} + offset);
+}
+
+// ---- FBGEMM --------------------------------------------------------------------------------
+
+// pytorch/FBGEMM src/QuantUtils.cc::ChooseRequantizationMultiplier
+ScaleShift fbgemm_choose_requantization_multiplier(float real, int precision) {
+  constexpr std::string_view fn = "fbgemm_choose_requantization_multiplier";
+  require(real > 0 && std::isfinite(real), fn, "a positive finite real_multiplier",
+          real_str(static_cast<double>(real)));
+  require(precision >= 2 && precision <= 32, fn, "2 <= requantization_multiplier_precision <= 32", str(precision));
+  int s = 31;
+  while (real < 0.5f) {
+    real *= 2.0f;
+    ++s;
+  }
+  while (real > 1.0f) {
+    real /= 2.0f;
+    --s;
+  }
+  // real * (1ll << (precision - 1)) is a float product by a power of two (exact); nearbyint is RNE.
+  BigInt q = round_to_integer(Rational(static_cast<double>(real)) * pow2(precision - 1), RoundingMode::rne);
+  if (q == BigInt(1) << (precision - 1)) {
+    q /= 2;
+    --s;
+  }
+  require(s >= 0 && s < 64, fn, "0 <= right_shift < 64", str(s));
+  require(q <= kInt32Max, fn, "a multiplier that fits int32", q.str());
+  return {q.convert_to<std::int64_t>(), s};
+}
+
+// pytorch/FBGEMM src/QuantUtils.cc::SaturatingRoundingMulWithShift
+std::int64_t fbgemm_saturating_rounding_mul_with_shift(std::int32_t a, std::int32_t b, int right_shift) {
+  require(right_shift >= 1 && right_shift <= 62, "fbgemm_saturating_rounding_mul_with_shift", "1 <= right_shift <= 62",
+          str(right_shift));
+  const std::int64_t nudge = std::int64_t{1} << (right_shift - 1);
+  return arithmetic_shift_right(std::int64_t{a} * b + nudge, right_shift);
+}
+
+// ---- StableHLO -----------------------------------------------------------------------------
+
+// openxla/stablehlo stablehlo/transforms/StablehloLegalizeQuantToMath.cpp::matchAndRewriteDotLikeOp
+std::optional<float> stablehlo_dot_combined_scale(double combined) {
+  require(std::isfinite(combined), "stablehlo_dot_combined_scale", "a finite combined scale", real_str(combined));
+  if (std::abs(combined - 1.0) <= 0.001) return std::nullopt;
+  const auto f = static_cast<float>(combined);
+  require(std::isfinite(f), "stablehlo_dot_combined_scale", "a combined scale inside the f32 range",
+          real_str(combined));
+  return f;
+}
+
+// openxla/stablehlo stablehlo/transforms/StablehloLegalizeQuantToMath.cpp::matchAndRewriteDotLikeOp
+std::int32_t stablehlo_scale_and_truncate(std::int32_t value, float combined_scale) {
+  require(std::isfinite(combined_scale), "stablehlo_scale_and_truncate", "a finite combined scale",
+          real_str(static_cast<double>(combined_scale)));
+  const float scaled = static_cast<float>(value) * combined_scale;
+  if (scaled >= 0x1.0p31f) return std::numeric_limits<std::int32_t>::max();
+  if (scaled < -0x1.0p31f) return std::numeric_limits<std::int32_t>::min();
+  return static_cast<std::int32_t>(scaled);  // truncates toward zero
+}
+
+}  // namespace qc
