@@ -18,9 +18,12 @@ namespace fs = std::filesystem;
 
 std::string Expectation::str() const {
   switch (kind) {
-    case Kind::exact: return "exact";
-    case Kind::max_lsb: return "max_lsb:" + std::to_string(tolerance);
-    case Kind::claim: return "claim";
+    case Kind::exact:
+      return "exact";
+    case Kind::max_lsb:
+      return "max_lsb:" + std::to_string(tolerance);
+    case Kind::claim:
+      return "claim";
   }
   return "?";
 }
@@ -50,7 +53,8 @@ struct Where {
 };
 
 int line_of_offset(const std::string& text, std::size_t offset) {
-  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(std::min(offset, text.size())), '\n'));
+  return 1 + static_cast<int>(
+                 std::count(text.begin(), text.begin() + static_cast<long>(std::min(offset, text.size())), '\n'));
 }
 
 // The line where `"name": "<name>"` appears, for messages (0 if not found).
@@ -130,7 +134,8 @@ Tensor load_input(const json& j, const Where& w) {
   if (!j["shape"].is_array()) w.fail("input.shape", "expected a list of dimensions");
   for (std::size_t i = 0; i < j["shape"].size(); ++i) {
     const std::int64_t d = integer(j["shape"][i], w, "input.shape[" + std::to_string(i) + "]");
-    if (d <= 0) w.fail("input.shape[" + std::to_string(i) + "]", "dimensions must be positive, got " + std::to_string(d));
+    if (d <= 0)
+      w.fail("input.shape[" + std::to_string(i) + "]", "dimensions must be positive, got " + std::to_string(d));
     shape.push_back(d);
   }
   Tensor x(t, shape);
@@ -197,46 +202,50 @@ Spec load_spec(const json& j, const Where& w) {
   }
   s.name = s.name + "+custom";
   s.description = "explicit policy: " + j.dump();
-  QuantizePolicy& q = s.quantize;
-  auto str = [&](const char* f) {
-    if (!j[f].is_string()) w.fail(std::string("spec.") + f, "expected a string");
-    return j[f].get<std::string>();
+  // The overrides apply to every quantize path of the preset (also its f16/bf16-input path).
+  auto apply = [&](QuantizePolicy& q) {
+    auto str = [&](const char* f) {
+      if (!j[f].is_string()) w.fail(std::string("spec.") + f, "expected a string");
+      return j[f].get<std::string>();
+    };
+    if (j.contains("order")) {
+      auto o = parse_quantize_order(str("order"));
+      if (!o) w.fail("spec.order", "unknown order '" + str("order") + "'");
+      q.order = *o;
+    }
+    if (j.contains("compute")) {
+      auto c = parse_compute_format(str("compute"));
+      if (!c) w.fail("spec.compute", "unknown compute format '" + str("compute") + "'");
+      q.compute = *c;
+    }
+    if (j.contains("rounding")) {
+      auto r = parse_rounding_mode(str("rounding"));
+      if (!r) w.fail("spec.rounding", "unknown rounding mode '" + str("rounding") + "'");
+      q.rounding = *r;
+    }
+    if (j.contains("clamp")) {
+      auto c = parse_clamp(str("clamp"));
+      if (!c) w.fail("spec.clamp", "unknown clamp '" + str("clamp") + "'");
+      q.clamp = *c;
+    }
+    if (j.contains("nan")) {
+      auto n = parse_nan_rule(str("nan"));
+      if (!n) w.fail("spec.nan", "unknown NaN rule '" + str("nan") + "'");
+      q.nan = *n;
+    }
+    if (j.contains("narrow_range")) {
+      if (!j["narrow_range"].is_boolean()) w.fail("spec.narrow_range", "expected true or false");
+      q.narrow_range = j["narrow_range"].get<bool>();
+    }
+    if (j.contains("clip")) {
+      const json& c = j["clip"];
+      if (!c.is_array() || c.size() != 2) w.fail("spec.clip", "expected [low, high]");
+      q.clip = std::pair{integer(c[0], w, "spec.clip[0]"), integer(c[1], w, "spec.clip[1]")};
+      if (q.clip->first > q.clip->second) w.fail("spec.clip", "low > high");
+    }
   };
-  if (j.contains("order")) {
-    auto o = parse_quantize_order(str("order"));
-    if (!o) w.fail("spec.order", "unknown order '" + str("order") + "'");
-    q.order = *o;
-  }
-  if (j.contains("compute")) {
-    auto c = parse_compute_format(str("compute"));
-    if (!c) w.fail("spec.compute", "unknown compute format '" + str("compute") + "'");
-    q.compute = *c;
-  }
-  if (j.contains("rounding")) {
-    auto r = parse_rounding_mode(str("rounding"));
-    if (!r) w.fail("spec.rounding", "unknown rounding mode '" + str("rounding") + "'");
-    q.rounding = *r;
-  }
-  if (j.contains("clamp")) {
-    auto c = parse_clamp(str("clamp"));
-    if (!c) w.fail("spec.clamp", "unknown clamp '" + str("clamp") + "'");
-    q.clamp = *c;
-  }
-  if (j.contains("nan")) {
-    auto n = parse_nan_rule(str("nan"));
-    if (!n) w.fail("spec.nan", "unknown NaN rule '" + str("nan") + "'");
-    q.nan = *n;
-  }
-  if (j.contains("narrow_range")) {
-    if (!j["narrow_range"].is_boolean()) w.fail("spec.narrow_range", "expected true or false");
-    q.narrow_range = j["narrow_range"].get<bool>();
-  }
-  if (j.contains("clip")) {
-    const json& c = j["clip"];
-    if (!c.is_array() || c.size() != 2) w.fail("spec.clip", "expected [low, high]");
-    q.clip = std::pair{integer(c[0], w, "spec.clip[0]"), integer(c[1], w, "spec.clip[1]")};
-    if (q.clip->first > q.clip->second) w.fail("spec.clip", "low > high");
-  }
+  apply(s.quantize);
+  if (s.quantize_half_input) apply(*s.quantize_half_input);
   return s;
 }
 
@@ -265,8 +274,9 @@ Case load_case(const json& j, std::size_t index, const std::string& text, const 
   c.line = line_of_case(text, c.name);
   w.line = c.line;
   w.case_name = c.name;
-  check_fields(j, {"name", "description", "op", "spec", "input", "scale", "scale_dtype", "zero_point", "axis",
-                   "block_size", "output_dtype", "expect"},
+  check_fields(j,
+               {"name", "description", "op", "spec", "input", "scale", "scale_dtype", "zero_point", "axis",
+                "block_size", "output_dtype", "expect"},
                w, "");
   if (j.contains("description")) c.description = j["description"].get<std::string>();
   const std::string op = j.contains("op") && j["op"].is_string() ? j["op"].get<std::string>() : "";
@@ -295,7 +305,8 @@ Case load_case(const json& j, std::size_t index, const std::string& text, const 
   if (j.contains("zero_point")) {
     const json& z = j["zero_point"];
     if (z.is_array()) {
-      for (std::size_t i = 0; i < z.size(); ++i) p.zero_points.push_back(integer(z[i], w, "zero_point[" + std::to_string(i) + "]"));
+      for (std::size_t i = 0; i < z.size(); ++i)
+        p.zero_points.push_back(integer(z[i], w, "zero_point[" + std::to_string(i) + "]"));
     } else {
       p.zero_points.push_back(integer(z, w, "zero_point"));
     }
@@ -361,7 +372,8 @@ std::vector<Suite> load_suites(const std::vector<fs::path>& paths) {
     if (fs::is_directory(p)) {
       std::vector<fs::path> found;
       for (const auto& e : fs::recursive_directory_iterator(p))
-        if (e.is_regular_file() && e.path().extension() == ".json" && e.path().filename().string().find(".schema.") == std::string::npos)
+        if (e.is_regular_file() && e.path().extension() == ".json" &&
+            e.path().filename().string().find(".schema.") == std::string::npos)
           found.push_back(e.path());
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());

@@ -29,7 +29,7 @@ std::string describe_value(double v) {
 
 // The oracle's answer to a quantize request under a spec.
 QuantizeResult oracle_quantize(const QuantizeOp& op, const Spec& spec) {
-  return quantize(op.x, op.params, op.out, spec.quantize);
+  return quantize(op.x, op.params, op.out, spec.quantize_for(op.x.dtype()));
 }
 
 BackendResult run_one(const Case& c, const QuantizeOp& op, const QuantizeResult& ref, Backend& b, int max_worst) {
@@ -72,7 +72,8 @@ BackendResult run_one(const Case& c, const QuantizeOp& op, const QuantizeResult&
     const double x = op.x.get_double(i);
     d.input = describe_value(x);
     const QuantizeElement e = quantize_element(x, op.x.dtype(), op.params.scales[static_cast<std::size_t>(k)],
-                                               op.params.scale_dtype, op.params.zero_point(k), op.out, c.spec.quantize);
+                                               op.params.scale_dtype, op.params.zero_point(k), op.out,
+                                               c.spec.quantize_for(op.x.dtype()));
     d.exact = to_string(e.pre_round);
   });
   const Metrics& m = r.metrics;

@@ -42,6 +42,7 @@ std::string_view name(QuantizeOrder o) {
     case QuantizeOrder::recip_then_add_int: return "recip_then_add_int";
     case QuantizeOrder::recip_add_float: return "recip_add_float";
     case QuantizeOrder::fma_recip: return "fma_recip";
+    case QuantizeOrder::round_then_add_float: return "round_then_add_float";
   }
   return "?";
 }
@@ -53,13 +54,14 @@ std::string_view formula(QuantizeOrder o) {
     case QuantizeOrder::recip_then_add_int: return "round(x*(1/s)) + zp";
     case QuantizeOrder::recip_add_float: return "round(x*(1/s) + zp)";
     case QuantizeOrder::fma_recip: return "round(fma(x, 1/s, zp))";
+    case QuantizeOrder::round_then_add_float: return "round(x/s) +. zp";
   }
   return "?";
 }
 
 std::optional<QuantizeOrder> parse_quantize_order(std::string_view s) {
   for (auto o : {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float, QuantizeOrder::recip_then_add_int,
-                 QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip})
+                 QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float})
     if (name(o) == s || formula(o) == s) return o;
   return std::nullopt;
 }

@@ -38,6 +38,7 @@ enum class QuantizeOrder : std::uint8_t {
   recip_then_add_int,  // round(x * (1/s)) + zp
   recip_add_float,     // round(x * (1/s) + zp)
   fma_recip,           // round(fma(x, 1/s, zp)), one rounding for the multiply-add
+  round_then_add_float,  // round(x / s) + zp, the add in the compute format (MLAS scalar, MIGraphX GPU)
 };
 std::string_view name(QuantizeOrder o);
 std::string_view formula(QuantizeOrder o);

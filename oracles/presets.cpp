@@ -1,23 +1,335 @@
+// Each preset reads like a row of NUMERICS.md's tables: the choices, then the source.
 #include "oracles/presets.hpp"
 
 namespace qc {
 namespace {
 
 using K = ComputeFormat::Kind;
+using O = QuantizeOrder;
+using R = RoundingMode;
+using S = RequantizeScheme;
+constexpr ComputeFormat kF32{K::f32, 0};
+constexpr ComputeFormat kF64{K::f64, 0};
+constexpr ComputeFormat kExact{K::exact, 0};
+constexpr ComputeFormat kScaleType{K::scale_type, 0};
+constexpr ComputeFormat kInputType{K::input_type, 0};
+
+QuantizePolicy quantize(O order, ComputeFormat compute, R rounding, Clamp clamp, NanRule nan) {
+  QuantizePolicy p;
+  p.order = order;
+  p.compute = compute;
+  p.rounding = rounding;
+  p.clamp = clamp;
+  p.nan = nan;
+  return p;
+}
+
+DequantizePolicy dequantize(DequantizeOrder order, ComputeFormat compute) { return {order, compute}; }
+
+// A float requantize recipe: multiplier formed in `mult` by `order`, product in `product`.
+RequantizePolicy float_requantize(MultiplierOrder order, ComputeFormat mult, ComputeFormat product, ZeroPointAdd zp,
+                                  R rounding, Clamp clamp) {
+  RequantizePolicy p = requantize_policy_for(S::float_multiplier);
+  p.multiplier_order = order;
+  p.multiplier_format = mult;
+  p.product_format = product;
+  p.zero_point = zp;
+  p.rounding = rounding;
+  p.clamp = clamp;
+  return p;
+}
+
+RequantizePolicy ideal_requantize(R rounding) {
+  RequantizePolicy p = requantize_policy_for(S::ideal);
+  p.rounding = rounding;
+  return p;
+}
 
 std::vector<Spec> make_presets() {
   std::vector<Spec> v;
+  auto add = [&](Spec s) { v.push_back(std::move(s)); };
+
+  // ---- ONNX -------------------------------------------------------------------------------
   {
     Spec s;
     s.name = "onnx";
-    s.description = "ONNX QuantizeLinear: saturate(round(x / y_scale) + zp), division in the scale's type, ties to even";
-    s.sources = {"onnx/onnx onnx/defs/quantization/defs.cc::QuantizeLinear_ver25_doc"};
-    s.quantize.order = QuantizeOrder::div_then_add_int;
-    s.quantize.compute = {K::scale_type, 0};
-    s.quantize.rounding = RoundingMode::rne;
-    s.quantize.clamp = Clamp::int_after;
-    s.quantize.nan = NanRule::unspecified;
-    v.push_back(s);
+    s.description = "ONNX spec: QuantizeLinear saturate(round(x / y_scale) + zp), division in the scale's type, "
+                    "ties to even; DequantizeLinear (x - zp) * scale in the output type; QLinear* exact, ties to even";
+    s.sources = {"onnx/onnx onnx/defs/quantization/defs.cc::QuantizeLinear_ver25_doc",
+                 "onnx/onnx onnx/defs/doc_strings.cc::kDoc_DequantizeLinear_ver24",
+                 "onnx/onnx onnx/defs/math/utils.cc::QLinearMatMulDoc"};
+    s.quantize = quantize(O::div_then_add_int, kScaleType, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kScaleType);
+    s.requantize = ideal_requantize(R::rne);
+    s.accumulation = Accumulation::int32_wrap;  // "accumulation may overflow if and only if in 32 bits"
+    s.qparams = "onnx-dynamic-quantize-linear";
+    add(s);
+  }
+  {
+    Spec s;
+    s.name = "onnx-reference";
+    s.description = "onnx.reference (NumPy): np.rint(x / y_scale) in the promoted dtype, astype(int32), + zp, clip; "
+                    "dequantize in f32 then cast; QLinearMatMul rint(C * (a_s*b_s/y_s) + y_zp) with an f64 product";
+    s.sources = {"onnx/onnx onnx/reference/ops/op_quantize_linear.py::_CommonQuantizeLinear._run",
+                 "onnx/onnx onnx/reference/ops/op_dequantize_linear.py",
+                 "onnx/onnx onnx/reference/ops/op_qlinear_matmul.py"};
+    // x86 astype(int32) of NaN gives INT_MIN, which the clip takes to qmin (inferred).
+    s.quantize = quantize(O::div_then_add_int, kScaleType, R::rne, Clamp::int_after, NanRule::to_qmin);
+    s.dequantize = dequantize(DequantizeOrder::sub_float_then_mul, kF32);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF64, ZeroPointAdd::float_before_rounding,
+                                    R::rne, Clamp::int_after);
+    s.accumulation = Accumulation::int32_wrap;  // np.matmul on int32 arrays
+    s.qparams = "onnx-dynamic-quantize-linear";
+    add(s);
+  }
+  // ---- ONNX Runtime ---------------------------------------------------------------------------
+  {
+    Spec s;
+    s.name = "ort-cpu";
+    s.description = "ONNX Runtime CPU (MLAS): f32 x / s, clamp in float to [qmin-zp, qmax-zp], cvtps2dq (ties to even), "
+                    "+ zp; NaN -> qmin; f16 input divides in f32; requantize with an f32 multiplier";
+    s.sources = {"microsoft/onnxruntime onnxruntime/core/mlas/lib/quantize.cpp::MlasQuantizeLinearVector",
+                 "microsoft/onnxruntime onnxruntime/core/util/qmath.h::ParQuantizeLinearStd (after PR #32452)",
+                 "microsoft/onnxruntime onnxruntime/core/providers/cpu/quantization/quantize_linear.cc::DequantizeLinearApply",
+                 "microsoft/onnxruntime onnxruntime/core/providers/cpu/quantization/qlinearconv.cc::ComputeOutputScale"};
+    s.quantize = quantize(O::div_then_add_int, kF32, R::rne, Clamp::float_before, NanRule::to_qmin);
+    s.quantize_half_input = quantize(O::div_then_add_int, kF32, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding, R::rne,
+                                    Clamp::float_before);
+    s.qparams = "ort-dynamic";
+    add(s);
+    Spec old = s;
+    old.name = "ort-cpu@pre-pr32452";
+    old.description = "ONNX Runtime CPU before PR #32452: f16 inputs truncated (static_cast<int32_t>(x/s)) in f32";
+    old.sources.push_back("microsoft/onnxruntime PR #32452 'Fix float16 QuantizeLinear rounding on CPU'; issue #18576");
+    old.quantize_half_input = quantize(O::div_then_add_int, kF32, R::rtz, Clamp::int_after, NanRule::unspecified);
+    add(old);
+  }
+  {
+    Spec s;
+    s.name = "ort-cuda";
+    s.description = "ONNX Runtime CUDA: __float2int_rn(v / scale) + zp (half division for f16), int clamp; "
+                    "NaN -> zero point (cvt.rni gives 0); dequantize multiplies in the output type";
+    s.sources = {"microsoft/onnxruntime onnxruntime/core/providers/cuda/tensor/quantize_linear.cu::RoundStd",
+                 "microsoft/onnxruntime onnxruntime/core/providers/cuda/tensor/quantize_linear.cu::DequantizeLinearKernel"};
+    s.quantize = quantize(O::div_then_add_int, kScaleType, R::rne, Clamp::int_after, NanRule::to_zero_point);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kScaleType);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding, R::rne,
+                                    Clamp::float_before);
+    s.qparams = "ort-dynamic";
+    add(s);
+  }
+  // ---- TFLite, gemmlowp -----------------------------------------------------------------------
+  {
+    Spec s;
+    s.name = "tflite-reference";
+    s.description = "TFLite reference: round(x / (float)scale) + zp with std::round (ties away), dequantize in double, "
+                    "requantize by gemmlowp double rounding (SRDHM then RoundingDivideByPOT)";
+    s.sources = {"tensorflow/tensorflow tensorflow/lite/kernels/internal/reference/quantize.h::AffineQuantize",
+                 "tensorflow/tensorflow tensorflow/lite/kernels/internal/reference/dequantize.h::Dequantize",
+                 "tensorflow/tensorflow tensorflow/lite/kernels/internal/common.cc::MultiplyByQuantizedMultiplier",
+                 "tensorflow/tensorflow tensorflow/lite/kernels/internal/quantization_util.cc::QuantizeMultiplier"};
+    s.quantize = quantize(O::div_then_add_int, kF32, R::rna, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF64);
+    s.requantize = requantize_policy_for(S::gemmlowp_double);
+    s.qparams = "tflite";
+    add(s);
+  }
+  {
+    Spec s;
+    s.name = "gemmlowp";
+    s.description = "gemmlowp fixed point: Q31 multiplier from frexp (round half away), "
+                    "SaturatingRoundingDoublingHighMul (ties up) then RoundingDivideByPOT (ties away)";
+    s.sources = {"google/gemmlowp fixedpoint/fixedpoint.h::SaturatingRoundingDoublingHighMul, RoundingDivideByPOT",
+                 "tensorflow/tensorflow tensorflow/lite/kernels/internal/quantization_util.h::ChooseQuantizationParams"};
+    s.quantize = quantize(O::div_then_add_int, kF32, R::rna, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF64);
+    s.requantize = requantize_policy_for(S::gemmlowp_double);
+    s.qparams = "tflite";
+    add(s);
+  }
+  // ---- TOSA, StableHLO ------------------------------------------------------------------------
+  for (const bool dbl : {false, true}) {
+    Spec s;
+    s.name = dbl ? "tosa-double" : "tosa-single";
+    s.description = std::string("TOSA: CAST float->int ties to even, saturating; RESCALE apply_scale_32 with ") +
+                    (dbl ? "DOUBLE_ROUND (gemmlowp-identical)" : "SINGLE_ROUND (ties up)") + ", multiplier by frexp";
+    s.sources = {"arm/tosa-specification pseudocode/library/scale_helpers.tosac::apply_scale_32",
+                 "arm/tosa-specification pseudocode/operators/RESCALE.tosac",
+                 "arm/tosa-specification chapters/type_conversion.adoc (CAST)"};
+    s.quantize = quantize(O::div_then_add_int, kScaleType, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kScaleType);
+    s.requantize = requantize_policy_for(dbl ? S::tosa_double : S::tosa_single);
+    s.accumulation = Accumulation::int32_wrap;
+    s.qparams = "tflite";
+    add(s);
+  }
+  {
+    Spec s;
+    s.name = "stablehlo-spec";
+    s.description = "StableHLO spec: quantize clamp(x / scale + zp) in float, then round_nearest_even; "
+                    "ops on quantized tensors are dequantize -> float op -> quantize";
+    s.sources = {"openxla/stablehlo docs/spec.md 'Quantization computations' def quantize, def dequantize",
+                 "openxla/stablehlo stablehlo/transforms/StablehloLegalizeQuantToMath.cpp::matchAndRewriteQuantize"};
+    s.quantize = quantize(O::div_add_float, kScaleType, R::rne, Clamp::float_before, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kScaleType);
+    s.requantize = float_requantize(MultiplierOrder::per_op, kF32, kF32, ZeroPointAdd::float_before_rounding, R::rne,
+                                    Clamp::float_before);
+    s.accumulation = Accumulation::exact;
+    s.qparams = "tflite";
+    add(s);
+    Spec low = s;
+    low.name = "stablehlo-lowering";
+    low.description = "StableHLO legalize-quant-to-math: as the spec for quantize; dot/conv rescale f32(acc) * f32 scale "
+                      "then convert (truncates)";
+    low.sources.push_back("openxla/stablehlo stablehlo/transforms/StablehloLegalizeQuantToMath.cpp (dot_general lowering)");
+    low.requantize = requantize_policy_for(S::stablehlo_truncate);
+    low.accumulation = Accumulation::int32_wrap;
+    add(low);
+  }
+  // ---- XNNPACK, oneDNN ------------------------------------------------------------------------
+  for (const bool rndnu : {false, true}) {
+    Spec s;
+    s.name = rndnu ? "xnnpack-rndnu" : "xnnpack-fp32";
+    s.description = std::string("XNNPACK: x * (1/s) clamped in float, lrintf (ties to even), + zp; requantize ") +
+                    (rndnu ? "rndnu: (acc*M24 + 2^(s-1)) >> s from the f32 scale's significand (ties up)"
+                           : "fp32: lrintf(clamp((float)acc * scale)) + zp");
+    s.sources = {"google/XNNPACK src/f32-qs8-vcvt/gen/f32-qs8-vcvt-scalar-lrintf-u1.c",
+                 "google/XNNPACK src/microparams-init.c::xnn_init_f32_qs8_cvt_scalar_params",
+                 rndnu ? "google/XNNPACK src/xnnpack/requantization.h::xnn_qs8_requantize_rndnu"
+                       : "google/XNNPACK src/xnnpack/requantization.h::xnn_qs8_requantize_fp32"};
+    s.quantize = quantize(O::recip_then_add_int, kF32, R::rne, Clamp::float_before, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
+    s.requantize = requantize_policy_for(rndnu ? S::xnnpack_rndnu : S::xnnpack_fp32);
+    s.qparams = "xnnpack-qd8";
+    add(s);
+  }
+  {
+    Spec s;
+    s.name = "onednn";
+    s.description = "oneDNN: dst = x / scale_dst + zp_dst in f32, saturate in float, nearbyintf; conv epilogue "
+                    "((float)acc * src_scale * wei_scale) / dst_scale + dst_zp, each op in f32";
+    s.sources = {"uxlfoundation/oneDNN src/cpu/simple_q10n.hpp::saturate_and_round",
+                 "uxlfoundation/oneDNN src/cpu/ref_convolution_int8.cpp",
+                 "uxlfoundation/oneDNN doc/functional_api/programming_model/attributes_quantization.md"};
+    s.quantize = quantize(O::div_add_float, kF32, R::rne, Clamp::float_before, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
+    s.requantize = float_requantize(MultiplierOrder::per_op, kF32, kF32, ZeroPointAdd::float_before_rounding, R::rne,
+                                    Clamp::float_before);
+    s.qparams = "ort-dynamic";
+    add(s);
+  }
+  // ---- PyTorch --------------------------------------------------------------------------------
+  {
+    Spec s;
+    s.name = "pytorch-cpu";
+    s.description = "PyTorch CPU (FBGEMM): zp + nearbyint(x * (1.f/scale)); NaN -> qmax (AVX2 min_ps); "
+                    "requantize lrintf(acc * (in_scale*w_scale/out_scale in f32)) + zp";
+    s.sources = {"pytorch/FBGEMM include/fbgemm/QuantUtils.h::Quantize",
+                 "pytorch/FBGEMM src/QuantUtilsAvx2.cc::QuantizeAvx2",
+                 "pytorch/FBGEMM include/fbgemm/OutputProcessing-inl.h::ReQuantizeOutput::f",
+                 "pytorch/pytorch aten/src/ATen/native/quantized/AffineQuantizerBase.cpp::quantize_val"};
+    s.quantize = quantize(O::recip_then_add_int, kF32, R::rne, Clamp::int_after, NanRule::to_qmax);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding, R::rne,
+                                    Clamp::int_after);
+    s.qparams = "pytorch-observer-affine";
+    add(s);
+  }
+  {
+    Spec s;
+    s.name = "pytorch-cuda";
+    s.description = "PyTorch CUDA: nearbyint(x / scale) + zp with a double scale (f64 division); dequantize "
+                    "(float(q) - zp) * double scale";
+    s.sources = {"pytorch/pytorch aten/src/ATen/native/quantized/cuda/AffineQuantizer.cu::quantize_tensor_per_tensor_affine_cuda",
+                 "pytorch/pytorch issue #153340 (NaN differs from CPU)"};
+    s.quantize = quantize(O::div_then_add_int, kF64, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF64);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding, R::rne,
+                                    Clamp::int_after);
+    s.qparams = "pytorch-observer-affine";
+    add(s);
+  }
+  // ---- MIGraphX -------------------------------------------------------------------------------
+  {
+    Spec s;
+    s.name = "migraphx-ref";
+    s.description = "MIGraphX reference: nearbyint(x / s) (x type == scale type) + zp in double, clamp; "
+                    "dequantize ((double)x - zp) * scale";
+    s.sources = {"ROCm/AMDMIGraphX src/include/migraphx/op/quantizelinear.hpp::quantizelinear::compute",
+                 "ROCm/AMDMIGraphX src/include/migraphx/op/dequantizelinear.hpp",
+                 "ROCm/AMDMIGraphX src/simplify_qdq.cpp::match_find_quantizable_ops"};
+    s.quantize = quantize(O::div_then_add_int, kInputType, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF64);
+    s.requantize = float_requantize(MultiplierOrder::per_op, kF32, kF32, ZeroPointAdd::int_after_rounding, R::rne,
+                                    Clamp::int_after);
+    s.qparams = "onnx-dynamic-quantize-linear";
+    add(s);
+    Spec old = s;
+    old.name = "migraphx-ref@2023.10";
+    old.description = "MIGraphX reference before late 2023: std::round (ties away) into int64, + zp, clamp";
+    old.sources.push_back("ROCm/AMDMIGraphX src/include/migraphx/op/quantizelinear.hpp (history: std::round -> nearbyint)");
+    old.quantize.rounding = R::rna;
+    add(old);
+  }
+  {
+    Spec s;
+    s.name = "migraphx-gpu";
+    s.description = "MIGraphX GPU lowering: convert x to the scale type, divide, nearbyint, + convert(zp) in the scale "
+                    "type (fp16 for fp16 scales), clip, convert";
+    s.sources = {"ROCm/AMDMIGraphX src/rewrite_quantization.cpp::apply_quantizelinear, apply_dequantizelinear",
+                 "ROCm/AMDMIGraphX src/targets/gpu/kernels/include/migraphx/kernels/math.hpp"};
+    s.quantize = quantize(O::round_then_add_float, kScaleType, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_float_then_mul, kScaleType);
+    s.requantize = float_requantize(MultiplierOrder::per_op, kScaleType, kScaleType, ZeroPointAdd::int_after_rounding,
+                                    R::rne, Clamp::int_after);
+    s.qparams = "onnx-dynamic-quantize-linear";
+    add(s);
+  }
+  // ---- TVM ------------------------------------------------------------------------------------
+  for (const bool upward : {true, false}) {
+    Spec s;
+    s.name = upward ? "tvm-upward" : "tvm-tonearest";
+    s.description = std::string("TVM Relay QNN: Round(x / scale) + f32(zp), clip, cast (Round ties to even since PR "
+                                "#19368); requantize int64 fixed point ") +
+                    (upward ? "UPWARD (q_multiply_shift, ties up)" : "TONEAREST (ties away)");
+    s.sources = {"apache/tvm src/relay/qnn/op/quantize.cc::QuantizeLower",
+                 "apache/tvm src/relay/qnn/op/requantize.cc (rounding UPWARD/TONEAREST)",
+                 "apache/tvm PR #19368 (tir.round lowered to ties-to-even)"};
+    s.quantize = quantize(O::round_then_add_float, kF32, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
+    RequantizePolicy r = requantize_policy_for(upward ? S::tflite_single : S::qnnpack_precise);
+    // UPWARD: GetFixedPointMultiplierShift (frexp + std::round) then q_multiply_shift. TONEAREST is
+    // modelled by QNNPACK's exact round-half-away shift with the f32 significand as multiplier; TVM
+    // derives that multiplier by frexp in double instead (not modelled).
+    if (upward) r.derivation = MultiplierDerivation::tflite;
+    s.requantize = r;
+    s.qparams = "tflite";
+    add(s);
+    Spec old = s;
+    old.name = s.name + "@2026.03";
+    old.description = s.name + " before PR #19368 (2026-04): tir.round lowered to llvm.round (ties away from zero)";
+    old.quantize.rounding = R::rna;
+    add(old);
+  }
+  // ---- Glow -----------------------------------------------------------------------------------
+  for (const bool cpu : {false, true}) {
+    Spec s;
+    s.name = cpu ? "glow-cpu" : "glow-interpreter";
+    s.description = std::string("Glow: nearbyintf(x / scale + offset) (zp before rounding, f32), clip; requantize ") +
+                    (cpu ? "libjit int32 pre-shift, multiply, post-shift (ties up, may wrap)"
+                         : "std::round(float(acc) * (in*w/out) + offset) (ties away)");
+    s.sources = {"pytorch/glow include/glow/Quantization/Base/Base.h::quantize",
+                 cpu ? "pytorch/glow lib/Quantization/Base/Base.cpp::quantizeScaleOffset32To8; libjit_defs.h::libjit_scale"
+                     : "pytorch/glow lib/Backends/Interpreter/InterpreterNodes.cpp (conv)"};
+    s.quantize = quantize(O::div_add_float, kF32, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
+    s.requantize = cpu ? requantize_policy_for(S::glow_int32)
+                       : float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::float_before_rounding,
+                                          R::rna, Clamp::int_after);
+    s.qparams = "glow-asymmetric";
+    add(s);
   }
   return v;
 }

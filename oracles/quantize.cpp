@@ -45,6 +45,12 @@ bool adds_zp_in_integers(QuantizeOrder o) {
   return o == QuantizeOrder::div_then_add_int || o == QuantizeOrder::recip_then_add_int;
 }
 
+// Orders whose zero point comes after the rounding, so a clamp before rounding is to
+// [qmin - zp, qmax - zp].
+bool adds_zp_after_rounding(QuantizeOrder o) {
+  return adds_zp_in_integers(o) || o == QuantizeOrder::round_then_add_float;
+}
+
 ExactFloat exact_of(double v) {
   if (std::isnan(v)) return ExactFloat::nan();
   if (std::isinf(v)) return ExactFloat::inf(v < 0);
@@ -117,6 +123,7 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
   ExactFloat t;
   switch (pol.order) {
     case QuantizeOrder::div_then_add_int:
+    case QuantizeOrder::round_then_add_float:
     case QuantizeOrder::div_add_float: {
       t = A.div(xc, sc);
       if (trace) step("x / s" + in, "x / s", X.div(xc, sc), t);
@@ -163,7 +170,7 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
   }
 
   bool saturated = false;
-  const std::int64_t off = int_add ? zp : 0;
+  const std::int64_t off = adds_zp_after_rounding(pol.order) ? zp : 0;
   if (pol.clamp == Clamp::float_before) {
     const ExactFloat lo = A.convert(ExactFloat::finite(Rational(range.lo - off)));
     const ExactFloat hi = A.convert(ExactFloat::finite(Rational(range.hi - off)));
@@ -196,6 +203,13 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
   }
 
   BigInt v = r + off;
+  if (pol.order == QuantizeOrder::round_then_add_float && !t.is_inf()) {
+    const ExactFloat zc = A.convert(zpf);
+    const ExactFloat sum = A.add(ExactFloat::finite(Rational(r)), zc);
+    if (sum.is_inf()) v = sum.negative ? BigInt(range.lo) - 1 : BigInt(range.hi) + 1;
+    else v = numerator(sum.value);  // a sum of integers rounded to a float format is an integer
+    if (trace) step("+ zp" + in, r.str() + " + " + std::to_string(zp), X.add(ExactFloat::finite(Rational(r)), zc), sum);
+  }
   if (int_add && trace) step("+ zp in integers", r.str() + " + " + std::to_string(zp), ExactFloat::finite(Rational(v)),
                     ExactFloat::finite(Rational(v)));
   std::int64_t q;
@@ -283,7 +297,8 @@ template <class T>
   const T zpt = static_cast<T>(zp);
   T t = 0;
   switch (pol.order) {
-    case QuantizeOrder::div_then_add_int: t = x / s; break;
+    case QuantizeOrder::div_then_add_int:
+    case QuantizeOrder::round_then_add_float: t = x / s; break;
     case QuantizeOrder::div_add_float: t = x / s + zpt; break;
     case QuantizeOrder::recip_then_add_int: t = x * (T(1) / s); break;
     case QuantizeOrder::recip_add_float: t = x * (T(1) / s) + zpt; break;
@@ -292,8 +307,10 @@ template <class T>
   if (!std::isfinite(t)) return false;
   bool saturated = false;
   const std::int64_t off = int_add ? zp : 0;
+  const bool round_add = pol.order == QuantizeOrder::round_then_add_float;
   if (pol.clamp == Clamp::float_before) {
-    const T lo = static_cast<T>(fin.range.lo - off), hi = static_cast<T>(fin.range.hi - off);
+    const std::int64_t boff = int_add || round_add ? zp : 0;
+    const T lo = static_cast<T>(fin.range.lo - boff), hi = static_cast<T>(fin.range.hi - boff);
     if (t < lo) t = lo, saturated = true;
     if (t > hi) t = hi, saturated = true;
   }
@@ -313,6 +330,11 @@ template <class T>
   const std::int64_t r = fli + round_up(f_zero, f_half, f_above, (fli & 1) != 0, fli < 0);
   const bool near = (std::fabs(d) <= T(kNearTieDistance)) & !f_zero;
   std::int64_t v = r + off;
+  if (round_add) {  // r is a rounded T value, so exact in T; the add rounds once
+    const T sum = static_cast<T>(r) + zpt;
+    if (!std::isfinite(sum)) return false;
+    v = static_cast<std::int64_t>(sum);
+  }
   if (pol.clamp == Clamp::wrap) v = wrap_to(fin.out, v);
   const std::int64_t c = std::min(std::max(v, fin.range.lo), fin.range.hi);
   saturated |= c != v;
@@ -441,7 +463,10 @@ void fast_run(const FastContext& c, const In* x, Out* q, Label* labels, std::int
       switch (c.kind) {
         case FastKind::f32: ok = fast_float_element<float>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, v, l); break;
         case FastKind::f64: ok = fast_float_element<double>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, v, l); break;
-        case FastKind::exact: ok = fast_exact_element(xd, s, zp, c.pol, c.fin, c.int_add, v, l); break;
+        case FastKind::exact:  // in exact arithmetic the float add of an integer zp is an integer add
+          ok = fast_exact_element(xd, s, zp, c.pol, c.fin, c.int_add || c.pol.order == QuantizeOrder::round_then_add_float,
+                                  v, l);
+          break;
         case FastKind::none: ok = false; break;
       }
     }
@@ -529,7 +554,8 @@ void f32_kernel_order(QuantizeOrder o, bool with_labels, const float* x, Out* q,
     QC_ORDER(recip_then_add_int)
     QC_ORDER(recip_add_float)
 #undef QC_ORDER
-    case QuantizeOrder::fma_recip: break;  // not taken: fma is left to the scalar path
+    case QuantizeOrder::fma_recip:
+    case QuantizeOrder::round_then_add_float: break;  // not taken: left to the scalar path
   }
 }
 
@@ -576,7 +602,8 @@ void fast_tensor(const FastContext& c, const Tensor& x, const QuantParams& p, Te
   const In* xd = x.data<In>();
   Out* qd = q.data<Out>();
   if constexpr (std::is_same_v<In, float> && sizeof(Out) <= 2) {
-    if (c.kind == FastKind::f32 && c.pol.clamp != Clamp::wrap && c.pol.order != QuantizeOrder::fma_recip) {
+    if (c.kind == FastKind::f32 && c.pol.clamp != Clamp::wrap && c.pol.order != QuantizeOrder::fma_recip &&
+        c.pol.order != QuantizeOrder::round_then_add_float) {
       std::vector<std::uint8_t> bad(static_cast<std::size_t>(x.size()));
       const bool fb = c.pol.clamp == Clamp::float_before;
       for_each_param_run(p, x.shape(), x.size(), [&](std::int64_t b, std::int64_t e, std::int64_t k) {

@@ -75,7 +75,7 @@ py::object quantize(const py::array& x, const std::vector<double>& scale, const 
   qc::QuantizeResult r;
   {
     py::gil_scoped_release release;
-    r = qc::quantize(op.x, op.params, op.out, spec->quantize);
+    r = qc::quantize(op.x, op.params, op.out, spec->quantize_for(op.x.dtype()));
   }
   py::array q = tensor_to_numpy(r.q);
   if (!labels) return q;

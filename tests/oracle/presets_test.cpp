@@ -1,0 +1,187 @@
+// Each preset against the behaviour its source documents, and at least one input where it
+// parts from `onnx`. Every expected value is derived by hand in the comment beside it from the
+// cited code (NUMERICS.md), not taken from the oracle's output.
+#include "oracles/presets.hpp"
+#include "oracles/quantize.hpp"
+#include "oracles/requantize.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace qc {
+namespace {
+
+Spec preset(const std::string& n) {
+  auto s = find_preset(n);
+  EXPECT_TRUE(s.has_value()) << n;
+  return s.value_or(Spec{});
+}
+
+struct Q {
+  double x, s;
+  std::int64_t zp;
+  DType out;
+  DType xt = DType::f32, st = DType::f32;
+};
+
+std::int64_t quant(const std::string& p, const Q& q) {
+  return quantize_element(q.x, q.xt, q.s, q.st, q.zp, q.out, preset(p).quantize_for(q.xt)).q;
+}
+
+std::int64_t requant(const std::string& p, std::int64_t acc, double s_in, double s_w, double s_out, std::int64_t zp = 0,
+                     DType out = DType::i8) {
+  return requantize_element(acc, RequantizeScales{s_in, s_w, s_out, DType::f32}, zp, out, preset(p).requantize).q;
+}
+
+// The inputs, each a documented point of disagreement:
+const Q kTie{2.5, 1, 0, DType::i8};  // x/s = 2.5 exactly: ties to even 2, ties away 3
+// FBGEMM QuantUtils.h::Quantize comment: src * (1/scale) = 127.5 (-> 128), src / scale = 127.499992 (-> 127).
+const Q kFbgemm{static_cast<float>(0.273939937), static_cast<float>(0.00214854861), 0, DType::u8};
+// x/s = 0.5 - 2^-25, zp = 1: the f32 add gives 1.5 (a tie -> 2), the integer add gives 0 + 1 = 1.
+const Q kZpBefore{0x1.fffffep-2, 1, 1, DType::i8};
+// f16 x = 1000, s = 0x2E66 (0.0999755859375): x/s = 10002.44..; in f16 (ulp 8) -> 10000; f32 -> 10002.
+const Q kHalfDiv{1000.0, 0.0999755859375, 0, DType::i16, DType::f16, DType::f16};
+// f32 x = 0x1.a3f6fap+3, s = 0x1.28fddcp-3: the f32 quotient is exactly 90.5 (-> 90, even) while the
+// real quotient is 90.50000297991475 (f64 keeps it above the tie -> 91).
+const Q kF64Div{0x1.a3f6fap+3, 0x1.28fddcp-3, 0, DType::i8};
+const Q kNan{std::numeric_limits<double>::quiet_NaN(), 1, 5, DType::i8};
+
+TEST(Presets, OnnxIsTheSpec) {
+  EXPECT_EQ(quant("onnx", kTie), 2);
+  EXPECT_EQ(quant("onnx", kFbgemm), 127);
+  EXPECT_EQ(quant("onnx", kZpBefore), 1);
+  EXPECT_EQ(quant("onnx", kHalfDiv), 10000);  // the scale's type (f16) sets the division
+  EXPECT_EQ(quant("onnx", kF64Div), 90);
+  EXPECT_FALSE(quantize_element(kNan.x, DType::f32, 1, DType::f32, 5, DType::i8, preset("onnx").quantize).specified);
+  // Requantize is the exact value, ties to even: 5 * (1*1/10) = 0.5 -> 0; -6 * 0.25 = -1.5 -> -2.
+  EXPECT_EQ(requant("onnx", 5, 1, 1, 10), 0);
+  EXPECT_EQ(requant("onnx", -6, 1, 1, 4), -2);
+  // 5 * 0.1f = 0.500000007.. exactly: above the tie -> 1.
+  EXPECT_EQ(requant("onnx", 5, static_cast<float>(0.1), 1, 1), 1);
+}
+
+TEST(Presets, OnnxReference) {
+  // NaN: astype(int32) gives INT_MIN on x86, clipped to qmin.
+  EXPECT_EQ(quant("onnx-reference", kNan), -128);
+  // rint(C * f32(a_s*b_s/y_s) + y_zp) with C*scale in f64: f32(0.1) = 0.100000001490116..,
+  // 5 * that = 0.50000000745 exactly in f64 -> 1 (onnx: 0).
+  EXPECT_EQ(requant("onnx-reference", 5, 1, 1, 10), 1);
+}
+
+TEST(Presets, OrtCpu) {
+  EXPECT_EQ(quant("ort-cpu", kNan), -128);  // max_ps(NaN, m) returns m: NaN -> qmin
+  EXPECT_EQ(quant("ort-cpu", kHalfDiv), 10002);  // f16 input divides in f32 (onnx: f16, 10000)
+  // f32 multiplier 1.2f*0.5625/0.75 and f32 product at acc = -25 land on -22.5 -> -22; the exact
+  // value -22.5000009 gives -23 (the helper-derived case in requantize_test.cpp).
+  EXPECT_EQ(requant("ort-cpu", -25, static_cast<float>(1.2), 0.5625, 0.75), -22);
+  EXPECT_EQ(requant("onnx", -25, static_cast<float>(1.2), 0.5625, 0.75), -23);
+}
+
+TEST(Presets, OrtCpuBeforeFp16RoundingFix) {
+  // PR #32452: static_cast<int32_t>(x/s) truncated f16 inputs: 2.75 -> 2 (now 3).
+  const Q q{2.75, 1, 0, DType::i8, DType::f16, DType::f16};
+  EXPECT_EQ(quant("ort-cpu@pre-pr32452", q), 2);
+  EXPECT_EQ(quant("ort-cpu", q), 3);
+  EXPECT_EQ(quant("onnx", q), 3);
+  EXPECT_EQ(quant("ort-cpu@pre-pr32452", kTie), 2);  // f32 inputs were never affected
+}
+
+TEST(Presets, OrtCuda) {
+  EXPECT_EQ(quant("ort-cuda", kNan), 5);          // cvt.rni(NaN) = 0, + zp
+  EXPECT_EQ(quant("ort-cuda", kHalfDiv), 10000);  // __half2int_rn(v / scale): half division
+}
+
+TEST(Presets, TfliteReferenceAndGemmlowp) {
+  EXPECT_EQ(quant("tflite-reference", kTie), 3);  // TfLiteRound = std::round: ties away
+  EXPECT_EQ(quant("tflite-reference", Q{-2.5, 1, 0, DType::i8}), -3);
+  // QuantizeMultiplier(0.1) = (1717986918, -3); SRDHM(5, M) = (8589934590 + 2^30) / 2^31 = 4 (truncated);
+  // RoundingDivideByPOT(4, 3): remainder 4 > threshold 3 -> 1 (onnx: 0).
+  EXPECT_EQ(requant("tflite-reference", 5, 1, 1, 10), 1);
+  EXPECT_EQ(requant("gemmlowp", 5, 1, 1, 10), 1);
+  EXPECT_EQ(quant("gemmlowp", kTie), 3);
+}
+
+TEST(Presets, Tosa) {
+  // multiplier = round(0.8 * 2^31) = 1717986918, shift = 34. SINGLE: (5M + 2^33) >> 34 = 0.
+  // DOUBLE adds 2^30 for shift > 31: (8589934590 + 2^33 + 2^30) >> 34 = 1.
+  EXPECT_EQ(requant("tosa-single", 5, 1, 1, 10), 0);
+  EXPECT_EQ(requant("tosa-double", 5, 1, 1, 10), 1);
+  // 0.25 -> M = 2^30, shift 32: (-6 * 2^30 + 2^31) >> 32 = -1 (ties up; onnx -2).
+  EXPECT_EQ(requant("tosa-single", -6, 1, 1, 4), -1);
+  EXPECT_EQ(quant("tosa-single", kTie), 2);  // CAST rounds to nearest even
+}
+
+TEST(Presets, StableHlo) {
+  EXPECT_EQ(quant("stablehlo-spec", kZpBefore), 2);  // x/s + zp in float, then round
+  // The lowering truncates f32(acc) * scale: 7 * 0.25 = 1.75 -> 1 (onnx: 2).
+  EXPECT_EQ(requant("stablehlo-lowering", 7, 1, 1, 4), 1);
+  EXPECT_EQ(requant("onnx", 7, 1, 1, 4), 2);
+}
+
+TEST(Presets, Xnnpack) {
+  EXPECT_EQ(quant("xnnpack-fp32", kFbgemm), 128);  // x * (1/s)
+  EXPECT_EQ(quant("xnnpack-rndnu", kFbgemm), 128);
+  // rndnu: M24 = 2^23, s = 150 - 125 = 25: (-6 * 2^23 + 2^24) >> 25 = -1.
+  EXPECT_EQ(requant("xnnpack-rndnu", -6, 1, 1, 4), -1);
+  EXPECT_EQ(requant("xnnpack-fp32", -25, static_cast<float>(1.2), 0.5625, 0.75), -22);  // f32 product
+}
+
+TEST(Presets, OneDnn) {
+  EXPECT_EQ(quant("onednn", kZpBefore), 2);  // x / scale + zp in f32
+  // Per op in f32: (float)5 * 0.1f = 0.5 after rounding -> 0 (the exact 0.50000000745 gives 1).
+  EXPECT_EQ(requant("onednn", 5, static_cast<float>(0.1), 1, 1), 0);
+}
+
+TEST(Presets, PyTorch) {
+  EXPECT_EQ(quant("pytorch-cpu", kFbgemm), 128);  // nearbyint(src * (1.f/scale))
+  EXPECT_EQ(quant("pytorch-cpu", kNan), 127);     // _mm256_min_ps(NaN, big) -> big -> qmax
+  EXPECT_EQ(quant("pytorch-cuda", kF64Div), 91);  // f64 division keeps 90.500003 above the tie
+  EXPECT_EQ(quant("pytorch-cuda", kFbgemm), 127);
+}
+
+TEST(Presets, MIGraphX) {
+  EXPECT_EQ(quant("migraphx-ref", kTie), 2);          // nearbyint
+  EXPECT_EQ(quant("migraphx-ref@2023.10", kTie), 3);  // std::round before late 2023
+  EXPECT_EQ(requant("migraphx-ref", 5, static_cast<float>(0.1), 1, 1), 0);  // per op in f32 (onnx: 1)
+  // GPU: round(2000 / 1) = 2000, + f16(1001) in f16: 3001 lies between 3000 and 3002 (ulp 2) -> even 3000.
+  const Q q{2000, 1, 1001, DType::i16, DType::f16, DType::f16};
+  EXPECT_EQ(quant("migraphx-gpu", q), 3000);
+  EXPECT_EQ(quant("onnx", q), 3001);
+}
+
+TEST(Presets, Tvm) {
+  EXPECT_EQ(quant("tvm-upward", kTie), 2);          // tir.round is ties-to-even since PR #19368
+  EXPECT_EQ(quant("tvm-upward@2026.03", kTie), 3);  // llvm.round before
+  EXPECT_EQ(quant("tvm-tonearest@2026.03", Q{-2.5, 1, 0, DType::i8}), -3);
+  EXPECT_EQ(requant("tvm-upward", -6, 1, 1, 4), -1);    // q_multiply_shift: ties up
+  EXPECT_EQ(requant("tvm-tonearest", -2, 1, 1, 4), -1);  // ties away: -0.5 -> -1 (onnx: 0)
+  EXPECT_EQ(requant("onnx", -2, 1, 1, 4), 0);
+}
+
+TEST(Presets, Glow) {
+  EXPECT_EQ(quant("glow-interpreter", kZpBefore), 2);  // nearbyintf(input / scale + offset)
+  EXPECT_EQ(quant("glow-cpu", kZpBefore), 2);
+  EXPECT_EQ(requant("glow-interpreter", 2, 1, 1, 4), 1);  // std::round(0.5) = 1 (onnx: 0)
+}
+
+TEST(Presets, EveryPresetIsCitedDescribedAndDiffersFromOnnxSomewhere) {
+  std::set<std::string> names;
+  for (const Spec& s : presets()) {
+    EXPECT_TRUE(names.insert(s.name).second) << "duplicate " << s.name;
+    EXPECT_FALSE(s.description.empty()) << s.name;
+    EXPECT_FALSE(s.sources.empty()) << s.name;
+    EXPECT_TRUE(find_preset(s.name).has_value());
+  }
+  for (const char* required :
+       {"onnx", "onnx-reference", "ort-cpu", "ort-cuda", "tflite-reference", "gemmlowp", "tosa-single", "tosa-double",
+        "stablehlo-spec", "xnnpack-fp32", "xnnpack-rndnu", "onednn", "pytorch-cpu", "pytorch-cuda", "migraphx-ref",
+        "migraphx-gpu", "tvm-upward", "tvm-tonearest", "glow-interpreter", "glow-cpu"})
+    EXPECT_TRUE(names.contains(required)) << required;
+  EXPECT_FALSE(find_preset("no-such-preset").has_value());
+}
+
+}  // namespace
+}  // namespace qc
