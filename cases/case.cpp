@@ -1,6 +1,7 @@
 #include "cases/case.hpp"
 
 #include "cases/generators.hpp"
+#include "oracles/choose_qparams.hpp"
 #include "oracles/error.hpp"
 
 #include <nlohmann/json.hpp>
@@ -186,6 +187,33 @@ Tensor load_input(const json& j, const Where& w) {
   return x;
 }
 
+// Sets `target` from obj[key] (a string) through `parse`, naming the field on failure.
+template <class T, class Parse>
+void set_enum(const json& obj, const char* key, const std::string& prefix, const Where& w, Parse parse, T& target) {
+  if (!obj.contains(key)) return;
+  const std::string field = prefix + key;
+  if (!obj[key].is_string()) w.fail(field, "expected a string");
+  const std::string v = obj[key].get<std::string>();
+  auto parsed = parse(v);
+  if (!parsed) w.fail(field, "unknown value '" + v + "'");
+  target = *parsed;
+}
+
+void set_bool(const json& obj, const char* key, const std::string& prefix, const Where& w, bool& target) {
+  if (!obj.contains(key)) return;
+  if (!obj[key].is_boolean()) w.fail(prefix + key, "expected true or false");
+  target = obj[key].get<bool>();
+}
+
+void set_clip(const json& obj, const std::string& prefix, const Where& w,
+              std::optional<std::pair<std::int64_t, std::int64_t>>& target) {
+  if (!obj.contains("clip")) return;
+  const json& c = obj["clip"];
+  if (!c.is_array() || c.size() != 2) w.fail(prefix + "clip", "expected [low, high]");
+  target = std::pair{integer(c[0], w, prefix + "clip[0]"), integer(c[1], w, prefix + "clip[1]")};
+  if (target->first > target->second) w.fail(prefix + "clip", "low > high");
+}
+
 Spec load_spec(const json& j, const Where& w) {
   if (j.is_string()) {
     auto p = find_preset(j.get<std::string>());
@@ -193,59 +221,67 @@ Spec load_spec(const json& j, const Where& w) {
     return *p;
   }
   if (!j.is_object()) w.fail("spec", "expected a preset name or an object {\"preset\": ..., overrides}");
-  check_fields(j, {"preset", "order", "compute", "rounding", "clamp", "narrow_range", "clip", "nan"}, w, "spec.");
-  Spec s;
-  if (j.contains("preset")) {
-    s = load_spec(j["preset"], w);
-  } else {
-    s = *find_preset("onnx");
-  }
-  s.name = s.name + "+custom";
+  check_fields(j,
+               {"preset", "order", "compute", "rounding", "clamp", "narrow_range", "clip", "nan", "dequantize",
+                "requantize", "accumulation", "qparams"},
+               w, "spec.");
+  Spec s = j.contains("preset") ? load_spec(j["preset"], w) : *find_preset("onnx");
+  s.name += "+custom";
   s.description = "explicit policy: " + j.dump();
-  // The overrides apply to every quantize path of the preset (also its f16/bf16-input path).
+  const std::string p = "spec.";
+  // Quantize overrides sit at the top level and apply to every quantize path of the preset.
   auto apply = [&](QuantizePolicy& q) {
-    auto str = [&](const char* f) {
-      if (!j[f].is_string()) w.fail(std::string("spec.") + f, "expected a string");
-      return j[f].get<std::string>();
-    };
-    if (j.contains("order")) {
-      auto o = parse_quantize_order(str("order"));
-      if (!o) w.fail("spec.order", "unknown order '" + str("order") + "'");
-      q.order = *o;
-    }
-    if (j.contains("compute")) {
-      auto c = parse_compute_format(str("compute"));
-      if (!c) w.fail("spec.compute", "unknown compute format '" + str("compute") + "'");
-      q.compute = *c;
-    }
-    if (j.contains("rounding")) {
-      auto r = parse_rounding_mode(str("rounding"));
-      if (!r) w.fail("spec.rounding", "unknown rounding mode '" + str("rounding") + "'");
-      q.rounding = *r;
-    }
-    if (j.contains("clamp")) {
-      auto c = parse_clamp(str("clamp"));
-      if (!c) w.fail("spec.clamp", "unknown clamp '" + str("clamp") + "'");
-      q.clamp = *c;
-    }
-    if (j.contains("nan")) {
-      auto n = parse_nan_rule(str("nan"));
-      if (!n) w.fail("spec.nan", "unknown NaN rule '" + str("nan") + "'");
-      q.nan = *n;
-    }
-    if (j.contains("narrow_range")) {
-      if (!j["narrow_range"].is_boolean()) w.fail("spec.narrow_range", "expected true or false");
-      q.narrow_range = j["narrow_range"].get<bool>();
-    }
-    if (j.contains("clip")) {
-      const json& c = j["clip"];
-      if (!c.is_array() || c.size() != 2) w.fail("spec.clip", "expected [low, high]");
-      q.clip = std::pair{integer(c[0], w, "spec.clip[0]"), integer(c[1], w, "spec.clip[1]")};
-      if (q.clip->first > q.clip->second) w.fail("spec.clip", "low > high");
-    }
+    set_enum(j, "order", p, w, parse_quantize_order, q.order);
+    set_enum(j, "compute", p, w, parse_compute_format, q.compute);
+    set_enum(j, "rounding", p, w, parse_rounding_mode, q.rounding);
+    set_enum(j, "clamp", p, w, parse_clamp, q.clamp);
+    set_enum(j, "nan", p, w, parse_nan_rule, q.nan);
+    set_bool(j, "narrow_range", p, w, q.narrow_range);
+    set_clip(j, p, w, q.clip);
   };
   apply(s.quantize);
   if (s.quantize_half_input) apply(*s.quantize_half_input);
+  if (j.contains("dequantize")) {
+    const json& d = j["dequantize"];
+    const std::string dp = "spec.dequantize.";
+    if (!d.is_object()) w.fail("spec.dequantize", "expected an object");
+    check_fields(d, {"order", "compute"}, w, dp);
+    set_enum(d, "order", dp, w, parse_dequantize_order, s.dequantize.order);
+    set_enum(d, "compute", dp, w, parse_compute_format, s.dequantize.compute);
+  }
+  if (j.contains("requantize")) {
+    const json& r = j["requantize"];
+    const std::string rp = "spec.requantize.";
+    if (!r.is_object()) w.fail("spec.requantize", "expected an object");
+    check_fields(r,
+                 {"scheme", "multiplier_order", "multiplier_format", "derivation", "product_format", "zero_point",
+                  "rounding", "clamp", "narrow_range", "clip"},
+                 w, rp);
+    RequantizePolicy& q = s.requantize;
+    if (r.contains("scheme")) {  // a scheme brings its source's own defaults, then the overrides apply
+      RequantizeScheme scheme = q.scheme;
+      set_enum(r, "scheme", rp, w, parse_requantize_scheme, scheme);
+      q = requantize_policy_for(scheme);
+    }
+    set_enum(r, "multiplier_order", rp, w, parse_multiplier_order, q.multiplier_order);
+    set_enum(r, "multiplier_format", rp, w, parse_compute_format, q.multiplier_format);
+    set_enum(r, "derivation", rp, w, parse_multiplier_derivation, q.derivation);
+    set_enum(r, "product_format", rp, w, parse_compute_format, q.product_format);
+    set_enum(r, "zero_point", rp, w, parse_zero_point_add, q.zero_point);
+    set_enum(r, "rounding", rp, w, parse_rounding_mode, q.rounding);
+    set_enum(r, "clamp", rp, w, parse_clamp, q.clamp);
+    set_bool(r, "narrow_range", rp, w, q.narrow_range);
+    set_clip(r, rp, w, q.clip);
+    if (scheme_uses_derivation(q.scheme) && !scheme_accepts(q.scheme, q.derivation))
+      w.fail(rp + "derivation", "scheme " + std::string(name(q.scheme)) + " cannot use derivation " +
+                                    std::string(name(q.derivation)));
+  }
+  set_enum(j, "accumulation", p, w, parse_accumulation, s.accumulation);
+  if (j.contains("qparams")) {
+    if (!j["qparams"].is_string() || !find_qparams_preset(j["qparams"].get<std::string>()))
+      w.fail("spec.qparams", "unknown parameter-choice rule " + j["qparams"].dump());
+    s.qparams = j["qparams"].get<std::string>();
+  }
   return s;
 }
 
@@ -329,6 +365,16 @@ Case load_case(const json& j, std::size_t index, const std::string& text, const 
 }
 
 }  // namespace
+
+Spec parse_spec(const std::string& text, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error&) {
+    j = text;  // a bare preset name
+  }
+  return load_spec(j, Where{where, 0, ""});
+}
 
 Suite load_suite(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);

@@ -44,6 +44,10 @@ struct Suite {
   std::vector<Case> cases;
 };
 
+// A spec from a preset name or a JSON object {"preset": ..., overrides} (the case format's
+// "spec" field; docs/cases.md). Throws InputError naming `where` and the field.
+Spec parse_spec(const std::string& text, const std::string& where);
+
 // Loads one case file. Throws InputError naming the file, the case (and its line), and the
 // field for every problem: JSON syntax, unknown fields, bad parameters, shape mismatches.
 Suite load_suite(const std::filesystem::path& file);

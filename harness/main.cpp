@@ -4,6 +4,7 @@
 // 2 a usage or input error (nothing is written); 77 nothing could run (every result SKIP).
 #include "backends/backend.hpp"
 #include "cases/case.hpp"
+#include "harness/oracle_cli.hpp"
 #include "harness/runner.hpp"
 #include "oracles/error.hpp"
 #include "oracles/presets.hpp"
@@ -150,6 +151,12 @@ int main(int argc, char** argv) {
   list->add_option("topic", topic, "backends, presets, cases or all")->capture_default_str();
   list->add_option("paths", list_paths, "case files or folders for 'cases'");
 
+  qc::OracleOptions oracle_opts, explain_opts;
+  CLI::App* oracle = app.add_subcommand("oracle", "evaluate quantize, dequantize or requantize exactly, elementwise");
+  qc::add_oracle_options(oracle, oracle_opts, false);
+  CLI::App* explain = app.add_subcommand("explain", "one element, every step of the exact derivation");
+  qc::add_oracle_options(explain, explain_opts, true);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -164,6 +171,8 @@ int main(int argc, char** argv) {
   try {
     if (*run) return cmd_run(run_paths, backends, report_dir, quiet, argc, argv);
     if (*list) return cmd_list(topic, list_paths);
+    if (*oracle) return qc::cmd_oracle(oracle_opts);
+    if (*explain) return qc::cmd_explain(explain_opts);
   } catch (const qc::InputError& e) {
     std::cerr << "qconform: error: " << e.what() << "\n";
     return kExitInput;

@@ -163,4 +163,53 @@ TEST_F(Cli, VersionAndList) {
   EXPECT_EQ(r.code, 2);
 }
 
+TEST_F(Cli, OracleQuantizeToJson) {
+  // s = 0.5, zp = 1: 0.25/0.5 = 0.5 -> 0 (even) + 1; 0.75/0.5 = 1.5 -> 2 + 1; -1/0.5 = -2 + 1.
+  const Result r = run("oracle quantize --policy onnx --scale 0.5 --zero-point 1 --to i8 --values '[0.25, 0.75, -1.0]' --labels");
+  EXPECT_EQ(r.code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["values"], nlohmann::json::parse("[1, 3, -1]"));
+  EXPECT_EQ(j["labels"], nlohmann::json::parse(R"(["tie", "tie", "clear"])"));
+}
+
+TEST_F(Cli, OracleNpyRoundTrip) {
+  // Quantize to a .npy file, then dequantize it: (q - zp) * s gives back the grid points.
+  const fs::path q = dir_ / "q.npy";
+  Result r = run("oracle quantize --scale 0.25 --to u8 --zero-point 10 --values '[0.5, 1.25, -2.5]' --output " + q.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run("oracle dequantize --scale 0.25 --from u8 --zero-point 10 --to f32 --input " + q.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output)["values"], nlohmann::json::parse("[0.5, 1.25, -2.5]"));
+}
+
+TEST_F(Cli, OracleRequantizeSchemes) {
+  // acc 5 at 1*1/10: exact 0.5 -> 0 (ties to even); gemmlowp's Q31 multiplier 1717986918 with
+  // SRDHM truncating to 4 and RoundingDivideByPOT(4, 3) = 1.
+  Result r = run("oracle requantize --policy onnx --output-scale 10 --values '[5]'");
+  EXPECT_EQ(nlohmann::json::parse(r.output)["values"][0], 0) << r.output;
+  r = run("oracle requantize --policy gemmlowp --output-scale 10 --values '[5]'");
+  EXPECT_EQ(nlohmann::json::parse(r.output)["values"][0], 1) << r.output;
+}
+
+TEST_F(Cli, ExplainShowsWhereTwoPoliciesPart) {
+  // FBGEMM's example: division 127.499992 -> 127, reciprocal 127.5 -> 128.
+  const Result r = run("explain quantize --x 0.273939937 --scale 0.00214854861 --to u8 --policy onnx --vs pytorch-cpu");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("they part at step 3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("results: onnx 127, pytorch-cpu 128"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("exactly half-way (a tie)"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, OracleBadParameters) {
+  Result r = run("oracle quantize --scale -1 --values '[1]'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("field 'scale[0]'"), std::string::npos) << r.output;
+  r = run("oracle quantize --scale 1 --values '[1]' --rounding sideways");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("spec.rounding"), std::string::npos) << r.output;
+  r = run("oracle quantize --scale 1 --input " + (dir_ / "none.npy").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("none.npy: cannot open"), std::string::npos) << r.output;
+}
+
 }  // namespace

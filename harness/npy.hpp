@@ -1,0 +1,17 @@
+// NumPy .npy files (format versions 1.0-3.0, C order, little-endian) as tensors.
+// f16 maps to '<f2'; bf16 and f8 have no NumPy dtype and travel as their bit patterns
+// ('<u2' / '|u1'), with the format named separately.
+#pragma once
+
+#include "oracles/tensor.hpp"
+
+#include <filesystem>
+#include <optional>
+
+namespace qc {
+
+// Reads a .npy file. `as` reinterprets u2/u1 bit patterns as bf16 or f8 when given.
+Tensor read_npy(const std::filesystem::path& file, std::optional<DType> as = std::nullopt);
+void write_npy(const std::filesystem::path& file, const Tensor& t);
+
+}  // namespace qc
