@@ -125,7 +125,74 @@ std::vector<double> numbers(const json& v, const Where& w, const std::string& fi
 
 double round_into(DType t, double v) { return is_float(t) ? float_bits_to_double(t, double_to_float_bits(t, v)) : v; }
 
-Tensor load_input(const json& j, const Where& w) {
+// The tensor's values from a generator object; `c` is the case, whose scale, zero point and
+// output format are the defaults for generators that need them.
+void fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w) {
+  const std::string p = "input.generator.";
+  if (!g.is_object() || !g.contains("kind") || !g["kind"].is_string())
+    w.fail("input.generator", "expected an object with a 'kind'");
+  const std::string kind = g["kind"].get<std::string>();
+  const auto seed = static_cast<std::uint64_t>(g.contains("seed") ? integer(g["seed"], w, p + "seed") : 0);
+  auto num = [&](const char* k, double fallback) { return g.contains(k) ? number(g[k], w, p + k) : fallback; };
+  auto intg = [&](const char* k, std::int64_t fallback) { return g.contains(k) ? integer(g[k], w, p + k) : fallback; };
+  auto case_scale = [&] {
+    if (g.contains("scale")) return number(g["scale"], w, p + "scale");
+    if (c.contains("scale")) return numbers(c["scale"], w, "scale").at(0);
+    w.fail(p + "scale", "missing (and the case has no 'scale')");
+  };
+  try {
+    if (kind == "uniform") {
+      check_fields(g, {"kind", "seed", "low", "high"}, w, p);
+      const double lo = num("low", -1.0), hi = num("high", 1.0);
+      if (!(lo < hi)) w.fail("input.generator", "needs low < high");
+      fill_uniform(x, seed, lo, hi);
+    } else if (kind == "normal") {
+      check_fields(g, {"kind", "seed", "mean", "std"}, w, p);
+      fill_normal(x, seed, num("mean", 0.0), num("std", 1.0));
+    } else if (kind == "ties") {
+      check_fields(g, {"kind", "seed", "scale", "k_min", "k_max"}, w, p);
+      fill_ties(x, seed, case_scale(), intg("k_min", -130), intg("k_max", 130));
+    } else if (kind == "saturation") {
+      check_fields(g, {"kind", "seed", "scale", "zero_point", "output_dtype"}, w, p);
+      const std::int64_t zp =
+          g.contains("zero_point") ? integer(g["zero_point"], w, p + "zero_point")
+          : c.contains("zero_point") ? (c["zero_point"].is_array() ? integer(c["zero_point"].at(0), w, "zero_point")
+                                                                    : integer(c["zero_point"], w, "zero_point"))
+                                     : 0;
+      const json& od = g.contains("output_dtype") ? g["output_dtype"] : c.contains("output_dtype") ? c["output_dtype"] : json();
+      fill_saturation_edges(x, seed, case_scale(), zp, dtype(od, w, p + "output_dtype"));
+    } else if (kind == "exhaustive") {
+      check_fields(g, {"kind"}, w, p);
+      fill_exhaustive(x);
+    } else if (kind == "specials") {
+      check_fields(g, {"kind"}, w, p);
+      fill_specials(x);
+    } else if (kind == "accumulator_stress") {
+      check_fields(g, {"kind", "seed"}, w, p);
+      fill_accumulator_stress(x, seed);
+    } else if (kind == "tosa_dot_product") {
+      check_fields(g, {"kind", "set", "operand", "ks", "k_axis", "bound"}, w, p);
+      const int axis = static_cast<int>(intg("k_axis", -1));
+      const int a = axis < 0 ? axis + x.rank() : axis;
+      if (a < 0 || a >= x.rank()) w.fail(p + "k_axis", "out of range for shape " + shape_str(x.shape()));
+      // B for f32 data with an f32 accumulator, (1<<64) - (1<<40); f16 with f32, 65504; bf16, (1<<64) - (1<<56).
+      const double b = x.dtype() == DType::f16 ? 65504.0 : x.dtype() == DType::bf16 ? 18374686479671623680.0
+                                                                                      : 18446742974197923840.0;
+      fill_tosa_dot_product(x, static_cast<int>(intg("set", 0)), static_cast<int>(intg("operand", 0)),
+                            intg("ks", x.shape()[static_cast<std::size_t>(a)]), axis, num("bound", b));
+    } else {
+      w.fail(p + "kind", "unknown generator '" + kind +
+                             "' (known: uniform, normal, ties, saturation, exhaustive, specials, accumulator_stress, "
+                             "tosa_dot_product)");
+    }
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    if (m.rfind(w.file, 0) == 0) throw;  // already located
+    w.fail("input.generator", m);
+  }
+}
+
+Tensor load_input(const json& j, const json& c, const Where& w) {
   if (!j.is_object()) w.fail("input", "expected an object with dtype, shape and data or generator");
   check_fields(j, {"dtype", "shape", "data", "generator"}, w, "input.");
   if (!j.contains("dtype")) w.fail("input.dtype", "missing");
@@ -160,30 +227,7 @@ Tensor load_input(const json& j, const Where& w) {
     }
     return x;
   }
-  const json& g = j["generator"];
-  if (!g.is_object() || !g.contains("kind")) w.fail("input.generator", "expected an object with a 'kind'");
-  const std::string kind = g["kind"].is_string() ? g["kind"].get<std::string>() : "";
-  const auto seed = static_cast<std::uint64_t>(g.contains("seed") ? integer(g["seed"], w, "input.generator.seed") : 0);
-  if (kind == "uniform") {
-    check_fields(g, {"kind", "seed", "low", "high"}, w, "input.generator.");
-    const double lo = g.contains("low") ? number(g["low"], w, "input.generator.low") : -1.0;
-    const double hi = g.contains("high") ? number(g["high"], w, "input.generator.high") : 1.0;
-    if (!(lo < hi)) w.fail("input.generator", "needs low < high");
-    fill_uniform(x, seed, lo, hi);
-  } else if (kind == "ties") {
-    check_fields(g, {"kind", "seed", "scale", "k_min", "k_max"}, w, "input.generator.");
-    if (!g.contains("scale")) w.fail("input.generator.scale", "missing");
-    const double s = number(g["scale"], w, "input.generator.scale");
-    const std::int64_t kmin = g.contains("k_min") ? integer(g["k_min"], w, "input.generator.k_min") : -130;
-    const std::int64_t kmax = g.contains("k_max") ? integer(g["k_max"], w, "input.generator.k_max") : 130;
-    try {
-      fill_ties(x, seed, s, kmin, kmax);
-    } catch (const InputError& e) {
-      w.fail("input.generator", e.what());
-    }
-  } else {
-    w.fail("input.generator.kind", "unknown generator '" + kind + "' (known: uniform, ties)");
-  }
+  fill_from_generator(x, j["generator"], c, w);
   return x;
 }
 
@@ -308,6 +352,7 @@ Case load_case(const json& j, std::size_t index, const std::string& text, const 
   Case c;
   c.name = j["name"].get<std::string>();
   c.line = line_of_case(text, c.name);
+  if (c.line == 0) c.line = file_where.line;  // a case expanded from a sweep points at the sweep
   w.line = c.line;
   w.case_name = c.name;
   check_fields(j,
@@ -321,7 +366,7 @@ Case load_case(const json& j, std::size_t index, const std::string& text, const 
 
   QuantizeOp q;
   if (!j.contains("input")) w.fail("input", "missing");
-  q.x = load_input(j["input"], w);
+  q.x = load_input(j["input"], j, w);
   if (!j.contains("output_dtype")) w.fail("output_dtype", "missing");
   q.out = dtype(j["output_dtype"], w, "output_dtype");
   if (!is_int(q.out)) w.fail("output_dtype", "quantize needs an integer output format");
@@ -364,6 +409,42 @@ Case load_case(const json& j, std::size_t index, const std::string& text, const 
   return c;
 }
 
+// A case with "sweep": {"dotted.path": [v1, v2, ...], ...} stands for the cartesian product of
+// the listed values, each set at its path; the expanded cases are named
+// "name[path=v,...]" (paths in alphabetical order).
+std::vector<json> expand_sweep(const json& c, const Where& w) {
+  if (!c.is_object() || !c.contains("sweep")) return {c};
+  const json& sw = c["sweep"];
+  if (!sw.is_object() || sw.empty()) w.fail("sweep", "expected an object {\"path\": [values...]}");
+  std::vector<json> out = {c};
+  out[0].erase("sweep");
+  for (const auto& [path, values] : sw.items()) {
+    if (!values.is_array() || values.empty()) w.fail("sweep." + path, "expected a non-empty list of values");
+    std::vector<json> next;
+    for (const json& base : out) {
+      for (const json& v : values) {
+        json e = base;
+        json* node = &e;
+        std::stringstream parts(path);
+        std::vector<std::string> keys;
+        for (std::string k; std::getline(parts, k, '.');) keys.push_back(k);
+        for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
+          if (!node->contains(keys[i])) (*node)[keys[i]] = json::object();
+          node = &(*node)[keys[i]];
+          if (!node->is_object()) w.fail("sweep." + path, "'" + keys[i] + "' is not an object");
+        }
+        (*node)[keys.back()] = v;
+        const std::string tag = path + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+        const std::string n = e["name"].get<std::string>();
+        e["name"] = n.back() == ']' ? n.substr(0, n.size() - 1) + "," + tag + "]" : n + "[" + tag + "]";
+        next.push_back(std::move(e));
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
 }  // namespace
 
 Spec parse_spec(const std::string& text, const std::string& where) {
@@ -402,12 +483,20 @@ Suite load_suite(const fs::path& file) {
   if (j.contains("description")) s.description = j["description"].get<std::string>();
   std::set<std::string> seen;
   for (std::size_t i = 0; i < j["cases"].size(); ++i) {
-    Case c = load_case(j["cases"][i], i, text, w);
-    if (!seen.insert(c.name).second)
-      throw InputError(file.string() + ":" + std::to_string(c.line) + ": case '" + c.name + "': duplicate case name");
-    c.suite = s.name;
-    c.file = s.file;
-    s.cases.push_back(std::move(c));
+    const json& raw = j["cases"][i];
+    Where cw = w;
+    if (raw.is_object() && raw.contains("name") && raw["name"].is_string()) {
+      cw.case_name = raw["name"].get<std::string>();
+      cw.line = line_of_case(text, cw.case_name);
+    }
+    for (const json& expanded : expand_sweep(raw, cw)) {
+      Case c = load_case(expanded, i, text, cw);
+      if (!seen.insert(c.name).second)
+        throw InputError(file.string() + ":" + std::to_string(c.line) + ": case '" + c.name + "': duplicate case name");
+      c.suite = s.name;
+      c.file = s.file;
+      s.cases.push_back(std::move(c));
+    }
   }
   return s;
 }
