@@ -23,6 +23,8 @@ std::string Expectation::str() const {
       return "exact";
     case Kind::max_lsb:
       return "max_lsb:" + std::to_string(tolerance);
+    case Kind::max_ulp:
+      return "max_ulp:" + std::to_string(tolerance);
     case Kind::claim:
       return "claim";
   }
@@ -334,14 +336,113 @@ Expectation load_expectation(const json& j, const Where& w, const std::string& f
     const std::string s = j.get<std::string>();
     if (s == "exact") return {Expectation::Kind::exact, 0};
     if (s == "claim") return {Expectation::Kind::claim, 0};
-    w.fail(field, "unknown expectation '" + s + "' (exact, claim, {\"max_lsb\": n})");
+    w.fail(field, "unknown expectation '" + s + "' (exact, claim, {\"max_lsb\": n}, {\"max_ulp\": n})");
   }
-  if (j.is_object() && j.size() == 1 && j.contains("max_lsb")) {
-    const std::int64_t n = integer(j["max_lsb"], w, field + ".max_lsb");
-    if (n < 0) w.fail(field + ".max_lsb", "must be >= 0");
-    return {Expectation::Kind::max_lsb, n};
+  for (const auto& [key, kind] : {std::pair{"max_lsb", Expectation::Kind::max_lsb}, std::pair{"max_ulp", Expectation::Kind::max_ulp}}) {
+    if (j.is_object() && j.size() == 1 && j.contains(key)) {
+      const std::int64_t n = integer(j[key], w, field + "." + key);
+      if (n < 0) w.fail(field + "." + key, "must be >= 0");
+      return {kind, n};
+    }
   }
-  w.fail(field, "expected \"exact\", \"claim\" or {\"max_lsb\": n}");
+  w.fail(field, "expected \"exact\", \"claim\", {\"max_lsb\": n} or {\"max_ulp\": n}");
+}
+
+// Scales from the "scale" (or another) field: positive, finite, rounded into the scales' format.
+std::vector<double> load_scales(const json& j, const char* key, DType scale_dtype, const Where& w) {
+  if (!j.contains(key)) w.fail(key, "missing");
+  std::vector<double> scales = numbers(j[key], w, key);
+  for (std::size_t i = 0; i < scales.size(); ++i) {
+    const double s = scales[i];
+    if (!(s > 0) || !std::isfinite(s))
+      w.fail(j[key].is_array() ? std::string(key) + "[" + std::to_string(i) + "]" : std::string(key),
+             "must be positive and finite, got " + j[key].dump());
+    scales[i] = round_into(scale_dtype, s);
+  }
+  return scales;
+}
+
+std::vector<std::int64_t> load_zero_points(const json& j, const Where& w) {
+  std::vector<std::int64_t> zps;
+  if (!j.contains("zero_point")) return zps;
+  const json& z = j["zero_point"];
+  if (z.is_array()) {
+    for (std::size_t i = 0; i < z.size(); ++i) zps.push_back(integer(z[i], w, "zero_point[" + std::to_string(i) + "]"));
+  } else {
+    zps.push_back(integer(z, w, "zero_point"));
+  }
+  return zps;
+}
+
+DType scale_dtype_of(const json& j, const Where& w) {
+  const DType t = j.contains("scale_dtype") ? dtype(j["scale_dtype"], w, "scale_dtype") : DType::f32;
+  if (!is_float(t)) w.fail("scale_dtype", "scales must have a float format");
+  return t;
+}
+
+// Scales, zero points, axis and block size of a quantize or dequantize case, validated against
+// the shape and the integer format `q`.
+QuantParams load_quant_params(const json& j, const Shape& shape, DType q, const Where& w) {
+  QuantParams p;
+  p.scale_dtype = scale_dtype_of(j, w);
+  p.scales = load_scales(j, "scale", p.scale_dtype, w);
+  p.zero_points = load_zero_points(j, w);
+  if (j.contains("axis")) p.axis = static_cast<int>(integer(j["axis"], w, "axis"));
+  if (j.contains("block_size")) {
+    p.block_size = integer(j["block_size"], w, "block_size");
+    if (p.block_size <= 0) w.fail("block_size", "must be positive, got " + std::to_string(p.block_size));
+  }
+  if (p.zero_points.size() == 1 && p.scales.size() > 1) p.zero_points.assign(p.scales.size(), p.zero_points[0]);
+  validate(p, shape, q, w.str());
+  return p;
+}
+
+DType output_dtype(const json& j, const Where& w, std::optional<DType> fallback = std::nullopt) {
+  if (!j.contains("output_dtype")) {
+    if (fallback) return *fallback;
+    w.fail("output_dtype", "missing");
+  }
+  return dtype(j["output_dtype"], w, "output_dtype");
+}
+
+OpRequest load_quantize(const json& j, const Where& w) {
+  QuantizeOp q;
+  if (!j.contains("input")) w.fail("input", "missing");
+  q.x = load_input(j["input"], j, w);
+  q.out = output_dtype(j, w);
+  if (!is_int(q.out)) w.fail("output_dtype", "quantize needs an integer output format");
+  if (!is_float(q.x.dtype()) && q.x.dtype() != DType::i32) w.fail("input.dtype", "quantize needs a float or i32 input");
+  q.params = load_quant_params(j, q.x.shape(), q.out, w);
+  return q;
+}
+
+OpRequest load_dequantize(const json& j, const Where& w) {
+  DequantizeOp d;
+  if (!j.contains("input")) w.fail("input", "missing");
+  d.q = load_input(j["input"], j, w);
+  if (!is_int(d.q.dtype())) w.fail("input.dtype", "dequantize needs an integer input");
+  d.out = output_dtype(j, w, DType::f32);
+  if (!is_float(d.out)) w.fail("output_dtype", "dequantize needs a float output format");
+  d.params = load_quant_params(j, d.q.shape(), d.q.dtype(), w);
+  return d;
+}
+
+OpRequest load_requantize(const json& j, const Where& w) {
+  RequantizeOp r;
+  if (!j.contains("input")) w.fail("input", "missing");
+  r.acc = load_input(j["input"], j, w);
+  if (!is_int(r.acc.dtype())) w.fail("input.dtype", "requantize needs integer accumulators (i32)");
+  r.out = output_dtype(j, w);
+  if (!is_int(r.out)) w.fail("output_dtype", "requantize needs an integer output format");
+  RequantizeParams& p = r.params;
+  p.scale_dtype = scale_dtype_of(j, w);
+  p.input_scale = load_scales(j, "input_scale", p.scale_dtype, w).at(0);
+  p.weight_scales = load_scales(j, "weight_scale", p.scale_dtype, w);
+  p.output_scale = load_scales(j, "output_scale", p.scale_dtype, w).at(0);
+  p.output_zero_points = load_zero_points(j, w);
+  if (j.contains("axis")) p.axis = static_cast<int>(integer(j["axis"], w, "axis"));
+  validate(p, r.acc.shape(), r.out, w.str());
+  return r;
 }
 
 Case load_case(const json& j, std::size_t index, const std::string& text, const Where& file_where) {
@@ -355,51 +456,18 @@ Case load_case(const json& j, std::size_t index, const std::string& text, const 
   if (c.line == 0) c.line = file_where.line;  // a case expanded from a sweep points at the sweep
   w.line = c.line;
   w.case_name = c.name;
-  check_fields(j,
-               {"name", "description", "op", "spec", "input", "scale", "scale_dtype", "zero_point", "axis",
-                "block_size", "output_dtype", "expect"},
-               w, "");
-  if (j.contains("description")) c.description = j["description"].get<std::string>();
   const std::string op = j.contains("op") && j["op"].is_string() ? j["op"].get<std::string>() : "";
-  if (op != "quantize") w.fail("op", op.empty() ? "missing" : "unknown op '" + op + "' (known: quantize)");
+  std::set<std::string> fields = {"name", "description", "op", "spec", "input", "output_dtype", "expect", "scale_dtype",
+                                  "zero_point", "axis"};
+  if (op == "quantize" || op == "dequantize") fields.insert({"scale", "block_size"});
+  if (op == "requantize") fields.insert({"input_scale", "weight_scale", "output_scale"});
+  check_fields(j, fields, w, "");
+  if (j.contains("description")) c.description = j["description"].get<std::string>();
   c.spec = load_spec(j.contains("spec") ? j["spec"] : json("onnx"), w);
-
-  QuantizeOp q;
-  if (!j.contains("input")) w.fail("input", "missing");
-  q.x = load_input(j["input"], j, w);
-  if (!j.contains("output_dtype")) w.fail("output_dtype", "missing");
-  q.out = dtype(j["output_dtype"], w, "output_dtype");
-  if (!is_int(q.out)) w.fail("output_dtype", "quantize needs an integer output format");
-  if (!is_float(q.x.dtype()) && q.x.dtype() != DType::i32) w.fail("input.dtype", "quantize needs a float or i32 input");
-  QuantParams& p = q.params;
-  p.scale_dtype = j.contains("scale_dtype") ? dtype(j["scale_dtype"], w, "scale_dtype") : DType::f32;
-  if (!is_float(p.scale_dtype)) w.fail("scale_dtype", "scales must have a float format");
-  if (!j.contains("scale")) w.fail("scale", "missing");
-  p.scales = numbers(j["scale"], w, "scale");
-  for (std::size_t i = 0; i < p.scales.size(); ++i) {
-    const double s = p.scales[i];
-    if (!(s > 0) || !std::isfinite(s))
-      w.fail(j["scale"].is_array() ? "scale[" + std::to_string(i) + "]" : "scale",
-             "must be positive and finite, got " + j["scale"].dump());
-    p.scales[i] = round_into(p.scale_dtype, s);
-  }
-  if (j.contains("zero_point")) {
-    const json& z = j["zero_point"];
-    if (z.is_array()) {
-      for (std::size_t i = 0; i < z.size(); ++i)
-        p.zero_points.push_back(integer(z[i], w, "zero_point[" + std::to_string(i) + "]"));
-    } else {
-      p.zero_points.push_back(integer(z, w, "zero_point"));
-    }
-  }
-  if (j.contains("axis")) p.axis = static_cast<int>(integer(j["axis"], w, "axis"));
-  if (j.contains("block_size")) {
-    p.block_size = integer(j["block_size"], w, "block_size");
-    if (p.block_size <= 0) w.fail("block_size", "must be positive, got " + std::to_string(p.block_size));
-  }
-  if (p.zero_points.size() == 1 && p.scales.size() > 1) p.zero_points.assign(p.scales.size(), p.zero_points[0]);
-  validate(p, q.x.shape(), q.out, w.str());
-  c.op = std::move(q);
+  if (op == "quantize") c.op = load_quantize(j, w);
+  else if (op == "dequantize") c.op = load_dequantize(j, w);
+  else if (op == "requantize") c.op = load_requantize(j, w);
+  else w.fail("op", op.empty() ? "missing" : "unknown op '" + op + "' (known: quantize, dequantize, requantize)");
 
   if (j.contains("expect")) {
     const json& e = j["expect"];

@@ -16,6 +16,7 @@ struct Expectation {
   enum class Kind : std::uint8_t {
     exact,    // bit-exact against the case's spec
     max_lsb,  // integer outputs within `tolerance` LSB of the spec
+    max_ulp,  // float outputs within `tolerance` ULP (of the output format) of the spec
     claim,    // bit-exact against the backend's claimed preset (distance to the spec reported)
   };
   Kind kind = Kind::exact;

@@ -1,37 +1,88 @@
 #include "harness/compare.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 namespace qc {
+namespace {
 
-Metrics compare_integers(const Reference& ref, const Tensor& actual, int max_worst,
-                         const std::function<void(std::int64_t, ElementDiff&)>& describe) {
+bool is_nan_bits(DType t, std::uint64_t b) { return std::isnan(float_bits_to_double(t, b)); }
+
+// The position of a float bit pattern in the ordered sequence of the format's values.
+std::int64_t ordered(DType t, std::uint64_t b) {
+  const int bits = info(t).bits;
+  const std::uint64_t sign = std::uint64_t{1} << (bits - 1);
+  const auto mag = static_cast<std::int64_t>(b & (sign - 1));
+  return (b & sign) ? -mag : mag;
+}
+
+std::string value_text(const Tensor& t, std::int64_t i) {
+  if (is_int(t.dtype())) return std::to_string(t.get_int(i));
+  return describe_value(t.get_double(i));
+}
+
+// True when the two elements are the same value bit for bit (any NaN equals any NaN).
+bool same(const Tensor& a, const Tensor& b, std::int64_t i) {
+  if (is_int(a.dtype())) return a.get_int(i) == b.get_int(i);
+  const std::uint64_t x = a.bits(i), y = b.bits(i);
+  if (is_nan_bits(a.dtype(), x) || is_nan_bits(a.dtype(), y)) return is_nan_bits(a.dtype(), x) && is_nan_bits(a.dtype(), y);
+  return x == y;
+}
+
+std::size_t bucket(std::int64_t d) { return static_cast<std::size_t>(std::min<std::int64_t>(std::abs(d), 4)); }
+
+}  // namespace
+
+std::int64_t ulp_distance(DType t, std::uint64_t a, std::uint64_t b) { return std::abs(ulp_delta(t, a, b)); }
+
+std::int64_t ulp_delta(DType t, std::uint64_t expected, std::uint64_t actual) {
+  const bool ne = is_nan_bits(t, expected), na = is_nan_bits(t, actual);
+  if (ne || na) return ne && na ? 0 : kUlpInfinite;
+  return ordered(t, actual) - ordered(t, expected);
+}
+
+Metrics compare(const Reference& ref, const Tensor& actual, int max_worst) {
   Metrics m;
-  m.elements = ref.expected.size();
+  const Tensor& exp = ref.expected;
+  const bool floats = is_float(exp.dtype());
+  m.unit = floats ? "ulp" : "lsb";
+  m.elements = exp.size();
+  m.has_to_exact = floats && ref.correctly_rounded.has_value();
   struct Bad {
     std::int64_t index, delta;
   };
   std::vector<Bad> bad;
   for (std::int64_t i = 0; i < m.elements; ++i) {
-    const auto l = static_cast<std::size_t>(ref.labels.empty() ? Label::clear : ref.labels[static_cast<std::size_t>(i)]);
+    const auto u = static_cast<std::size_t>(i);
+    const auto l = static_cast<std::size_t>(ref.labels.empty() ? Label::clear : ref.labels[u]);
     ++m.label_total[l];
-    if (!ref.specified[static_cast<std::size_t>(i)]) {
+    if (!ref.specified[u]) {
       ++m.unspecified;
       continue;
     }
     ++m.compared;
-    const std::int64_t d = actual.get_int(i) - ref.expected.get_int(i);
-    const std::int64_t a = std::llabs(d);
-    ++m.lsb_histogram[static_cast<std::size_t>(std::min<std::int64_t>(a, 4))];
-    if (d == 0) {
+    std::int64_t d;
+    if (floats) {
+      d = ulp_delta(exp.dtype(), exp.bits(i), actual.bits(i));
+      if (m.has_to_exact) {
+        const std::int64_t e = ulp_delta(exp.dtype(), ref.correctly_rounded->bits(i), actual.bits(i));
+        ++m.histogram_to_exact[bucket(e)];
+        m.max_to_exact = std::max(m.max_to_exact, std::abs(e));
+      }
+    } else {
+      d = actual.get_int(i) - exp.get_int(i);
+    }
+    ++m.histogram[bucket(d)];
+    if (same(exp, actual, i)) {
       ++m.exact;
       continue;
     }
+    if (d == 0) ++m.signed_zero_mismatches;  // floats: +0 against -0
     ++m.label_mismatch[l];
-    m.max_abs_lsb = std::max(m.max_abs_lsb, a);
-    m.signed_sum += d;
-    bad.push_back({i, a});
+    m.max_abs = std::max(m.max_abs, std::abs(d));
+    if (std::abs(d) < kUlpInfinite) m.signed_sum += d;
+    bad.push_back({i, std::abs(d)});
   }
   const auto keep = std::min<std::size_t>(bad.size(), static_cast<std::size_t>(std::max(max_worst, 0)));
   std::partial_sort(bad.begin(), bad.begin() + static_cast<long>(keep), bad.end(), [](const Bad& x, const Bad& y) {
@@ -40,11 +91,13 @@ Metrics compare_integers(const Reference& ref, const Tensor& actual, int max_wor
   for (std::size_t k = 0; k < keep; ++k) {
     ElementDiff d;
     d.index = bad[k].index;
-    unravel(d.index, ref.expected.shape(), d.coords);
-    d.expected = ref.expected.get_int(d.index);
-    d.actual = actual.get_int(d.index);
+    unravel(d.index, exp.shape(), d.coords);
+    d.expected = value_text(exp, d.index);
+    d.actual = value_text(actual, d.index);
+    d.delta = floats ? ulp_delta(exp.dtype(), exp.bits(d.index), actual.bits(d.index))
+                     : actual.get_int(d.index) - exp.get_int(d.index);
     d.label = ref.labels.empty() ? Label::clear : ref.labels[static_cast<std::size_t>(d.index)];
-    describe(d.index, d);
+    if (ref.describe) ref.describe(d.index, d);
     m.worst.push_back(std::move(d));
   }
   return m;
@@ -53,7 +106,7 @@ Metrics compare_integers(const Reference& ref, const Tensor& actual, int max_wor
 std::int64_t count_mismatches(const Tensor& a, const Tensor& b, const std::vector<std::uint8_t>& specified) {
   std::int64_t n = 0;
   for (std::int64_t i = 0; i < a.size(); ++i)
-    if (specified[static_cast<std::size_t>(i)] && a.get_int(i) != b.get_int(i)) ++n;
+    if (specified[static_cast<std::size_t>(i)] && !same(a, b, i)) ++n;
   return n;
 }
 

@@ -1,29 +1,24 @@
-// Element-by-element comparison of a backend's output with the oracle's.
+// Element-by-element comparison of a backend's output with the oracle's: integer outputs in
+// LSB, float outputs in ULP of the output format (ordered bit patterns; NaN equals NaN; +0 and
+// -0 are told apart and counted on their own).
 #pragma once
 
-#include "oracles/labels.hpp"
-#include "oracles/tensor.hpp"
+#include "harness/evaluate.hpp"
 #include "reports/result.hpp"
-
-#include <functional>
-#include <string>
-#include <vector>
 
 namespace qc {
 
-struct Reference {
-  const Tensor& expected;
-  const std::vector<std::uint8_t>& specified;  // 0: the spec leaves the element open
-  const std::vector<Label>& labels;
-};
+Metrics compare(const Reference& ref, const Tensor& actual, int max_worst);
 
-// Integer outputs: exact matches, |delta| histogram, bias, label splits and the `max_worst`
-// worst elements. `describe(i)` fills an element's input and exact value (called only for
-// the few elements kept).
-Metrics compare_integers(const Reference& ref, const Tensor& actual, int max_worst,
-                         const std::function<void(std::int64_t, ElementDiff&)>& describe);
+// Distance in ULP between two values of float format t given as bit patterns: the difference of
+// their positions in the ordered sequence of the format's values (+0 and -0 share a position).
+// NaN is at distance 0 from NaN and kUlpInfinite from anything else.
+inline constexpr std::int64_t kUlpInfinite = std::int64_t{1} << 62;
+std::int64_t ulp_distance(DType t, std::uint64_t a, std::uint64_t b);
+// Signed: position(actual) - position(expected).
+std::int64_t ulp_delta(DType t, std::uint64_t expected, std::uint64_t actual);
 
-// Number of specified elements where `a` and `b` differ.
+// Number of specified elements where `a` and `b` differ bit for bit (NaN payloads aside).
 std::int64_t count_mismatches(const Tensor& a, const Tensor& b, const std::vector<std::uint8_t>& specified);
 
 }  // namespace qc

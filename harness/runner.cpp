@@ -1,8 +1,8 @@
 #include "harness/runner.hpp"
 
 #include "harness/compare.hpp"
+#include "harness/evaluate.hpp"
 #include "oracles/error.hpp"
-#include "oracles/quantize.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -19,20 +19,7 @@
 namespace qc {
 namespace {
 
-std::string describe_value(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v < 0 ? "-inf" : "+inf";
-  if (v == 0) return std::signbit(v) ? "-0" : "0";
-  const Rational r(v);
-  return to_decimal(r, 30) + " (" + to_hexfloat(r) + ")";
-}
-
-// The oracle's answer to a quantize request under a spec.
-QuantizeResult oracle_quantize(const QuantizeOp& op, const Spec& spec) {
-  return quantize(op.x, op.params, op.out, spec.quantize_for(op.x.dtype()));
-}
-
-BackendResult run_one(const Case& c, const QuantizeOp& op, const QuantizeResult& ref, Backend& b, int max_worst) {
+BackendResult run_one(const Case& c, const Reference& ref, Backend& b, int max_worst) {
   BackendResult r;
   r.backend = b.name();
   r.claim = b.claim();
@@ -60,35 +47,31 @@ BackendResult run_one(const Case& c, const QuantizeOp& op, const QuantizeResult&
     return r;
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (out.dtype() != ref.q.dtype() || out.shape() != ref.q.shape()) {
+  if (out.dtype() != ref.expected.dtype() || out.shape() != ref.expected.shape()) {
     r.verdict = Verdict::fail;
     r.reason = "backend returned " + std::string(name(out.dtype())) + " " + shape_str(out.shape()) + ", expected " +
-               std::string(name(ref.q.dtype())) + " " + shape_str(ref.q.shape());
+               std::string(name(ref.expected.dtype())) + " " + shape_str(ref.expected.shape());
     return r;
   }
-  const ParamIndexer index(op.params, op.x.shape());
-  r.metrics = compare_integers({ref.q, ref.specified, ref.labels}, out, max_worst, [&](std::int64_t i, ElementDiff& d) {
-    const std::int64_t k = index(i);
-    const double x = op.x.get_double(i);
-    d.input = describe_value(x);
-    const QuantizeElement e = quantize_element(x, op.x.dtype(), op.params.scales[static_cast<std::size_t>(k)],
-                                               op.params.scale_dtype, op.params.zero_point(k), op.out,
-                                               c.spec.quantize_for(op.x.dtype()));
-    d.exact = to_string(e.pre_round);
-  });
+  r.metrics = compare(ref, out, max_worst);
   const Metrics& m = r.metrics;
+  const std::string unit = m.unit == "ulp" ? " ULP" : " LSB";
   const std::string counts = std::to_string(m.exact) + "/" + std::to_string(m.compared) + " exact";
+  const std::string worst = m.mismatches() ? ", max |delta| " + std::to_string(m.max_abs) + unit : "";
   switch (ex.kind) {
     case Expectation::Kind::exact:
       r.verdict = m.mismatches() == 0 ? Verdict::pass : Verdict::fail;
-      r.reason = counts + (m.mismatches() ? ", max |delta| " + std::to_string(m.max_abs_lsb) + " LSB" : "") +
-                 " against " + c.spec.name;
+      r.reason = counts + worst + " against " + c.spec.name;
       break;
     case Expectation::Kind::max_lsb:
-      r.verdict = m.max_abs_lsb <= ex.tolerance ? Verdict::pass : Verdict::fail;
-      r.reason = counts + ", max |delta| " + std::to_string(m.max_abs_lsb) + " LSB (allowed " +
-                 std::to_string(ex.tolerance) + ") against " + c.spec.name;
+    case Expectation::Kind::max_ulp: {
+      const bool right_unit = (ex.kind == Expectation::Kind::max_ulp) == (m.unit == "ulp");
+      r.verdict = right_unit && m.max_abs <= ex.tolerance && m.signed_zero_mismatches == 0 ? Verdict::pass : Verdict::fail;
+      r.reason = counts + ", max |delta| " + std::to_string(m.max_abs) + unit + " (allowed " + std::to_string(ex.tolerance) +
+                 (right_unit ? "" : std::string(", but the expectation is in ") + (m.unit == "ulp" ? "LSB" : "ULP")) +
+                 ") against " + c.spec.name;
       break;
+    }
     case Expectation::Kind::claim: {
       auto claimed = find_preset(r.claim);
       if (!claimed) {
@@ -96,8 +79,8 @@ BackendResult run_one(const Case& c, const QuantizeOp& op, const QuantizeResult&
         r.reason = "backend claims unknown preset '" + r.claim + "'";
         break;
       }
-      const QuantizeResult cref = oracle_quantize(op, *claimed);
-      r.claim_mismatches = count_mismatches(cref.q, out, cref.specified);
+      const Reference cref = evaluate(c.op, *claimed);
+      r.claim_mismatches = count_mismatches(cref.expected, out, cref.specified);
       r.verdict = r.claim_mismatches == 0 ? Verdict::pass : Verdict::fail;
       r.reason = std::to_string(r.claim_mismatches) + " mismatches against its claim " + r.claim + "; " + counts +
                  " against the spec " + c.spec.name;
@@ -105,6 +88,13 @@ BackendResult run_one(const Case& c, const QuantizeOp& op, const QuantizeResult&
     }
   }
   return r;
+}
+
+std::string granularity_of(const OpRequest& op) {
+  if (const auto* q = std::get_if<QuantizeOp>(&op)) return std::string(name(q->params.granularity()));
+  if (const auto* d = std::get_if<DequantizeOp>(&op)) return std::string(name(d->params.granularity()));
+  const auto& r = std::get<RequantizeOp>(op);
+  return r.params.weight_scales.size() > 1 ? "per_axis" : "per_tensor";
 }
 
 std::string now_utc() {
@@ -128,7 +118,7 @@ RunReport run_cases(const std::vector<Suite>& suites, const std::vector<Backend*
   for (const Suite& s : suites) total += s.cases.size() * backends.size();
   for (const Suite& s : suites) {
     for (const Case& c : s.cases) {
-      const auto& op = std::get<QuantizeOp>(c.op);
+      const Tensor& in = op_input(c.op);
       CaseResult cr;
       cr.id = c.id();
       cr.suite = c.suite;
@@ -139,18 +129,18 @@ RunReport run_cases(const std::vector<Suite>& suites, const std::vector<Backend*
       cr.op = std::string(op_name(c.op));
       cr.spec = c.spec.name;
       cr.spec_description = c.spec.description;
-      cr.shape = shape_str(op.x.shape());
-      cr.input_dtype = std::string(name(op.x.dtype()));
-      cr.output_dtype = std::string(name(op.out));
-      cr.granularity = std::string(name(op.params.granularity()));
-      QuantizeResult ref;
+      cr.shape = shape_str(in.shape());
+      cr.input_dtype = std::string(name(in.dtype()));
+      cr.output_dtype = std::string(name(op_output_dtype(c.op)));
+      cr.granularity = granularity_of(c.op);
+      Reference ref;
       try {
-        ref = oracle_quantize(op, c.spec);
+        ref = evaluate(c.op, c.spec);
       } catch (const InputError& e) {
         throw InputError(c.file + ":" + std::to_string(c.line) + ": case '" + c.name + "': " + e.what());
       }
       for (Backend* b : backends) {
-        cr.backends.push_back(run_one(c, op, ref, *b, opt.max_worst));
+        cr.backends.push_back(run_one(c, ref, *b, opt.max_worst));
         if (opt.progress) opt.progress(cr, cr.backends.back(), ++done, total);
       }
       report.cases.push_back(std::move(cr));

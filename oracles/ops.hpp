@@ -3,6 +3,7 @@
 #pragma once
 
 #include "oracles/qparams.hpp"
+#include "oracles/requantize.hpp"
 #include "oracles/tensor.hpp"
 
 #include <string_view>
@@ -17,8 +18,25 @@ struct QuantizeOp {
   DType out = DType::i8;
 };
 
-using OpRequest = std::variant<QuantizeOp>;
+// y = DequantizeLinear(q): integer q -> float y.
+struct DequantizeOp {
+  Tensor q;
+  QuantParams params;
+  DType out = DType::f32;
+};
+
+// y = requantize(acc): integer accumulators (scale s_in * s_w) -> integer y (scale s_out).
+struct RequantizeOp {
+  Tensor acc;
+  RequantizeParams params;
+  DType out = DType::i8;
+};
+
+using OpRequest = std::variant<QuantizeOp, DequantizeOp, RequantizeOp>;
 
 std::string_view op_name(const OpRequest& op);
+// The op's main input (the tensor whose elements the outputs correspond to).
+const Tensor& op_input(const OpRequest& op);
+DType op_output_dtype(const OpRequest& op);
 
 }  // namespace qc

@@ -36,20 +36,21 @@ std::string verdict_class(Verdict v) {
 }
 
 // A small inline SVG bar chart of the |delta| histogram.
-std::string histogram_svg(const Metrics& m) {
+std::string histogram_svg(const std::array<std::int64_t, 5>& h, const std::string& title) {
   const char* labels[] = {"0", "1", "2", "3", "\xE2\x89\xA5" "4"};
   std::int64_t mx = 1;
-  for (auto c : m.lsb_histogram) mx = std::max(mx, c);
+  for (auto c : h) mx = std::max(mx, c);
   std::ostringstream o;
-  o << "<svg class=\"hist\" width=\"260\" height=\"90\" role=\"img\" aria-label=\"|delta| histogram in LSB\">";
+  o << "<svg class=\"hist\" width=\"260\" height=\"100\" role=\"img\" aria-label=\"" << esc(title) << "\">"
+    << "<text x=\"130\" y=\"96\" text-anchor=\"middle\">" << esc(title) << "</text>";
   for (int i = 0; i < 5; ++i) {
-    const double h = 60.0 * static_cast<double>(m.lsb_histogram[static_cast<std::size_t>(i)]) / static_cast<double>(mx);
+    const double hh = 60.0 * static_cast<double>(h[static_cast<std::size_t>(i)]) / static_cast<double>(mx);
     const int x = 10 + i * 50;
-    o << "<rect x=\"" << x << "\" y=\"" << 65 - h << "\" width=\"36\" height=\"" << h << "\" class=\""
+    o << "<rect x=\"" << x << "\" y=\"" << 65 - hh << "\" width=\"36\" height=\"" << hh << "\" class=\""
       << (i == 0 ? "bar-ok" : "bar-bad") << "\"/>";
     o << "<text x=\"" << x + 18 << "\" y=\"80\" text-anchor=\"middle\">" << labels[i] << "</text>";
-    o << "<text x=\"" << x + 18 << "\" y=\"" << std::max(10.0, 61 - h) << "\" text-anchor=\"middle\" class=\"cnt\">"
-      << m.lsb_histogram[static_cast<std::size_t>(i)] << "</text>";
+    o << "<text x=\"" << x + 18 << "\" y=\"" << std::max(10.0, 61 - hh) << "\" text-anchor=\"middle\" class=\"cnt\">"
+      << h[static_cast<std::size_t>(i)] << "</text>";
   }
   o << "</svg>";
   return o.str();
@@ -123,11 +124,16 @@ std::string render_html(const RunReport& r) {
         << "</b> (claims " << esc(b.claim) << ", expected " << esc(b.expectation) << "): " << esc(b.reason) << "</p>";
       if (b.verdict == Verdict::skip || b.verdict == Verdict::crash || b.verdict == Verdict::timeout) continue;
       const Metrics& m = b.metrics;
-      o << "<table><tr><th>elements</th><th>compared</th><th>exact</th><th>mismatched</th><th>max |&Delta;| (LSB)</th>"
-           "<th>bias</th><th>unspecified</th></tr><tr><td>"
-        << m.elements << "</td><td>" << m.compared << "</td><td>" << m.exact << "</td><td>" << m.mismatches() << "</td><td>"
-        << m.max_abs_lsb << "</td><td>" << m.signed_sum << "</td><td>" << m.unspecified << "</td></tr></table>";
-      o << histogram_svg(m);
+      const std::string unit = m.unit == "ulp" ? "ULP" : "LSB";
+      o << "<table><tr><th>elements</th><th>compared</th><th>exact</th><th>mismatched</th><th>max |&Delta;| (" << unit
+        << ")</th><th>bias</th><th>unspecified</th>" << (m.unit == "ulp" ? "<th>&plusmn;0 mismatches</th>" : "")
+        << "</tr><tr><td>" << m.elements << "</td><td>" << m.compared << "</td><td>" << m.exact << "</td><td>"
+        << m.mismatches() << "</td><td>" << m.max_abs << "</td><td>" << m.signed_sum << "</td><td>" << m.unspecified
+        << "</td>" << (m.unit == "ulp" ? "<td>" + std::to_string(m.signed_zero_mismatches) + "</td>" : "")
+        << "</tr></table>";
+      o << histogram_svg(m.histogram, "|\xCE\x94| to the spec, in " + unit);
+      if (m.has_to_exact)
+        o << histogram_svg(m.histogram_to_exact, "|\xCE\x94| to the exact value rounded, in ULP");
       o << "<table><tr><th>label</th>";
       for (int l = 0; l < kLabelCount; ++l) o << "<th>" << name(static_cast<Label>(l)) << "</th>";
       o << "</tr><tr><td>total</td>";
@@ -140,7 +146,8 @@ std::string render_html(const RunReport& r) {
              "<th>&Delta;</th><th>label</th></tr>";
         for (const ElementDiff& d : m.worst) {
           o << "<tr><td class=\"mono\">" << d.index << "</td><td class=\"mono\">" << esc(d.input) << "</td><td class=\"mono\">"
-            << esc(d.exact) << "</td><td>" << d.expected << "</td><td>" << d.actual << "</td><td>" << d.actual - d.expected
+            << esc(d.exact) << "</td><td class=\"mono\">" << esc(d.expected) << "</td><td class=\"mono\">" << esc(d.actual)
+            << "</td><td>" << d.delta
             << "</td><td>" << name(d.label) << "</td></tr>";
         }
         o << "</table>";

@@ -11,32 +11,46 @@ using json = nlohmann::json;
 
 namespace {
 
+json histogram_json(const std::array<std::int64_t, 5>& h) {
+  return {{"0", h[0]}, {"1", h[1]}, {"2", h[2]}, {"3", h[3]}, {">=4", h[4]}};
+}
+
 json metrics_json(const Metrics& m) {
   json labels = json::object();
   for (int l = 0; l < kLabelCount; ++l)
     labels[std::string(name(static_cast<Label>(l)))] = {{"total", m.label_total[static_cast<std::size_t>(l)]},
                                                          {"mismatched", m.label_mismatch[static_cast<std::size_t>(l)]}};
+  const bool integers = m.unit == "lsb";
+  auto value = [&](const std::string& text) -> json {
+    if (integers) return std::stoll(text);  // integer outputs stay numbers
+    return text;
+  };
   json worst = json::array();
-  for (const ElementDiff& d : m.worst)
-    worst.push_back({{"index", d.index},
-                     {"coords", d.coords},
-                     {"input", d.input},
-                     {"expected", d.expected},
-                     {"actual", d.actual},
-                     {"delta", d.actual - d.expected},
-                     {"exact", d.exact},
-                     {"label", std::string(name(d.label))}});
-  return {{"elements", m.elements},
-          {"compared", m.compared},
-          {"unspecified", m.unspecified},
-          {"exact_matches", m.exact},
-          {"mismatches", m.mismatches()},
-          {"lsb_histogram", {{"0", m.lsb_histogram[0]}, {"1", m.lsb_histogram[1]}, {"2", m.lsb_histogram[2]},
-                             {"3", m.lsb_histogram[3]}, {">=4", m.lsb_histogram[4]}}},
-          {"max_abs_lsb", m.max_abs_lsb},
-          {"signed_bias", m.signed_sum},
-          {"labels", labels},
-          {"worst", worst}};
+  for (const ElementDiff& d : m.worst) {
+    json e = {{"index", d.index},        {"coords", d.coords},         {"input", d.input},
+              {"expected", value(d.expected)}, {"actual", value(d.actual)}, {"delta", d.delta},
+              {"exact", d.exact},        {"label", std::string(name(d.label))}};
+    worst.push_back(e);
+  }
+  json j = {{"unit", m.unit},
+            {"elements", m.elements},
+            {"compared", m.compared},
+            {"unspecified", m.unspecified},
+            {"exact_matches", m.exact},
+            {"mismatches", m.mismatches()},
+            {"histogram", histogram_json(m.histogram)},
+            {"max_abs_delta", m.max_abs},
+            {"signed_bias", m.signed_sum},
+            {"labels", labels},
+            {"worst", worst}};
+  if (!integers) {
+    j["signed_zero_mismatches"] = m.signed_zero_mismatches;
+    if (m.has_to_exact) {
+      j["histogram_to_exact"] = histogram_json(m.histogram_to_exact);
+      j["max_ulp_to_exact"] = m.max_to_exact;
+    }
+  }
+  return j;
 }
 
 }  // namespace

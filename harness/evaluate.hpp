@@ -1,0 +1,30 @@
+// The oracle's answer to an op request under a spec, in the form the comparison needs.
+#pragma once
+
+#include "oracles/ops.hpp"
+#include "oracles/presets.hpp"
+#include "reports/result.hpp"
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace qc {
+
+struct Reference {
+  Tensor expected;                       // bit for bit, under the spec
+  std::vector<Label> labels;             // per element
+  std::vector<std::uint8_t> specified;   // 0 where the spec leaves the element open
+  // Float outputs: the exact real value correctly rounded (ties to even) into the output format,
+  // so a backend's distance to the real answer is reported beside its distance to the spec.
+  std::optional<Tensor> correctly_rounded;
+  // Fills an element's input text and exact value (only called for the few worst elements).
+  std::function<void(std::int64_t, ElementDiff&)> describe;
+};
+
+Reference evaluate(const OpRequest& op, const Spec& spec);
+
+// Decimal and hex-float text of a double ("NaN", "+inf", "-0" for the specials).
+std::string describe_value(double v);
+
+}  // namespace qc

@@ -1,0 +1,414 @@
+#include "oracles/int_accumulate.hpp"
+
+#include "oracles/error.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace qc {
+
+std::string_view name(ZeroPointCorrection z) {
+  switch (z) {
+    case ZeroPointCorrection::subtract_first: return "subtract_first";
+    case ZeroPointCorrection::compensate: return "compensate";
+  }
+  return "?";
+}
+
+std::int64_t IntGemmProblem::segment_length(std::int64_t s) const {
+  const auto i = static_cast<std::size_t>(s);
+  const std::int64_t end = i + 1 < segment_starts.size() ? segment_starts[i + 1] : depth;
+  return end - segment_starts[i];
+}
+
+BigInt IntGemmAccumulators::exact(std::int64_t r, std::int64_t n, std::int64_t s) const {
+  const auto it = exact_where_different.find((r * cols + n) * segments + s);
+  return it == exact_where_different.end() ? BigInt(at(r, n, s)) : it->second;
+}
+
+bool IntGemmAccumulators::overflowed(std::int64_t r, std::int64_t n) const {
+  if (exact_where_different.empty()) return false;
+  for (std::int64_t s = 0; s < segments; ++s)
+    if (exact_where_different.count((r * cols + n) * segments + s)) return true;
+  return false;
+}
+
+namespace {
+
+constexpr std::int64_t kInt32Lo = std::numeric_limits<std::int32_t>::min();
+constexpr std::int64_t kInt32Hi = std::numeric_limits<std::int32_t>::max();
+
+bool fits_int32(std::int64_t v) { return v >= kInt32Lo && v <= kInt32Hi; }
+
+// Two's-complement wrap to 64 bits: the unsigned sum is exact modulo 2^64 (C++20 defines the
+// conversion back to signed as modular).
+std::int64_t wrapping_add_int64(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+
+void check_problem(const IntGemmProblem& p) {
+  const auto R = static_cast<std::size_t>(p.rows), N = static_cast<std::size_t>(p.cols),
+             K = static_cast<std::size_t>(p.depth), S = static_cast<std::size_t>(p.segments());
+  if (p.rows < 0 || p.cols < 0 || p.depth < 0) throw InputError("accumulate_gemm: negative dimensions");
+  if (p.a.size() != R * K || p.bt.size() != N * K)
+    throw InputError("accumulate_gemm: operand sizes " + std::to_string(p.a.size()) + " and " +
+                     std::to_string(p.bt.size()) + " do not match R*K = " + std::to_string(R * K) + " and N*K = " +
+                     std::to_string(N * K));
+  if (p.segment_starts.empty() || p.segment_starts[0] != 0)
+    throw InputError("accumulate_gemm: the first segment must start at k = 0");
+  for (std::size_t s = 1; s < S; ++s)
+    if (p.segment_starts[s] <= p.segment_starts[s - 1] || p.segment_starts[s] >= p.depth)
+      throw InputError("accumulate_gemm: segment starts must increase strictly inside [0, K)");
+  if (p.a_zero_points.size() != R * S || p.b_zero_points.size() != S * N)
+    throw InputError("accumulate_gemm: expected R*S and S*N zero points");
+}
+
+// The multiplied operands: raw values, or values minus their segment's zero point, in T.
+template <class T>
+struct Operands {
+  std::vector<T> a, bt;
+};
+
+std::int64_t a_operand(const IntGemmProblem& p, std::int64_t r, std::int64_t k, std::int64_t s, bool subtract) {
+  const std::int64_t v = p.a[static_cast<std::size_t>(r * p.depth + k)];
+  return subtract ? v - p.a_zero_points[static_cast<std::size_t>(r * p.segments() + s)] : v;
+}
+
+std::int64_t b_operand(const IntGemmProblem& p, std::int64_t n, std::int64_t k, std::int64_t s, bool subtract) {
+  const std::int64_t v = p.bt[static_cast<std::size_t>(n * p.depth + k)];
+  return subtract ? v - p.b_zero_points[static_cast<std::size_t>(s * p.cols + n)] : v;
+}
+
+// Visits every multiplied operand of A (by row) or B (by column) with its segment.
+template <class F>
+void for_each_operand(const IntGemmProblem& p, bool of_a, bool subtract, F&& f) {
+  const std::int64_t lines = of_a ? p.rows : p.cols;
+  for (std::int64_t i = 0; i < lines; ++i)
+    for (std::int64_t s = 0; s < p.segments(); ++s) {
+      const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], k1 = k0 + p.segment_length(s);
+      for (std::int64_t k = k0; k < k1; ++k)
+        f(i, k, s, of_a ? a_operand(p, i, k, s, subtract) : b_operand(p, i, k, s, subtract));
+    }
+}
+
+IntRange operand_range(const IntGemmProblem& p, bool of_a, bool subtract) {
+  IntRange r{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
+  for_each_operand(p, of_a, subtract, [&](std::int64_t, std::int64_t, std::int64_t, std::int64_t v) {
+    r.lo = std::min(r.lo, v);
+    r.hi = std::max(r.hi, v);
+  });
+  if (r.lo > r.hi) r = {0, 0};  // no operands (K = 0 or no rows)
+  return r;
+}
+
+template <class T>
+Operands<T> narrow_operands(const IntGemmProblem& p, bool subtract) {
+  Operands<T> o;
+  o.a.resize(p.a.size());
+  o.bt.resize(p.bt.size());
+  for_each_operand(p, true, subtract, [&](std::int64_t r, std::int64_t k, std::int64_t, std::int64_t v) {
+    o.a[static_cast<std::size_t>(r * p.depth + k)] = static_cast<T>(v);
+  });
+  for_each_operand(p, false, subtract, [&](std::int64_t n, std::int64_t k, std::int64_t, std::int64_t v) {
+    o.bt[static_cast<std::size_t>(n * p.depth + k)] = static_cast<T>(v);
+  });
+  return o;
+}
+
+// The product type that holds a*b exactly for operands of type T.
+template <class T>
+using ProductOf = std::conditional_t<sizeof(T) <= 2, std::int32_t, std::int64_t>;
+
+// Four dot products sharing one row of A: the vectorizer turns each into a widening multiply-add.
+template <class T, class Acc>
+void dot_1x4(const T* __restrict a, const T* __restrict b0, const T* __restrict b1, const T* __restrict b2,
+             const T* __restrict b3, std::int64_t len, Acc out[4]) {
+  using P = ProductOf<T>;
+  Acc s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (std::int64_t k = 0; k < len; ++k) {
+    const P x = a[k];
+    s0 += static_cast<Acc>(x * static_cast<P>(b0[k]));
+    s1 += static_cast<Acc>(x * static_cast<P>(b1[k]));
+    s2 += static_cast<Acc>(x * static_cast<P>(b2[k]));
+    s3 += static_cast<Acc>(x * static_cast<P>(b3[k]));
+  }
+  out[0] = s0;
+  out[1] = s1;
+  out[2] = s2;
+  out[3] = s3;
+}
+
+template <class T, class Acc>
+Acc dot_1x1(const T* __restrict a, const T* __restrict b, std::int64_t len) {
+  using P = ProductOf<T>;
+  Acc s = 0;
+  for (std::int64_t k = 0; k < len; ++k) s += static_cast<Acc>(static_cast<P>(a[k]) * static_cast<P>(b[k]));
+  return s;
+}
+
+// Exact sums of every (row, column, segment) into out[(r*N + n)*S + s]. The caller has proven that
+// Acc holds every partial sum. Columns are tiled so one tile of B^T (~128 KiB) stays in L2 while
+// every row of A streams past it.
+template <class T, class Acc>
+void exact_sums(const IntGemmProblem& p, const Operands<T>& o, std::vector<std::int64_t>& out) {
+  const std::int64_t R = p.rows, N = p.cols, K = p.depth, S = p.segments();
+  const std::int64_t tile = std::max<std::int64_t>(4, (std::int64_t{128} * 1024) / std::max<std::int64_t>(1, K * static_cast<std::int64_t>(sizeof(T))) / 4 * 4);
+  for (std::int64_t n0 = 0; n0 < N; n0 += tile) {
+    const std::int64_t n1 = std::min(N, n0 + tile);
+    for (std::int64_t r = 0; r < R; ++r) {
+      const T* ar = o.a.data() + r * K;
+      std::int64_t n = n0;
+      for (; n + 4 <= n1; n += 4) {
+        const T* b = o.bt.data() + n * K;
+        for (std::int64_t s = 0; s < S; ++s) {
+          const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], len = p.segment_length(s);
+          Acc d[4];
+          dot_1x4<T, Acc>(ar + k0, b + k0, b + K + k0, b + 2 * K + k0, b + 3 * K + k0, len, d);
+          for (int j = 0; j < 4; ++j) out[static_cast<std::size_t>((r * N + n + j) * S + s)] = d[j];
+        }
+      }
+      for (; n < n1; ++n) {
+        const T* b = o.bt.data() + n * K;
+        for (std::int64_t s = 0; s < S; ++s) {
+          const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], len = p.segment_length(s);
+          out[static_cast<std::size_t>((r * N + n) * S + s)] = dot_1x1<T, Acc>(ar + k0, b + k0, len);
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void exact_sums_in(const IntGemmProblem& p, bool subtract, bool int32_loop, std::vector<std::int64_t>& out) {
+  const Operands<T> o = narrow_operands<T>(p, subtract);
+  if (int32_loop)
+    exact_sums<T, std::int32_t>(p, o, out);
+  else
+    exact_sums<T, std::int64_t>(p, o, out);
+}
+
+bool fits_int16(IntRange r) { return r.lo >= -32768 && r.hi <= 32767; }
+
+// Per (line, segment) Σ|x| and max|x| of one operand: the element-wise bound on partial sums.
+struct AbsStats {
+  std::vector<std::int64_t> sum, max;  // [line][segment]
+};
+
+AbsStats abs_stats(const IntGemmProblem& p, bool of_a, bool subtract) {
+  const std::int64_t lines = of_a ? p.rows : p.cols, S = p.segments();
+  AbsStats st{std::vector<std::int64_t>(static_cast<std::size_t>(lines * S), 0),
+              std::vector<std::int64_t>(static_cast<std::size_t>(lines * S), 0)};
+  for_each_operand(p, of_a, subtract, [&](std::int64_t i, std::int64_t, std::int64_t s, std::int64_t v) {
+    const auto j = static_cast<std::size_t>(i * S + s);
+    const std::int64_t m = v < 0 ? -v : v;
+    st.sum[j] += m;
+    st.max[j] = std::max(st.max[j], m);
+  });
+  return st;
+}
+
+// The segment's operands as int32 spans for accumulate_dot.
+struct SegmentOperands {
+  std::vector<std::int32_t> a, b;
+};
+
+SegmentOperands segment_operands(const IntGemmProblem& p, std::int64_t r, std::int64_t n, std::int64_t s,
+                                 bool subtract) {
+  const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], len = p.segment_length(s);
+  SegmentOperands o{std::vector<std::int32_t>(static_cast<std::size_t>(len)),
+                    std::vector<std::int32_t>(static_cast<std::size_t>(len))};
+  for (std::int64_t k = 0; k < len; ++k) {
+    o.a[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(a_operand(p, r, k0 + k, s, subtract));
+    o.b[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(b_operand(p, n, k0 + k, s, subtract));
+  }
+  return o;
+}
+
+std::int64_t to_int64(const BigInt& v, const char* what) {
+  if (v < std::numeric_limits<std::int64_t>::min() || v > std::numeric_limits<std::int64_t>::max())
+    throw InputError(std::string("accumulate_gemm: ") + what + " " + v.str() + " does not fit int64");
+  return v.convert_to<std::int64_t>();
+}
+
+// -zb·Σa - za·Σb + L·za·zb for one (row, column, segment): what `compensate` adds to the raw sum.
+std::int64_t zero_point_correction(const IntGemmProblem& p, const std::vector<std::int64_t>& a_sums,
+                                   const std::vector<std::int64_t>& b_sums, std::int64_t r, std::int64_t n,
+                                   std::int64_t s) {
+  const std::int64_t S = p.segments();
+  const __int128 za = p.a_zero_points[static_cast<std::size_t>(r * S + s)];
+  const __int128 zb = p.b_zero_points[static_cast<std::size_t>(s * p.cols + n)];
+  const __int128 c = -zb * a_sums[static_cast<std::size_t>(r * S + s)] - za * b_sums[static_cast<std::size_t>(n * S + s)] +
+                     static_cast<__int128>(p.segment_length(s)) * za * zb;
+  return static_cast<std::int64_t>(c);  // |c| <= 3 * K * 2^32 for 16-bit operands
+}
+
+std::vector<std::int64_t> raw_sums(const IntGemmProblem& p, bool of_a) {
+  std::vector<std::int64_t> sums(static_cast<std::size_t>((of_a ? p.rows : p.cols) * p.segments()), 0);
+  for_each_operand(p, of_a, false, [&](std::int64_t i, std::int64_t, std::int64_t s, std::int64_t v) {
+    sums[static_cast<std::size_t>(i * p.segments() + s)] += v;
+  });
+  return sums;
+}
+
+}  // namespace
+
+std::int64_t add_in_accumulator(Accumulation acc, std::int64_t value, std::int64_t term) {
+  switch (acc) {
+    case Accumulation::exact: {
+      const __int128 v = static_cast<__int128>(value) + term;
+      if (v < std::numeric_limits<std::int64_t>::min() || v > std::numeric_limits<std::int64_t>::max())
+        throw InputError("add_in_accumulator: the exact sum leaves int64");
+      return static_cast<std::int64_t>(v);
+    }
+    case Accumulation::int64: return wrapping_add_int64(value, term);
+    case Accumulation::int32_wrap:
+    case Accumulation::int16_pair_saturate: {  // vpaddd wraps
+      const BigInt v = BigInt(value) + term;
+      return v >= kInt32Lo && v <= kInt32Hi ? v.convert_to<std::int64_t>() : int_convert(DType::i32, v, IntOverflow::wrap);
+    }
+    case Accumulation::int32_saturate: {
+      const __int128 v = static_cast<__int128>(value) + term;
+      return static_cast<std::int64_t>(std::clamp<__int128>(v, kInt32Lo, kInt32Hi));
+    }
+  }
+  return value;
+}
+
+namespace {
+
+void require_pair_operands(const IntGemmProblem& p, Accumulation acc, bool subtract) {
+  auto nonzero = [](std::int64_t z) { return z != 0; };
+  const bool any_zero_point = std::any_of(p.a_zero_points.begin(), p.a_zero_points.end(), nonzero) ||
+                              std::any_of(p.b_zero_points.begin(), p.b_zero_points.end(), nonzero);
+  if (acc == Accumulation::int16_pair_saturate && subtract && any_zero_point)
+    throw InputError("accumulate_gemm: int16_pair_saturate (vpmaddubsw) multiplies the raw u8 x s8 bytes; with "
+                     "nonzero zero points use ZeroPointCorrection::compensate");
+}
+
+// accumulation_bound over the multiplied operands' actual ranges and the longest segment, for the
+// policy's accumulator and for the two loops. Throws for int16 pairs outside u8 x s8.
+AccumulationProof prove(const IntGemmProblem& p, Accumulation acc, bool subtract) {
+  AccumulationProof proof;
+  proof.a_range = operand_range(p, true, subtract);
+  proof.b_range = operand_range(p, false, subtract);
+  for (std::int64_t s = 0; s < p.segments(); ++s)
+    proof.longest_segment = std::max(proof.longest_segment, p.segment_length(s));
+  const std::int64_t L = proof.longest_segment;
+  proof.policy_exact = accumulation_bound(acc, L, proof.a_range, proof.b_range).exact;
+  proof.int32_loop = accumulation_bound(Accumulation::int32_wrap, L, proof.a_range, proof.b_range).exact;
+  proof.int64_loop = !proof.int32_loop && accumulation_bound(Accumulation::int64, L, proof.a_range, proof.b_range).exact;
+  return proof;
+}
+
+// Whether the loop's exact sum is provably what the policy's accumulator holds for one element.
+class LoopCoverage {
+ public:
+  LoopCoverage(const IntGemmProblem& p, Accumulation acc, bool subtract, const AccumulationProof& proof)
+      : acc_(acc), S_(p.segments()), loop_(proof.int32_loop || proof.int64_loop), all_(proof.policy_exact) {
+    if (loop_ && !all_ && acc == Accumulation::int32_saturate) {
+      a_abs_ = abs_stats(p, true, subtract);
+      b_abs_ = abs_stats(p, false, subtract);
+    }
+  }
+  bool loop() const { return loop_; }
+  bool covers(std::int64_t r, std::int64_t n, std::int64_t s, std::int64_t sum) const {
+    if (!loop_) return false;
+    if (all_) return true;
+    switch (acc_) {
+      case Accumulation::exact:
+      case Accumulation::int64: return true;  // the int64 loop is exact, and so is this accumulator
+      case Accumulation::int32_wrap: return fits_int32(sum);  // a wrap would move the result by 2^32
+      case Accumulation::int32_saturate: {  // |partial sums| <= Σ|a_k||b_k| <= min(Σ|a|·max|b|, max|a|·Σ|b|)
+        const auto i = static_cast<std::size_t>(r * S_ + s), j = static_cast<std::size_t>(n * S_ + s);
+        const __int128 bound = std::min(static_cast<__int128>(a_abs_.sum[i]) * b_abs_.max[j],
+                                        static_cast<__int128>(a_abs_.max[i]) * b_abs_.sum[j]);
+        return bound <= kInt32Hi;
+      }
+      case Accumulation::int16_pair_saturate: return false;
+    }
+    return false;
+  }
+
+ private:
+  Accumulation acc_;
+  std::int64_t S_;
+  bool loop_, all_;
+  AbsStats a_abs_, b_abs_;
+};
+
+// One (row, column, segment): the accumulator's value and, where different, the exact sum.
+struct ElementSum {
+  std::int64_t value = 0;
+  std::optional<BigInt> exact;  // set only when it differs from value
+};
+
+ElementSum element_sum(const IntGemmProblem& p, Accumulation acc, bool subtract, const LoopCoverage& coverage,
+                       std::int64_t r, std::int64_t n, std::int64_t s, std::int64_t loop_sum,
+                       AccumulationProof& proof) {
+  if (coverage.covers(r, n, s, loop_sum)) return {loop_sum, std::nullopt};
+  const SegmentOperands o = segment_operands(p, r, n, s, subtract);
+  const DotProduct d = accumulate_dot(o.a, o.b, acc);
+  ++proof.arbitrary_precision_dots;
+  ElementSum e{to_int64(d.value, "accumulator"), std::nullopt};
+  if (d.overflowed()) e.exact = d.exact;
+  return e;
+}
+
+// compensate: the correction added the accumulator's way; the exact sum gets it exactly.
+void apply_correction(ElementSum& e, Accumulation acc, std::int64_t c) {
+  const std::int64_t raw = e.value;
+  e.value = add_in_accumulator(acc, raw, c);
+  BigInt exact = e.exact ? *e.exact + c : BigInt(raw) + c;
+  if (exact != e.value)
+    e.exact = std::move(exact);
+  else
+    e.exact.reset();
+}
+
+}  // namespace
+
+IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, ZeroPointCorrection zero_points) {
+  check_problem(p);
+  const bool subtract = zero_points == ZeroPointCorrection::subtract_first;
+  require_pair_operands(p, acc, subtract);
+  const std::int64_t R = p.rows, N = p.cols, S = p.segments();
+  IntGemmAccumulators out;
+  out.rows = R;
+  out.cols = N;
+  out.segments = S;
+  out.value.assign(static_cast<std::size_t>(R * N * S), 0);
+  out.proof = prove(p, acc, subtract);
+  const LoopCoverage coverage(p, acc, subtract, out.proof);
+
+  // 1. The exact sums of the multiplied operands (raw or zero-point-free), in the cheapest proven loop.
+  if (coverage.loop()) {
+    const bool narrow = fits_int16(out.proof.a_range) && fits_int16(out.proof.b_range);
+    if (narrow)
+      exact_sums_in<std::int16_t>(p, subtract, out.proof.int32_loop, out.value);
+    else
+      exact_sums_in<std::int32_t>(p, subtract, out.proof.int32_loop, out.value);
+  }
+  if (out.proof.policy_exact && subtract) return out;  // every sum is the accumulator's value
+
+  // 2. Each element: the loop's sum where a proof covers it, else accumulate_dot; then compensation.
+  std::vector<std::int64_t> a_sums, b_sums;
+  if (!subtract) {
+    a_sums = raw_sums(p, true);
+    b_sums = raw_sums(p, false);
+  }
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t s = 0; s < S; ++s) {
+        const std::int64_t key = (r * N + n) * S + s;
+        std::int64_t& slot = out.value[static_cast<std::size_t>(key)];
+        ElementSum e = element_sum(p, acc, subtract, coverage, r, n, s, slot, out.proof);
+        if (!subtract) apply_correction(e, acc, zero_point_correction(p, a_sums, b_sums, r, n, s));
+        slot = e.value;
+        if (e.exact) out.exact_where_different.emplace(key, std::move(*e.exact));
+      }
+  return out;
+}
+
+}  // namespace qc

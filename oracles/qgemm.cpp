@@ -1,0 +1,147 @@
+#include "oracles/qgemm.hpp"
+
+#include "oracles/error.hpp"
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+namespace qc {
+
+std::string_view name(WeightLayout l) {
+  switch (l) {
+    case WeightLayout::k_by_n: return "k_by_n";
+    case WeightLayout::n_by_k: return "n_by_k";
+  }
+  return "?";
+}
+
+namespace {
+
+int resolve_axis(int axis, int rank) { return axis < 0 ? axis + rank : axis; }
+
+// The block length of a parameter along dimension `dim` of `shape`: its block size when blocked
+// along dim, 1 when per axis along dim, 0 when it does not vary along dim.
+std::int64_t block_along(const QuantParams& p, const Shape& shape, int dim) {
+  if (p.granularity() == Granularity::per_tensor) return 0;
+  if (resolve_axis(*p.axis, static_cast<int>(shape.size())) != dim) return 0;
+  return p.block_size > 0 ? p.block_size : 1;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> k_segment_starts(const QuantParams& a, const Shape& a_shape, const QuantParams& b,
+                                           const Shape& b_shape, int b_k_axis) {
+  const std::int64_t K = a_shape.back();
+  std::set<std::int64_t> starts{0};
+  for (const std::int64_t block :
+       {block_along(a, a_shape, static_cast<int>(a_shape.size()) - 1), block_along(b, b_shape, b_k_axis)})
+    if (block > 0)
+      for (std::int64_t k = block; k < K; k += block) starts.insert(k);
+  return {starts.begin(), starts.end()};
+}
+
+GemmShape gemm_shape(const Shape& a_shape, const Shape& b_shape, WeightLayout layout) {
+  if (a_shape.size() < 2)
+    throw InputError("qgemm: A must be [batch..., M, K] (rank >= 2), got " + shape_str(a_shape));
+  if (b_shape.size() != 2) throw InputError("qgemm: B must be 2-D, got " + shape_str(b_shape));
+  GemmShape d;
+  d.depth = a_shape.back();
+  if (d.depth < 1) throw InputError("qgemm: K must be at least 1, got A " + shape_str(a_shape));
+  d.rows = numel(a_shape) / d.depth;
+  d.b_k_axis = layout == WeightLayout::k_by_n ? 0 : 1;
+  d.cols = b_shape[static_cast<std::size_t>(1 - d.b_k_axis)];
+  if (b_shape[static_cast<std::size_t>(d.b_k_axis)] != d.depth)
+    throw InputError("qgemm: A " + shape_str(a_shape) + " and B " + shape_str(b_shape) + " (" +
+                     std::string(name(layout)) + ") disagree on K");
+  d.out_shape = Shape(a_shape.begin(), a_shape.end() - 1);
+  d.out_shape.push_back(d.cols);
+  return d;
+}
+
+namespace {
+
+std::vector<std::int32_t> int32_values(const Tensor& t) {
+  std::vector<std::int32_t> v(static_cast<std::size_t>(t.size()));
+  for (std::int64_t i = 0; i < t.size(); ++i) v[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(t.get_int(i));
+  return v;
+}
+
+// B as [N, K] rows: contiguous dot products.
+std::vector<std::int32_t> transposed_b(const Tensor& b, const GemmShape& d) {
+  std::vector<std::int32_t> bt = int32_values(b);
+  if (d.b_k_axis == 1) return bt;
+  std::vector<std::int32_t> t(bt.size());
+  for (std::int64_t k = 0; k < d.depth; ++k)
+    for (std::int64_t n = 0; n < d.cols; ++n)
+      t[static_cast<std::size_t>(n * d.depth + k)] = bt[static_cast<std::size_t>(k * d.cols + n)];
+  return t;
+}
+
+std::int64_t b_flat(const GemmShape& d, std::int64_t k, std::int64_t n) {
+  return d.b_k_axis == 0 ? k * d.cols + n : n * d.depth + k;
+}
+
+}  // namespace
+
+QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy) {
+  const QuantizedOperand qa = quantize_activation(op.a, policy.quantize);
+  const QuantizedOperand qb = quantize_weights(op.b, policy.quantize);
+  const GemmShape d = gemm_shape(op.a.values.shape(), qb.q.shape(), op.b_layout);
+
+  const std::vector<std::int32_t> a = int32_values(qa.q);
+  const std::vector<std::int32_t> bt = transposed_b(qb.q, d);
+  IntGemmProblem p;
+  p.rows = d.rows;
+  p.cols = d.cols;
+  p.depth = d.depth;
+  p.a = a;
+  p.bt = bt;
+  p.segment_starts = k_segment_starts(qa.params, qa.q.shape(), qb.params, qb.q.shape(), d.b_k_axis);
+  const std::int64_t S = p.segments();
+
+  // Parameter indices: constant over each segment, so read at the segment's first k.
+  const ParamIndexer a_param(qa.params, qa.q.shape());
+  const ParamIndexer b_param(qb.params, qb.q.shape());
+  std::vector<std::int64_t> a_idx(static_cast<std::size_t>(d.rows * S)), b_idx(static_cast<std::size_t>(S * d.cols));
+  p.a_zero_points.resize(a_idx.size());
+  p.b_zero_points.resize(b_idx.size());
+  for (std::int64_t r = 0; r < d.rows; ++r)
+    for (std::int64_t s = 0; s < S; ++s) {
+      const auto j = static_cast<std::size_t>(r * S + s);
+      a_idx[j] = a_param(r * d.depth + p.segment_starts[static_cast<std::size_t>(s)]);
+      p.a_zero_points[j] = qa.params.zero_point(a_idx[j]);
+    }
+  for (std::int64_t s = 0; s < S; ++s)
+    for (std::int64_t n = 0; n < d.cols; ++n) {
+      const auto j = static_cast<std::size_t>(s * d.cols + n);
+      b_idx[j] = b_param(b_flat(d, p.segment_starts[static_cast<std::size_t>(s)], n));
+      p.b_zero_points[j] = qb.params.zero_point(b_idx[j]);
+    }
+
+  IntGemmAccumulators acc = accumulate_gemm(p, policy.accumulation, policy.zero_points);
+
+  ScaledAccumulators sa;
+  sa.shape = d.out_shape;
+  sa.segments = S;
+  sa.value = std::move(acc.value);
+  sa.exact_where_different = std::move(acc.exact_where_different);
+  sa.proof = acc.proof;
+  const auto ES = sa.value.size();
+  sa.a_index.resize(ES);
+  sa.b_index.resize(ES);
+  sa.channel.resize(static_cast<std::size_t>(d.rows * d.cols));
+  for (std::int64_t r = 0; r < d.rows; ++r)
+    for (std::int64_t n = 0; n < d.cols; ++n) {
+      const std::int64_t e = r * d.cols + n;
+      sa.channel[static_cast<std::size_t>(e)] = static_cast<std::int32_t>(n);
+      for (std::int64_t s = 0; s < S; ++s) {
+        const auto k = static_cast<std::size_t>(e * S + s);
+        sa.a_index[k] = static_cast<std::int32_t>(a_idx[static_cast<std::size_t>(r * S + s)]);
+        sa.b_index[k] = static_cast<std::int32_t>(b_idx[static_cast<std::size_t>(s * d.cols + n)]);
+      }
+    }
+  return finish_output(std::move(sa), qa.params, qb.params, op.bias, op.output, policy);
+}
+
+}  // namespace qc

@@ -1,0 +1,72 @@
+// qgemm: the full quantized GEMM path (DESIGN.md §3.5), exactly.
+//
+//   float A --quantize (static, or dynamic per tensor / per row = DRQ)--> int A
+//   int B (i8/u8/i4/u4, packed int4 unpacked here, or float B quantized here)
+//   --> exact integer accumulation per K segment under the policy's accumulator (int_accumulate.hpp)
+//   --> + int32 bias (scale s_a*s_b) --> int32 | dequantized float | requantized int8/uint8 + clamp
+//
+// Shapes: A is [batch..., M, K] (batched: every leading dimension folds into rows); B is [K, N]
+// (WeightLayout::k_by_n, ONNX MatMul) or [N, K] (n_by_k: nn.Linear, Gemm transB = 1, MatMulNBits).
+// The output is [batch..., M, N]. A bias has one value per column n.
+//
+// Granularity. A: per tensor, per row (any axis but K, e.g. dynamic per row), per axis along K or
+// blocked along K. B: per tensor, per column (axis along N), per axis along K or blocked along K
+// (the last block may be short: ONNX block_size, scale shape ceil(K / block_size)).
+//
+// Blocked semantics (our stated choice): K splits into segments at every point where A's or B's
+// parameters change along K (the union of both block grids; a per-axis-along-K parameter makes
+// every k its own segment). Each segment s contributes its own integer partial sum with its own
+// zero points, times its own scales:
+//     y = Σ_s s_a[s] · s_b[s] · Σ_{k in s} (a_k - za[s]) (b_k - zb[s])
+// evaluated exactly, then rounded (dequantized) or requantized as the policy says. As a real
+// number this is exactly ONNX blocked DequantizeLinear (opset 21 `block_size`: each block of K has its
+// own scale and zero point; NUMERICS.md §1.4) of both operands followed by an exact MatMul, and
+// oneDNN's grouped scales/zero points (`groups` along K, doc attributes_quantization.md): distributing
+// the sum over blocks gives the scaled partial sums above. The accumulator policy (int32 wrap,
+// saturation) applies to each segment's partial sum, as a blocked integer kernel keeps one
+// accumulator per block and scales it in float (our modelling choice).
+#pragma once
+
+#include "oracles/qlinear.hpp"
+
+#include <optional>
+#include <string_view>
+
+namespace qc {
+
+enum class WeightLayout : std::uint8_t {
+  k_by_n,  // B is [K, N]
+  n_by_k,  // B is [N, K], "transposed"
+};
+std::string_view name(WeightLayout l);
+
+struct QGemmOp {
+  ActivationOperand a;             // [batch..., M, K]
+  QWeights b;                      // [K, N] or [N, K] by b_layout
+  WeightLayout b_layout = WeightLayout::k_by_n;
+  std::optional<Tensor> bias;      // [N]: i32 (scale s_a*s_b[n], added to the accumulator) or float (added to v)
+  OutputStage output;
+};
+
+using QGemmResult = QLinearResult;
+
+// The sizes of a GEMM: rows R (= batch * M), depth K, columns N, B's K dimension, and the output
+// shape [batch..., M, N]. Throws InputError when A and B disagree on K.
+struct GemmShape {
+  std::int64_t rows = 0, depth = 0, cols = 0;
+  int b_k_axis = 0;
+  Shape out_shape;
+};
+GemmShape gemm_shape(const Shape& a, const Shape& b, WeightLayout layout);
+
+// Throws InputError for inconsistent shapes, parameters the path cannot express, or an output stage
+// the policy cannot evaluate (see qlinear.hpp).
+QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy);
+
+// The K segments of a GEMM: starts of the runs of K over which both operands' parameters are
+// constant (the union of A's and B's block grids along K). `a_shape` is the shape the A parameters
+// refer to (last dimension K); `b_k_axis` is B's K dimension (0 for [K, N], 1 for [N, K]).
+std::vector<std::int64_t> k_segment_starts(const QuantParams& a, const Shape& a_shape, const QuantParams& b,
+                                           const Shape& b_shape, int b_k_axis);
+
+}  // namespace qc

@@ -1,0 +1,605 @@
+#include "oracles/qlinear.hpp"
+
+#include "oracles/dequantize.hpp"
+#include "oracles/error.hpp"
+#include "oracles/ieee.hpp"
+#include "oracles/quantize.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <unordered_map>
+
+namespace qc {
+
+std::string_view name(ActivationQuantization q) {
+  switch (q) {
+    case ActivationQuantization::static_params: return "static";
+    case ActivationQuantization::dynamic_per_tensor: return "dynamic_per_tensor";
+    case ActivationQuantization::dynamic_per_row: return "dynamic_per_row";
+  }
+  return "?";
+}
+
+std::string_view name(OutputKind k) {
+  switch (k) {
+    case OutputKind::int32: return "int32";
+    case OutputKind::dequantized: return "dequantized";
+    case OutputKind::requantized: return "requantized";
+  }
+  return "?";
+}
+
+std::string_view name(FusedActivation a) {
+  switch (a) {
+    case FusedActivation::none: return "none";
+    case FusedActivation::relu: return "relu";
+    case FusedActivation::relu6: return "relu6";
+    case FusedActivation::relu_n1_to_1: return "relu_n1_to_1";
+  }
+  return "?";
+}
+
+Rational exact_element(const Tensor& t, std::int64_t i) {
+  if (is_int(t.dtype())) return Rational(t.get_int(i));
+  const double v = t.get_double(i);  // every supported float format is exact in double
+  if (!std::isfinite(v))
+    throw InputError("element " + std::to_string(i) + " of a " + std::string(name(t.dtype())) +
+                     " tensor is not finite (" + std::to_string(v) + ")");
+  return Rational(v);
+}
+
+// ---- Operands --------------------------------------------------------------------------------
+
+namespace {
+
+void require_operand_format(DType t, const std::string& where) {
+  switch (t) {
+    case DType::i8:
+    case DType::u8:
+    case DType::i16:
+    case DType::u16:
+    case DType::i4:
+    case DType::u4: return;
+    default:
+      throw InputError(where + ": quantized operands are i8, u8, i16, u16, i4 or u4, got " + std::string(name(t)));
+  }
+}
+
+Tensor reshaped(const Tensor& t, Shape shape) {
+  Tensor r(t.dtype(), std::move(shape));
+  std::memcpy(r.bytes().data(), t.bytes().data(), t.bytes().size());
+  return r;
+}
+
+// [rows, K]: every dimension but the last folded into rows.
+Shape rows_by_depth(const Shape& s) {
+  const std::int64_t k = s.back();
+  return {k == 0 ? 0 : numel(s) / k, k};
+}
+
+Tensor quantized_values(const Tensor& x, const QuantParams& p, DType format, const QuantizePolicy& policy,
+                        const std::string& where) {
+  QuantizeResult r = quantize(x, p, format, policy, OraclePath::fast, false);
+  for (std::int64_t i = 0; i < x.size(); ++i)
+    if (!r.specified[static_cast<std::size_t>(i)])
+      throw InputError(where + ": element " + std::to_string(i) +
+                       " is NaN and the quantize policy leaves its integer unspecified (set QuantizePolicy::nan)");
+  return std::move(r.q);
+}
+
+}  // namespace
+
+QuantizedOperand quantize_activation(const ActivationOperand& a, const QuantizePolicy& policy) {
+  const Tensor& x = a.values;
+  const std::string where = "activation";
+  if (x.rank() < 1) throw InputError(where + ": needs rank >= 1, got a scalar");
+  if (is_int(x.dtype())) {
+    require_operand_format(x.dtype(), where);
+    if (a.quantization != ActivationQuantization::static_params)
+      throw InputError(where + ": integer values are already quantized; dynamic quantization needs float values");
+    validate(a.params, x.shape(), x.dtype(), where);
+    return {x, a.params};
+  }
+  require_operand_format(a.format, where);
+  switch (a.quantization) {
+    case ActivationQuantization::static_params:
+      validate(a.params, x.shape(), a.format, where);
+      return {quantized_values(x, a.params, a.format, policy, where), a.params};
+    case ActivationQuantization::dynamic_per_tensor: {
+      const DynamicQParams d = choose_dynamic_qparams(x, a.format, a.rule);
+      return {quantized_values(x, d.params, a.format, policy, where), d.params};
+    }
+    case ActivationQuantization::dynamic_per_row: {
+      const Tensor rows = reshaped(x, rows_by_depth(x.shape()));
+      const DynamicQParams d = choose_dynamic_qparams(rows, a.format, a.rule, 0);
+      return {quantized_values(rows, d.params, a.format, policy, where), d.params};
+    }
+  }
+  throw InputError(where + ": unknown quantization");
+}
+
+QuantizedOperand quantize_weights(const QWeights& w, const QuantizePolicy& policy) {
+  const std::string where = "weights";
+  if (w.packing) {
+    if (w.format != DType::i4 && w.format != DType::u4)
+      throw InputError(where + ": packed weights hold i4 or u4 nibbles, format is " + std::string(name(w.format)));
+    Tensor q = unpack_int4(w.values, w.format, w.shape, *w.packing);
+    validate(w.params, q.shape(), q.dtype(), where);
+    return {std::move(q), w.params};
+  }
+  if (is_int(w.values.dtype())) {
+    require_operand_format(w.values.dtype(), where);
+    validate(w.params, w.values.shape(), w.values.dtype(), where);
+    return {w.values, w.params};
+  }
+  require_operand_format(w.format, where);
+  validate(w.params, w.values.shape(), w.format, where);
+  return {quantized_values(w.values, w.params, w.format, policy, where), w.params};
+}
+
+std::vector<Rational> dequantized_values(const QuantizedOperand& x, std::optional<DType> format,
+                                         const DequantizePolicy& policy) {
+  std::vector<Rational> v;
+  v.reserve(static_cast<std::size_t>(x.q.size()));
+  if (format) {
+    if (!is_float(*format)) throw InputError("dequantized_values: " + std::string(name(*format)) + " is not a float format");
+    const DequantizeResult dq = dequantize(x.q, x.params, *format, policy, OraclePath::fast, false);
+    for (std::int64_t i = 0; i < x.q.size(); ++i) v.push_back(exact_element(dq.y, i));
+    return v;
+  }
+  const ParamIndexer param(x.params, x.q.shape());
+  for (std::int64_t i = 0; i < x.q.size(); ++i) {
+    const std::int64_t pi = param(i);
+    v.push_back(Rational(x.q.get_int(i) - x.params.zero_point(pi)) * Rational(x.params.scales[static_cast<std::size_t>(pi)]));
+  }
+  return v;
+}
+
+// ---- Fused activation ------------------------------------------------------------------------
+
+IntRange fused_activation_range(FusedActivation a, float scale, std::int64_t zero_point, DType out) {
+  if (!is_int(out)) throw InputError("fused_activation_range: output format must be an integer format");
+  if (!(scale > 0) || !std::isfinite(scale)) throw InputError("fused_activation_range: scale must be positive");
+  const Arith f32 = Arith::in(DType::f32);
+  auto quantize_value = [&](double f) {  // zp + (int)std::round(f / scale), the division in f32
+    const ExactFloat q = f32.div(ExactFloat::finite(Rational(f)), ExactFloat::finite(Rational(double{scale})));
+    return zero_point + round_to_integer(q.value, RoundingMode::rna).convert_to<std::int64_t>();
+  };
+  const std::int64_t qmin = int_min(out), qmax = int_max(out);
+  switch (a) {
+    case FusedActivation::none: return {qmin, qmax};
+    case FusedActivation::relu: return {std::max(qmin, quantize_value(0.0)), qmax};
+    case FusedActivation::relu6: return {std::max(qmin, quantize_value(0.0)), std::min(qmax, quantize_value(6.0))};
+    case FusedActivation::relu_n1_to_1:
+      return {std::max(qmin, quantize_value(-1.0)), std::min(qmax, quantize_value(1.0))};
+  }
+  return {qmin, qmax};
+}
+
+// ---- Labels ----------------------------------------------------------------------------------
+
+Label float_grid_label(const Rational& v, DType out) {
+  if (v == 0) return Label::clear;
+  const ExactFloat lo = round_to_format(out, v, RoundingMode::floor, Overflow::saturate);
+  const ExactFloat hi = round_to_format(out, v, RoundingMode::ceil, Overflow::saturate);
+  if (lo.value == hi.value) return Label::clear;  // representable (or beyond the largest finite value)
+  const Rational distance = abs(v - (lo.value + hi.value) / 2) / (hi.value - lo.value);
+  if (distance == 0) return Label::tie;
+  if (distance <= Rational(kNearTieDistance)) return Label::near_tie;
+  return Label::clear;
+}
+
+// ---- Output stage ----------------------------------------------------------------------------
+
+struct QLinearResult::State {
+  std::int64_t segments = 1;
+  std::vector<std::int64_t> value;
+  std::unordered_map<std::int64_t, BigInt> exact_where_different;
+  std::vector<std::int32_t> a_index, b_index, channel;
+  std::vector<Rational> a_scales, b_scales;
+  std::vector<double> a_scale_values, b_scale_values;  // the same scales as doubles (exact)
+  std::vector<std::int64_t> int_bias;  // per channel; empty: none
+  std::vector<Rational> float_bias;    // per channel; empty: none
+  OutputStage out;
+
+  BigInt exact_accumulator(std::int64_t e, std::int64_t s) const {
+    const std::int64_t key = e * segments + s;
+    const auto it = exact_where_different.find(key);
+    return it == exact_where_different.end() ? BigInt(value[static_cast<std::size_t>(key)]) : it->second;
+  }
+  bool overflowed(std::int64_t e) const {
+    if (exact_where_different.empty()) return false;
+    for (std::int64_t s = 0; s < segments; ++s)
+      if (exact_where_different.count(e * segments + s)) return true;
+    return false;
+  }
+  Rational scale_product(std::int64_t e, std::int64_t s) const {
+    const auto k = static_cast<std::size_t>(e * segments + s);
+    return a_scales[static_cast<std::size_t>(a_index[k])] * b_scales[static_cast<std::size_t>(b_index[k])];
+  }
+  std::int64_t channel_of(std::int64_t e) const { return channel[static_cast<std::size_t>(e)]; }
+  std::int64_t bias_of(std::int64_t e) const {
+    return int_bias.empty() ? 0 : int_bias[static_cast<std::size_t>(channel_of(e))];
+  }
+  // The accumulator the output stage sees: with an int32 bias (one segment) added the accumulator's way.
+  std::int64_t policy_accumulator(std::int64_t e, std::int64_t s, Accumulation acc) const {
+    const std::int64_t v = value[static_cast<std::size_t>(e * segments + s)];
+    return int_bias.empty() ? v : add_in_accumulator(acc, v, bias_of(e));
+  }
+  // ... and its exact value.
+  BigInt exact_total(std::int64_t e, std::int64_t s) const { return exact_accumulator(e, s) + bias_of(e); }
+  // v = Σ_s acc_s * s_a * s_b (+ float bias) for accumulators acc_of(s) that already hold any int32 bias.
+  template <class AccOf>
+  Rational real_value(std::int64_t e, AccOf acc_of) const {
+    Rational v = 0;
+    for (std::int64_t s = 0; s < segments; ++s) v += Rational(acc_of(s)) * scale_product(e, s);
+    if (!float_bias.empty()) v += float_bias[static_cast<std::size_t>(channel_of(e))];
+    return v;
+  }
+};
+
+Rational QLinearResult::exact_value(std::int64_t i) const {
+  const State& st = *state;
+  auto exact_acc = [&](std::int64_t s) { return st.exact_total(i, s); };
+  switch (st.out.kind) {
+    case OutputKind::int32: return Rational(st.exact_total(i, 0));
+    case OutputKind::dequantized: return st.real_value(i, exact_acc);
+    case OutputKind::requantized: return st.real_value(i, exact_acc) / Rational(st.out.scale) + st.out.zero_point;
+  }
+  return 0;
+}
+
+std::int64_t QLinearResult::accumulator(std::int64_t i, std::int64_t s) const {
+  return state->value[static_cast<std::size_t>(i * state->segments + s)];
+}
+BigInt QLinearResult::exact_accumulator(std::int64_t i, std::int64_t s) const { return state->exact_accumulator(i, s); }
+std::int64_t QLinearResult::segments() const { return state->segments; }
+Rational QLinearResult::scale_product(std::int64_t i, std::int64_t s) const { return state->scale_product(i, s); }
+
+RequantizeElement requantize_real(const Rational& v_over_scale, double scale, DType scale_dtype,
+                                  std::int64_t zero_point, DType out, const RequantizePolicy& p) {
+  if (p.scheme != RequantizeScheme::ideal)
+    throw InputError("requantize_real: a real value is requantized by the ideal scheme only, got " +
+                     std::string(name(p.scheme)));
+  RequantizeMultiplier m;  // eval_ideal reads only the exact multiplier
+  m.scales = {1.0, 1.0, scale, scale_dtype};
+  m.exact = v_over_scale;
+  return requantize_element(1, m, zero_point, out, p);
+}
+
+namespace {
+
+void check_accumulators(const ScaledAccumulators& acc, const QuantParams& a, const QuantParams& b) {
+  const auto E = static_cast<std::size_t>(numel(acc.shape));
+  const auto ES = E * static_cast<std::size_t>(acc.segments);
+  if (acc.segments < 1 || acc.value.size() != ES || acc.a_index.size() != ES || acc.b_index.size() != ES ||
+      acc.channel.size() != E)
+    throw InputError("finish_output: accumulator arrays do not match shape " + shape_str(acc.shape));
+  for (std::size_t k = 0; k < ES; ++k)
+    if (acc.a_index[k] < 0 || static_cast<std::size_t>(acc.a_index[k]) >= a.scales.size() || acc.b_index[k] < 0 ||
+        static_cast<std::size_t>(acc.b_index[k]) >= b.scales.size())
+      throw InputError("finish_output: a parameter index is out of range");
+}
+
+std::vector<Rational> exact_scales(const QuantParams& p) {
+  std::vector<Rational> s;
+  s.reserve(p.scales.size());
+  for (const double v : p.scales) s.emplace_back(v);
+  return s;
+}
+
+std::int64_t channel_count(const std::vector<std::int32_t>& channel) {
+  std::int32_t m = -1;
+  for (const std::int32_t c : channel) m = std::max(m, c);
+  return std::int64_t{m} + 1;
+}
+
+void attach_bias(QLinearResult::State& st, const std::optional<Tensor>& bias, const OutputStage& out) {
+  if (!bias) return;
+  const std::int64_t channels = channel_count(st.channel);
+  if (bias->rank() != 1 || bias->size() != channels)
+    throw InputError("bias: expected a 1-D tensor with one value per output channel (" + std::to_string(channels) +
+                     "), got shape " + shape_str(bias->shape()));
+  if (bias->dtype() == DType::i32) {
+    if (st.segments != 1)
+      throw InputError("bias: an int32 bias has the scale s_a*s_b of one accumulator; with blocked quantization "
+                       "(several K segments) give a float bias");
+    for (std::int64_t c = 0; c < bias->size(); ++c) st.int_bias.push_back(bias->get_int(c));
+  } else if (is_float(bias->dtype())) {
+    if (out.kind == OutputKind::int32) throw InputError("bias: a float bias cannot be added to an int32 output");
+    for (std::int64_t c = 0; c < bias->size(); ++c) st.float_bias.push_back(exact_element(*bias, c));
+  } else {
+    throw InputError("bias: expected i32 or a float format, got " + std::string(name(bias->dtype())));
+  }
+}
+
+void int32_output(const QLinearResult::State& st, const QGemmPolicy& policy, QLinearResult& r) {
+  if (st.out.format != DType::i32) throw InputError("output: an int32 output has format i32");
+  if (st.segments != 1)
+    throw InputError("output: blocked quantization (several K segments, each with its own scale) has no single "
+                     "integer accumulator; request a dequantized or requantized output");
+  for (std::int64_t e = 0; e < r.y.size(); ++e) {
+    const std::int64_t v = st.policy_accumulator(e, 0, policy.accumulation);
+    const bool fits = v >= std::numeric_limits<std::int32_t>::min() && v <= std::numeric_limits<std::int32_t>::max();
+    r.y.set_int(e, fits ? v : int_convert(DType::i32, BigInt(v), IntOverflow::wrap));
+    r.labels[static_cast<std::size_t>(e)] = (!fits || st.exact_total(e, 0) != v) ? Label::saturated : Label::clear;
+  }
+}
+
+// ---- Fast paths ------------------------------------------------------------------------------
+// Each decides only elements it proves to be `clear` (far from every rounding boundary, inside the
+// output range: no tie rule, near tie or clamp matters) or, for requantization, plainly saturated
+// (every rounding lands beyond the range and the clamp picks its bound); every other
+// element goes to the slow path (requantize_element, float_grid_label, Arith), which owns the rules
+// and the labels. qgemm_test checks both paths agree element for element.
+
+// |v| < 2^bits.
+int bit_length(unsigned __int128 v) {
+  int n = 0;
+  while (v) {
+    v >>= 1;
+    ++n;
+  }
+  return n;
+}
+
+unsigned __int128 to_uint128(const BigInt& v) {  // 0 <= v < 2^128
+  const BigInt mask = (BigInt(1) << 64) - 1;
+  return (static_cast<unsigned __int128>((v >> 64).convert_to<std::uint64_t>()) << 64) |
+         (v & mask).convert_to<std::uint64_t>();
+}
+
+// The ideal multiplier m = num / den as 128-bit integers, when small enough for acc * num and the
+// near-tie test (|2r - den| * 2^9) to stay inside int128.
+struct IdealFraction {
+  bool usable = false;
+  __int128 num = 0, den = 1;
+  int num_bits = 0;
+};
+
+IdealFraction ideal_fraction(const Rational& m) {
+  IdealFraction f;
+  const BigInt n = numerator(m), d = denominator(m);
+  if (n < 0 || msb(BigInt(n + 1)) >= 100 || msb(d) >= 110) return f;
+  f.usable = true;
+  f.num = static_cast<__int128>(to_uint128(n));
+  f.den = static_cast<__int128>(to_uint128(d));
+  f.num_bits = bit_length(static_cast<unsigned __int128>(f.num));
+  return f;
+}
+
+// The requantize output range: the format's range with narrow range and the clip, as
+// requantize.cpp's output_range.
+IntRange requantize_range(DType out, const RequantizePolicy& p) {
+  IntRange r{int_min(out, p.narrow_range), int_max(out)};
+  if (p.clip) r = {std::max(r.lo, p.clip->first), std::min(r.hi, p.clip->second)};
+  return r;
+}
+
+struct FastElement {
+  std::int64_t q = 0;
+  Label label = Label::clear;
+};
+
+// RequantizeScheme::ideal for an element that is provably clear or saturated: x = acc * num / den
+// with floor q0 and remainder r.
+//   saturated  q0 + zp >= hi + 1 (so x + zp >= hi + 1/2) or q0 + zp <= lo - 2 (x + zp < lo - 1/2),
+//              and the clamp saturates (not Clamp::wrap): q is the range bound;
+//   clear      lo <= q0 + zp <= hi - 1 and |frac(x) - 1/2| > kNearTieDistance: rounding cannot leave
+//              the range and no tie rule or near tie is involved.
+// nullopt otherwise (the slow path decides).
+std::optional<FastElement> ideal_requantize_fast(std::int64_t acc, const IdealFraction& f, std::int64_t zp,
+                                                 IntRange range, const RequantizePolicy& p) {
+  static_assert(kNearTieDistance == 1.0 / 1024.0, "the near-tie test below is |2r - den| * 2^9 <= den");
+  if (!f.usable) return std::nullopt;
+  const unsigned __int128 mag = acc < 0 ? static_cast<unsigned __int128>(-static_cast<__int128>(acc)) : acc;
+  if (bit_length(mag) + f.num_bits > 125) return std::nullopt;
+  const __int128 N = static_cast<__int128>(acc) * f.num;
+  __int128 q0 = N / f.den, r = N % f.den;
+  if (r < 0) {
+    q0 -= 1;
+    r += f.den;
+  }
+  if (p.clamp != Clamp::wrap) {
+    if (q0 + zp >= range.hi + 1) return FastElement{range.hi, Label::saturated};
+    if (q0 + zp <= range.lo - 2) return FastElement{range.lo, Label::saturated};
+  }
+  const __int128 twice = 2 * r - f.den;
+  if ((twice < 0 ? -twice : twice) * 512 <= f.den) return std::nullopt;
+  if (q0 + zp < range.lo || q0 + zp > range.hi - 1) return std::nullopt;
+  const bool zp_before = p.zero_point == ZeroPointAdd::float_before_rounding;
+  const __int128 t_floor = zp_before ? q0 + zp : q0;  // floor of the value that is rounded
+  const bool up = rounds_up(p.rounding, r == 0, false, twice > 0, (t_floor & 1) != 0, t_floor < 0);
+  return FastElement{static_cast<std::int64_t>(t_floor + (up ? 1 : 0) + (zp_before ? 0 : zp)), Label::clear};
+}
+
+// v = hi + lo exactly (a double-double). Clear when v is provably farther than kNearTieDistance
+// output ulps from every midpoint of `out`'s grid: then `y_bits` (hi rounded to out) is also v
+// correctly rounded. nullopt near midpoints, binade boundaries, zero, subnormal limits and overflow.
+std::optional<std::uint64_t> clear_rounding(double hi, double lo, DType out) {
+  const std::uint64_t y_bits = double_to_float_bits(out, hi);
+  const double y = float_bits_to_double(out, y_bits);
+  if (!std::isfinite(y) || y == 0) return std::nullopt;
+  int e;
+  if (std::frexp(std::abs(y), &e) == 0.5) return std::nullopt;  // a power of two: the spacing changes here
+  const double next = float_bits_to_double(out, y_bits + 1);   // one step away from zero
+  if (!std::isfinite(next)) return std::nullopt;
+  const double ulp = std::abs(next) - std::abs(y);             // exact: neighbours of one binade
+  const double d = ((hi - y) + lo) / ulp;                      // |error| far below the margin below
+  if (!(std::abs(d) < 0.5 - kNearTieDistance - 0x1p-20)) return std::nullopt;
+  return y_bits;
+}
+
+// acc * P as a double-double when acc and the scale product P = sa * sb are exact in double.
+struct DoubleDouble {
+  double hi = 0, lo = 0;
+};
+std::optional<DoubleDouble> exact_product(std::int64_t acc, double sa, double sb) {
+  const double P = sa * sb;
+  if (std::fma(sa, sb, -P) != 0 || acc > (std::int64_t{1} << 53) || acc < -(std::int64_t{1} << 53)) return std::nullopt;
+  const double a = static_cast<double>(acc);
+  const double hi = a * P;
+  return DoubleDouble{hi, std::fma(a, P, -hi)};
+}
+
+// One segment, no float bias, compute in f32 or f64: the hardware evaluates the policy's recipe
+// float(acc) * (sa * sb) with one RNE rounding per operation (-ffp-contract=off), as Arith would.
+std::optional<std::uint64_t> hardware_dequantize(std::int64_t acc, double sa, double sb, const std::string& compute,
+                                                 DType out) {
+  double y;
+  if (compute == "f32") {
+    const float p = static_cast<float>(sa) * static_cast<float>(sb);
+    y = static_cast<double>(static_cast<float>(acc) * p);
+  } else if (compute == "f64") {
+    if (acc > (std::int64_t{1} << 53) || acc < -(std::int64_t{1} << 53)) return std::nullopt;
+    y = static_cast<double>(acc) * (sa * sb);
+  } else {
+    return std::nullopt;
+  }
+  return double_to_float_bits(out, y);
+}
+
+void dequantized_output(const QLinearResult::State& st, const QGemmPolicy& policy, DType scale_dtype,
+                        QLinearResult& r) {
+  const DType out = st.out.format;
+  if (!is_float(out)) throw InputError("output: a dequantized output needs a float format, got " + std::string(name(out)));
+  const Arith A = resolve_compute(policy.dequantize.compute, DType::i32, scale_dtype);
+  const std::string compute = A.name();
+  const bool fast = st.segments == 1 && st.float_bias.empty();
+  for (std::int64_t e = 0; e < r.y.size(); ++e) {
+    auto acc_of = [&](std::int64_t s) { return st.policy_accumulator(e, s, policy.accumulation); };
+    const bool overflowed = st.overflowed(e);
+    if (fast && !overflowed) {
+      const auto k = static_cast<std::size_t>(e);
+      const double sa = st.a_scale_values[static_cast<std::size_t>(st.a_index[k])];
+      const double sb = st.b_scale_values[static_cast<std::size_t>(st.b_index[k])];
+      const std::int64_t acc = acc_of(0);
+      const std::optional<DoubleDouble> v = exact_product(acc, sa, sb);
+      const std::optional<std::uint64_t> nearest = v ? clear_rounding(v->hi, v->lo, out) : std::nullopt;
+      const std::optional<std::uint64_t> computed =
+          compute == "exact" ? nearest : hardware_dequantize(acc, sa, sb, compute, out);
+      if (nearest && computed) {
+        r.y.set_bits(e, *computed);
+        r.labels[static_cast<std::size_t>(e)] =
+            std::isfinite(float_bits_to_double(out, *computed)) ? Label::clear : Label::saturated;
+        continue;
+      }
+    }
+    ExactFloat sum;
+    for (std::int64_t s = 0; s < st.segments; ++s) {
+      const auto k = static_cast<std::size_t>(e * st.segments + s);
+      const ExactFloat sa = ExactFloat::finite(st.a_scales[static_cast<std::size_t>(st.a_index[k])]);
+      const ExactFloat sb = ExactFloat::finite(st.b_scales[static_cast<std::size_t>(st.b_index[k])]);
+      const ExactFloat term = A.mul(A.convert(ExactFloat::finite(Rational(acc_of(s)))), A.mul(A.convert(sa), A.convert(sb)));
+      sum = s == 0 ? term : A.add(sum, term);
+    }
+    if (!st.float_bias.empty())
+      sum = A.add(sum, A.convert(ExactFloat::finite(st.float_bias[static_cast<std::size_t>(st.channel_of(e))])));
+    r.y.set_bits(e, encode_float(out, sum, RoundingMode::rne, Overflow::ieee));
+    const bool finite = decode_float(out, r.y.bits(e)).is_finite();
+    r.labels[static_cast<std::size_t>(e)] = (overflowed || !finite) ? Label::saturated
+                                                                   : float_grid_label(st.real_value(e, acc_of), out);
+  }
+}
+
+RequantizePolicy with_fused_clamp(RequantizePolicy p, const std::optional<IntRange>& clamp) {
+  if (!clamp) return p;
+  if (p.clip)
+    p.clip = std::make_pair(std::max(p.clip->first, clamp->lo), std::min(p.clip->second, clamp->hi));
+  else
+    p.clip = std::make_pair(clamp->lo, clamp->hi);
+  return p;
+}
+
+struct ChannelMultiplier {
+  RequantizeMultiplier m;
+  IdealFraction ideal;
+};
+
+void requantized_output(const QLinearResult::State& st, const QGemmPolicy& policy, DType scale_dtype,
+                        QLinearResult& r) {
+  const OutputStage& out = st.out;
+  if (!is_int(out.format)) throw InputError("output: a requantized output needs an integer format");
+  const RequantizePolicy p = with_fused_clamp(policy.requantize, out.clamp);
+  const bool one_accumulator = st.segments == 1 && st.float_bias.empty();
+  if (!one_accumulator && p.scheme != RequantizeScheme::ideal)
+    throw InputError("output: requantize scheme " + std::string(name(p.scheme)) +
+                     " takes one accumulator and one multiplier; blocked quantization or a float bias is only "
+                     "defined for the ideal scheme (round(v / s_out) + zp exactly)");
+  const IntRange range = requantize_range(out.format, p);
+  const bool ideal = p.scheme == RequantizeScheme::ideal;
+  std::unordered_map<std::int64_t, ChannelMultiplier> multipliers;  // by (a index, b index)
+  const std::int64_t nb = static_cast<std::int64_t>(st.b_scales.size());
+  const Rational s_out(out.scale);
+  for (std::int64_t e = 0; e < r.y.size(); ++e) {
+    const bool overflowed = st.overflowed(e);
+    RequantizeElement q;
+    if (one_accumulator) {
+      const auto k = static_cast<std::size_t>(e);
+      const std::int64_t key = std::int64_t{st.a_index[k]} * nb + st.b_index[k];
+      auto it = multipliers.find(key);
+      if (it == multipliers.end()) {
+        const RequantizeScales scales{st.a_scale_values[static_cast<std::size_t>(st.a_index[k])],
+                                      st.b_scale_values[static_cast<std::size_t>(st.b_index[k])], out.scale,
+                                      scale_dtype};
+        ChannelMultiplier cm{prepare_multiplier(scales, p), {}};
+        if (ideal) cm.ideal = ideal_fraction(cm.m.exact);
+        it = multipliers.emplace(key, std::move(cm)).first;
+      }
+      const std::int64_t acc = st.policy_accumulator(e, 0, policy.accumulation);
+      if (ideal && !overflowed) {
+        if (const auto fast = ideal_requantize_fast(acc, it->second.ideal, out.zero_point, range, p)) {
+          r.y.set_int(e, fast->q);
+          r.labels[static_cast<std::size_t>(e)] = fast->label;
+          continue;
+        }
+      }
+      q = requantize_element(acc, it->second.m, out.zero_point, out.format, p);
+    } else {
+      const Rational v = st.real_value(e, [&](std::int64_t s) { return st.policy_accumulator(e, s, policy.accumulation); });
+      q = requantize_real(v / s_out, out.scale, scale_dtype, out.zero_point, out.format, p);
+    }
+    r.y.set_int(e, q.q);
+    r.labels[static_cast<std::size_t>(e)] = overflowed ? Label::saturated : q.label;
+  }
+}
+
+}  // namespace
+
+QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const QuantParams& b,
+                            const std::optional<Tensor>& bias, const OutputStage& out, const QGemmPolicy& policy) {
+  check_accumulators(acc, a, b);
+  auto st = std::make_shared<QLinearResult::State>();
+  st->segments = acc.segments;
+  st->value = std::move(acc.value);
+  st->exact_where_different = std::move(acc.exact_where_different);
+  st->a_index = std::move(acc.a_index);
+  st->b_index = std::move(acc.b_index);
+  st->channel = std::move(acc.channel);
+  st->a_scales = exact_scales(a);
+  st->b_scales = exact_scales(b);
+  st->a_scale_values = a.scales;
+  st->b_scale_values = b.scales;
+  st->out = out;
+  attach_bias(*st, bias, out);
+  if (out.kind == OutputKind::requantized && (out.zero_point < int_min(out.format) || out.zero_point > int_max(out.format)))
+    throw InputError("output: zero point " + std::to_string(out.zero_point) + " is outside " +
+                     std::string(name(out.format)));
+
+  QLinearResult r;
+  r.y = Tensor(out.format, acc.shape);
+  r.labels.assign(static_cast<std::size_t>(r.y.size()), Label::clear);
+  r.proof = acc.proof;
+  switch (out.kind) {
+    case OutputKind::int32: int32_output(*st, policy, r); break;
+    case OutputKind::dequantized: dequantized_output(*st, policy, a.scale_dtype, r); break;
+    case OutputKind::requantized: requantized_output(*st, policy, a.scale_dtype, r); break;
+  }
+  r.state = std::move(st);
+  return r;
+}
+
+}  // namespace qc

@@ -1,0 +1,180 @@
+// What the quantized GEMM and convolution paths share (DESIGN.md §3.5): how their operands are
+// quantized, the numerics policy, and the output stage that turns integer accumulators into the
+// requested output (int32, a dequantized float, or a requantized int8/uint8 with a fused clamp).
+// qgemm.hpp and qconv2d.hpp differ only in how they gather the operands into dot products.
+//
+// The exact result of one output element is the real number
+//     v = Σ_s  s_a[s] · s_b[s] · acc_s  (+ bias)
+// where s runs over K segments (one, unless a parameter is blocked along K; see qgemm.hpp) and
+// acc_s = Σ_{k in s} (a_k - za_s)(b_k - zb_s) is exact. The output stage evaluates v under the
+// policy from what the accumulator actually holds (an int32 wrap, a saturated pair), and labels
+// each element against the exact value:
+//   int32        the accumulator (+ int32 bias), converted to i32 with wrap; `saturated` where an
+//                accumulation overflowed.
+//   dequantized  float(acc_s) * (float(s_a) * float(s_b)) per segment, summed in segment order,
+//                plus float(bias), every conversion and operation rounded (RNE) in the
+//                DequantizePolicy's compute format (exact: one rounding at the end), then cast (RNE)
+//                to the output format. The
+//                accumulator has no zero point, so the four DequantizeOrders coincide. Labels are
+//                tie / near_tie / clear against the output grid (kNearTieDistance output ulps),
+//                `saturated` for an overflowed accumulation or a non-finite result.
+//   requantized  one segment: requantize_element(acc, s_a, s_b, s_out) under the RequantizePolicy
+//                (every scheme), with the fused clamp intersected into its clip; several segments
+//                or a float bias: only RequantizeScheme::ideal is defined (round(v / s_out) + zp
+//                exactly), since the fixed-point schemes take one accumulator and one multiplier.
+#pragma once
+
+#include "oracles/choose_qparams.hpp"
+#include "oracles/int4.hpp"
+#include "oracles/int_accumulate.hpp"
+#include "oracles/labels.hpp"
+#include "oracles/policy.hpp"
+#include "oracles/qparams.hpp"
+#include "oracles/requantize.hpp"
+#include "oracles/tensor.hpp"
+
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace qc {
+
+// ---- Operands --------------------------------------------------------------------------------
+
+enum class ActivationQuantization : std::uint8_t {
+  static_params,       // float values quantized with the given params (or integer values already quantized)
+  dynamic_per_tensor,  // DRQ: one (scale, zero point) from the tensor's min/max under `rule`
+  dynamic_per_row,     // DRQ: one per row of the [rows, K] view, rows = the product of all but the last dim
+};
+std::string_view name(ActivationQuantization q);
+
+// The activation (A of a GEMM, the input of a convolution): float values quantized by the path,
+// or integer values already quantized (one per element; `quantization` must be static_params).
+struct ActivationOperand {
+  Tensor values;
+  DType format = DType::u8;  // the quantized format (i8, u8, i16, u16, i4, u4); ignored for integer values
+  QuantParams params;        // static; ignored when dynamic
+  ActivationQuantization quantization = ActivationQuantization::static_params;
+  QParamsRule rule{};        // dynamic: the parameter choice (choose_qparams.hpp; default: ONNX/ORT from_min)
+};
+
+// Weights: integer values (one per element), int4 values packed two per byte (unpacked in the
+// path with `packing`), or float values quantized by the path with `params`.
+struct QWeights {
+  Tensor values;
+  DType format = DType::i8;             // integer format of the quantized weights (i4/u4 for packed data)
+  std::optional<Int4Packing> packing;   // set: `values` is the u8 output of pack_int4 for a tensor of `shape`
+  Shape shape;                          // the logical shape, needed only with `packing`
+  QuantParams params;
+};
+
+// An operand after quantization: integer values and the parameters they are quantized with.
+struct QuantizedOperand {
+  Tensor q;            // integer values, one per element
+  QuantParams params;  // validated against q's shape (possibly the [rows, K] view of a dynamic per-row A)
+};
+
+// Quantizes (static or dynamic) or validates the activation. Throws InputError on bad parameters or
+// a NaN the quantize policy leaves unspecified.
+QuantizedOperand quantize_activation(const ActivationOperand& a, const QuantizePolicy& policy);
+// Unpacks, quantizes or validates the weights.
+QuantizedOperand quantize_weights(const QWeights& w, const QuantizePolicy& policy);
+
+// The real values a quantized operand stands for, in its row-major order: (q - zp) * s exactly, or,
+// with `format`, the values dequantize.hpp rounds them to in that float format under `policy`.
+std::vector<Rational> dequantized_values(const QuantizedOperand& x, std::optional<DType> format,
+                                         const DequantizePolicy& policy);
+
+// ---- Output ----------------------------------------------------------------------------------
+
+enum class OutputKind : std::uint8_t { int32, dequantized, requantized };
+std::string_view name(OutputKind k);
+
+struct OutputStage {
+  OutputKind kind = OutputKind::int32;
+  DType format = DType::i32;     // i32 | a float format (f32, f16, bf16, f64) | an integer format (i8, u8, ...)
+  double scale = 1.0;            // requantized: s_out, exactly representable in the scales' format
+  std::int64_t zero_point = 0;   // requantized
+  std::optional<IntRange> clamp; // requantized: a fused activation as output integers (fused_activation_range)
+};
+
+enum class FusedActivation : std::uint8_t { none, relu, relu6, relu_n1_to_1 };
+std::string_view name(FusedActivation a);
+
+// The output integer range of a fused activation. tensorflow/lite/kernels/kernel_util.cc::
+// CalculateActivationRangeQuantizedImpl: quantize(f) = zp + (int)TfLiteRound(f / scale) with the
+// division in f32 and TfLiteRound = std::round (half away); relu [max(qmin, q(0)), qmax], relu6
+// [max(qmin, q(0)), min(qmax, q(6))], relu_n1_to_1 [max(qmin, q(-1)), min(qmax, q(1))].
+IntRange fused_activation_range(FusedActivation a, float scale, std::int64_t zero_point, DType out);
+
+// ---- Policy ----------------------------------------------------------------------------------
+
+struct QGemmPolicy {
+  QuantizePolicy quantize{};                          // activations (and float weights)
+  Accumulation accumulation = Accumulation::int32_wrap;  // ONNX: "accumulation may overflow if and only if in 32 bits"
+  ZeroPointCorrection zero_points = ZeroPointCorrection::subtract_first;
+  RequantizePolicy requantize{};                      // requantized outputs
+  DequantizePolicy dequantize{};                      // dequantized outputs: the compute format of the float stage
+  bool operator==(const QGemmPolicy&) const = default;
+};
+
+// ---- The shared output stage -----------------------------------------------------------------
+
+// The integer result of a GEMM or convolution and what each accumulator is worth: output element e
+// has segments s = 0..S-1 with accumulator value[e*S + s] and scales a.scales[a_index[e*S + s]] and
+// b.scales[b_index[e*S + s]]; channel[e] indexes the bias.
+struct ScaledAccumulators {
+  Shape shape;  // output shape
+  std::int64_t segments = 1;
+  std::vector<std::int64_t> value;
+  std::unordered_map<std::int64_t, BigInt> exact_where_different;  // keyed by e*S + s
+  std::vector<std::int32_t> a_index, b_index;
+  std::vector<std::int32_t> channel;
+  AccumulationProof proof;
+};
+
+// Result of qgemm and qconv2d.
+class QLinearResult {
+ public:
+  Tensor y;                   // the output, shape ScaledAccumulators::shape
+  std::vector<Label> labels;  // one per element
+  AccumulationProof proof;    // how the integer stage was proven exact (or where it was not)
+
+  // The exact pre-rounding value of element i, from the exact accumulators: the integer sum (+ bias)
+  // for int32 outputs; the real v for dequantized outputs; v / s_out + zp for requantized outputs.
+  Rational exact_value(std::int64_t i) const;
+  // What the accumulator of element i, segment s holds under the policy, and its exact value.
+  std::int64_t accumulator(std::int64_t i, std::int64_t s = 0) const;
+  BigInt exact_accumulator(std::int64_t i, std::int64_t s = 0) const;
+  std::int64_t segments() const;
+  // s_a * s_b of element i, segment s: what one unit of its accumulator is worth.
+  Rational scale_product(std::int64_t i, std::int64_t s = 0) const;
+
+  struct State;
+  std::shared_ptr<const State> state;
+};
+
+// The output stage, one definition for qgemm and qconv2d. `bias`: none, i32 (one per channel, added
+// to the accumulator with the accumulator's own addition; needs one segment) or a float format
+// (added to the real value; float outputs, or the ideal requantize scheme). Throws InputError for
+// combinations the policy cannot express.
+QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const QuantParams& b,
+                            const std::optional<Tensor>& bias, const OutputStage& out, const QGemmPolicy& policy);
+
+// The ideal requantize scheme applied to a real value x = v / s_out: requantize_element of
+// accumulator 1 with the exact multiplier x, so rounding, zero-point placement, clamp and label are
+// requantize.hpp's own (RequantizeScheme::ideal; p.scheme must be ideal).
+RequantizeElement requantize_real(const Rational& v_over_scale, double scale, DType scale_dtype,
+                                  std::int64_t zero_point, DType out, const RequantizePolicy& p);
+
+// Where an exact value v lies against the grid of float format `out`: tie (a midpoint between two
+// neighbours), near_tie (within kNearTieDistance of the neighbours' spacing), clear. The rational form
+// of dequantize's exact_product_label.
+Label float_grid_label(const Rational& v, DType out);
+
+// The exact value of a finite float or integer tensor element.
+Rational exact_element(const Tensor& t, std::int64_t i);
+
+}  // namespace qc

@@ -1,0 +1,522 @@
+// qgemm: hand-derived vectors. Each expected value is derived in the comment above it from the
+// inputs (never copied from the code's output).
+#include "oracles/dequantize.hpp"
+#include "oracles/error.hpp"
+#include "oracles/qgemm.hpp"
+#include "qlinear_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <random>
+
+namespace qc {
+namespace {
+
+using namespace qc::test;
+
+// The 2x3x4 GEMM shared by the granularity tests.
+//   A (f32) = [[1.0, -0.5, 2.0], [0.0, 3.0, -1.0]], static u8, s_a = 0.5, za = 2:
+//     q = x / 0.5 + 2 = [[4, 1, 6], [2, 8, 0]], so a - za = [[2, -1, 4], [0, 6, -2]].
+//   B (i8, [K=3, N=4]) = [[1, 2, -1, 0], [3, -2, 0, 1], [-1, 1, 2, -3]].
+QGemmOp base_gemm() {
+  QGemmOp op;
+  op.a.values = floats(DType::f32, {2, 3}, {1.0, -0.5, 2.0, 0.0, 3.0, -1.0});
+  op.a.format = DType::u8;
+  op.a.params = per_tensor(0.5, 2);
+  op.b.values = ints(DType::i8, {3, 4}, {1, 2, -1, 0, 3, -2, 0, 1, -1, 1, 2, -3});
+  op.b.params = per_tensor(0.25);
+  op.output = int32_out();
+  return op;
+}
+
+// ---- Per tensor ------------------------------------------------------------------------------
+
+TEST(QGemm, PerTensorInt32) {
+  // acc[0] = 2*[1, 2, -1, 0] - 1*[3, -2, 0, 1] + 4*[-1, 1, 2, -3] = [2-3-4, 4+2+4, -2+0+8, 0-1-12]
+  //        = [-5, 10, 6, -13]
+  // acc[1] = 0*row0 + 6*[3, -2, 0, 1] - 2*[-1, 1, 2, -3] = [18+2, -12-2, 0-4, 6+6] = [20, -14, -4, 12]
+  const QGemmResult r = qgemm(base_gemm(), QGemmPolicy{});
+  EXPECT_EQ(r.y.shape(), (Shape{2, 4}));
+  EXPECT_EQ(int_values(r.y), (std::vector<std::int64_t>{-5, 10, 6, -13, 20, -14, -4, 12}));
+  for (const Label l : r.labels) EXPECT_EQ(l, Label::clear);
+  EXPECT_TRUE(r.proof.int32_loop);  // K = 3: |sum| <= 3 * 8 * 128, far inside int32
+  EXPECT_TRUE(r.proof.policy_exact);
+  EXPECT_EQ(r.proof.arbitrary_precision_dots, 0);
+  EXPECT_EQ(r.exact_value(3), Rational(-13));
+}
+
+TEST(QGemm, PerTensorInt32WithBias) {
+  // acc + [1, -2, 3, 0] = [[-4, 8, 9, -13], [21, -16, -1, 12]]
+  QGemmOp op = base_gemm();
+  op.bias = ints(DType::i32, {4}, {1, -2, 3, 0});
+  const QGemmResult r = qgemm(op, QGemmPolicy{});
+  EXPECT_EQ(int_values(r.y), (std::vector<std::int64_t>{-4, 8, 9, -13, 21, -16, -1, 12}));
+}
+
+TEST(QGemm, PerTensorDequantizedF32) {
+  // s_a * s_b = 0.5 * 0.25 = 0.125; acc * 0.125 (all exact in f32):
+  //   [[-0.625, 1.25, 0.75, -1.625], [2.5, -1.75, -0.5, 1.5]]
+  QGemmOp op = base_gemm();
+  op.output = float_out(DType::f32);
+  const QGemmResult r = qgemm(op, QGemmPolicy{});
+  EXPECT_EQ(float_values(r.y), (std::vector<double>{-0.625, 1.25, 0.75, -1.625, 2.5, -1.75, -0.5, 1.5}));
+  EXPECT_EQ(r.exact_value(0), Rational(-5, 8));
+  for (const Label l : r.labels) EXPECT_EQ(l, Label::clear);  // every value is exact in f32
+}
+
+TEST(QGemm, PerTensorRequantizedI8WithTies) {
+  // s_out = 0.25, zp 0: v / s_out = acc * 0.125 / 0.25 = acc / 2:
+  //   [[-2.5, 5, 3, -6.5], [10, -7, -2, 6]] -> RNE [[-2, 5, 3, -6], [10, -7, -2, 6]]; -2.5 and -6.5 are ties.
+  QGemmOp op = base_gemm();
+  op.output = requant_out(0.25, 0);
+  const QGemmResult r = qgemm(op, ideal_policy());
+  EXPECT_EQ(int_values(r.y), (std::vector<std::int64_t>{-2, 5, 3, -6, 10, -7, -2, 6}));
+  EXPECT_EQ(r.labels[0], Label::tie);
+  EXPECT_EQ(r.labels[3], Label::tie);
+  EXPECT_EQ(r.labels[1], Label::clear);
+  EXPECT_EQ(r.exact_value(0), Rational(-5, 2));  // v / s_out + zp before rounding
+}
+
+TEST(QGemm, PerTensorRequantizedWithFusedRelu) {
+  // s_out = 0.375, zp = 1: acc * 0.125 / 0.375 = acc / 3:
+  //   row 0: [-5/3, 10/3, 2, -13/3] -> [-2, 3, 2, -4] + 1 = [-1, 4, 3, -3]
+  //   row 1: [20/3, -14/3, -4/3, 4]  -> [7, -5, -1, 4] + 1 = [8, -4, 0, 5]
+  // ReLU (TFLite CalculateActivationRangeQuantizedImpl): [max(-128, 1 + round(0 / 0.375)), 127] = [1, 127];
+  // ReLU6: upper 1 + round(6 / 0.375) = 1 + 16 = 17.
+  const IntRange relu = fused_activation_range(FusedActivation::relu, 0.375f, 1, DType::i8);
+  EXPECT_EQ(relu, (IntRange{1, 127}));
+  EXPECT_EQ(fused_activation_range(FusedActivation::relu6, 0.375f, 1, DType::i8), (IntRange{1, 17}));
+  QGemmOp op = base_gemm();
+  op.output = requant_out(0.375, 1);
+  EXPECT_EQ(int_values(qgemm(op, ideal_policy()).y), (std::vector<std::int64_t>{-1, 4, 3, -3, 8, -4, 0, 5}));
+  op.output.clamp = relu;
+  const QGemmResult r = qgemm(op, ideal_policy());
+  EXPECT_EQ(int_values(r.y), (std::vector<std::int64_t>{1, 4, 3, 1, 8, 1, 1, 5}));
+  // -5/3 + 1 = -2/3 <= 1 - 1/2: every rounding is clamped.
+  EXPECT_EQ(r.labels[0], Label::saturated);
+  EXPECT_EQ(r.labels[1], Label::clear);
+}
+
+TEST(QGemm, BatchedActivations) {
+  // A [2, 2, 3]: batch 0 is the base A, batch 1 its rows swapped; the output rows follow.
+  QGemmOp op = base_gemm();
+  op.a.values = floats(DType::f32, {2, 2, 3}, {1.0, -0.5, 2.0, 0.0, 3.0, -1.0, 0.0, 3.0, -1.0, 1.0, -0.5, 2.0});
+  const QGemmResult r = qgemm(op, QGemmPolicy{});
+  EXPECT_EQ(r.y.shape(), (Shape{2, 2, 4}));
+  EXPECT_EQ(int_values(r.y), (std::vector<std::int64_t>{-5, 10, 6, -13, 20, -14, -4, 12, 20, -14, -4, 12, -5, 10, 6, -13}));
+}
+
+TEST(QGemm, TransposedWeightsMatch) {
+  // B given as [N, K] (n_by_k) holds the same numbers: the result is the same.
+  QGemmOp op = base_gemm();
+  op.b.values = ints(DType::i8, {4, 3}, {1, 3, -1, 2, -2, 1, -1, 0, 2, 0, 1, -3});
+  op.b_layout = WeightLayout::n_by_k;
+  EXPECT_EQ(int_values(qgemm(op, QGemmPolicy{}).y), (std::vector<std::int64_t>{-5, 10, 6, -13, 20, -14, -4, 12}));
+}
+
+// ---- Per channel -----------------------------------------------------------------------------
+
+// B per column (axis 1 of [K, N]): scales [0.25, 0.5, 0.125, 1.0], zero points [0, 1, 0, 0].
+// Column 1 minus its zero point is [2-1, -2-1, 1-1] = [1, -3, 0]:
+//   acc[0][1] = 2*1 + (-1)*(-3) + 4*0 = 5, acc[1][1] = 0*1 + 6*(-3) + (-2)*0 = -18; other columns as before.
+QGemmOp per_channel_gemm() {
+  QGemmOp op = base_gemm();
+  op.b.params = per_axis(1, {0.25, 0.5, 0.125, 1.0}, {0, 1, 0, 0});
+  return op;
+}
+
+TEST(QGemm, PerChannelInt32) {
+  EXPECT_EQ(int_values(qgemm(per_channel_gemm(), QGemmPolicy{}).y),
+            (std::vector<std::int64_t>{-5, 5, 6, -13, 20, -18, -4, 12}));
+}
+
+TEST(QGemm, PerChannelDequantizedF32) {
+  // s_a * s_b = 0.5 * [0.25, 0.5, 0.125, 1] = [0.125, 0.25, 0.0625, 0.5]:
+  //   row 0: [-5*0.125, 5*0.25, 6*0.0625, -13*0.5] = [-0.625, 1.25, 0.375, -6.5]
+  //   row 1: [20*0.125, -18*0.25, -4*0.0625, 12*0.5] = [2.5, -4.5, -0.25, 6]
+  QGemmOp op = per_channel_gemm();
+  op.output = float_out(DType::f32);
+  EXPECT_EQ(float_values(qgemm(op, QGemmPolicy{}).y),
+            (std::vector<double>{-0.625, 1.25, 0.375, -6.5, 2.5, -4.5, -0.25, 6.0}));
+}
+
+TEST(QGemm, PerChannelRequantizedI8) {
+  // s_out = 0.5, zp = -1: v / 0.5 = [[-1.25, 2.5, 0.75, -13], [5, -9, -0.5, 12]]
+  //   RNE: [[-1, 2, 1, -13], [5, -9, -0, 12]] - 1 = [[-2, 1, 0, -14], [4, -10, -1, 11]]; 2.5 and -0.5 are ties.
+  QGemmOp op = per_channel_gemm();
+  op.output = requant_out(0.5, -1);
+  const QGemmResult r = qgemm(op, ideal_policy());
+  EXPECT_EQ(int_values(r.y), (std::vector<std::int64_t>{-2, 1, 0, -14, 4, -10, -1, 11}));
+  EXPECT_EQ(r.labels[1], Label::tie);
+  EXPECT_EQ(r.labels[6], Label::tie);
+  EXPECT_EQ(r.labels[0], Label::clear);
+}
+
+TEST(QGemm, PerChannelUsesEachChannelsMultiplier) {
+  // Every scheme sees the multiplier of its own column: element (r, n) equals requantize_element of
+  // the accumulator above with scales (0.5, s_b[n], 0.5).
+  QGemmOp op = per_channel_gemm();
+  op.output = requant_out(0.5, -1);
+  QGemmPolicy p;
+  p.requantize = requantize_policy_for(RequantizeScheme::gemmlowp_double);
+  const QGemmResult r = qgemm(op, p);
+  const std::vector<std::int64_t> acc{-5, 5, 6, -13, 20, -18, -4, 12};
+  const std::vector<double> sb{0.25, 0.5, 0.125, 1.0};
+  for (std::size_t e = 0; e < acc.size(); ++e)
+    EXPECT_EQ(r.y.get_int(static_cast<std::int64_t>(e)),
+              requantize_element(acc[e], RequantizeScales{0.5, sb[e % 4], 0.5, DType::f32}, -1, DType::i8, p.requantize).q)
+        << "element " << e;
+}
+
+// ---- Blocked along K -------------------------------------------------------------------------
+
+// B blocked along K (axis 0 of [K, N]) with block 2: blocks k = {0, 1} and {2} (short), scales
+//   block 0: [0.25, 0.25, 0.5, 0.5], block 1: [1.0, 0.5, 0.25, 0.125].
+// Partial sums of a - za = [2, -1, 4] / [0, 6, -2]:
+//   row 0: block 0 = [2-3, 4+2, -2+0, 0-1] = [-1, 6, -2, -1]; block 1 = 4*[-1, 1, 2, -3] = [-4, 4, 8, -12]
+//   row 1: block 0 = [18, -12, 0, 6];                          block 1 = -2*[-1, 1, 2, -3] = [2, -2, -4, 6]
+// v = 0.5 * (s0 * p0 + s1 * p1):
+//   row 0: 0.5*[-0.25-4, 1.5+2, -1+2, -0.5-1.5] = [-2.125, 1.75, 0.5, -1]
+//   row 1: 0.5*[4.5+2, -3-1, 0-1, 3+0.75]       = [3.25, -2, -0.5, 1.875]
+QGemmOp blocked_gemm() {
+  QGemmOp op = base_gemm();
+  op.b.params = blocked(0, 2, {0.25, 0.25, 0.5, 0.5, 1.0, 0.5, 0.25, 0.125});
+  return op;
+}
+
+TEST(QGemm, BlockedDequantizedF32) {
+  QGemmOp op = blocked_gemm();
+  op.output = float_out(DType::f32);
+  const QGemmResult r = qgemm(op, QGemmPolicy{});
+  EXPECT_EQ(float_values(r.y), (std::vector<double>{-2.125, 1.75, 0.5, -1.0, 3.25, -2.0, -0.5, 1.875}));
+  EXPECT_EQ(r.segments(), 2);
+  EXPECT_EQ(r.accumulator(0, 0), -1);
+  EXPECT_EQ(r.accumulator(0, 1), -4);
+  EXPECT_EQ(r.accumulator(7, 1), 6);
+  EXPECT_EQ(r.proof.longest_segment, 2);
+}
+
+TEST(QGemm, BlockedRequantizedI8Ideal) {
+  // s_out = 0.5: v / 0.5 = [[-4.25, 3.5, 1, -2], [6.5, -4, -1, 3.75]] -> RNE [[-4, 4, 1, -2], [6, -4, -1, 4]]
+  QGemmOp op = blocked_gemm();
+  op.output = requant_out(0.5, 0);
+  const QGemmResult r = qgemm(op, ideal_policy());
+  EXPECT_EQ(int_values(r.y), (std::vector<std::int64_t>{-4, 4, 1, -2, 6, -4, -1, 4}));
+  EXPECT_EQ(r.labels[1], Label::tie);
+  EXPECT_EQ(r.labels[4], Label::tie);
+  EXPECT_EQ(r.exact_value(0), Rational(-17, 4));
+}
+
+TEST(QGemm, BlockedRejectsOutputsWithoutOneAccumulator) {
+  QGemmOp op = blocked_gemm();
+  EXPECT_THROW(qgemm(op, QGemmPolicy{}), InputError);  // int32: no single accumulator
+  op.output = requant_out(0.5, 0);
+  QGemmPolicy p;
+  p.requantize = requantize_policy_for(RequantizeScheme::tflite_single);
+  EXPECT_THROW(qgemm(op, p), InputError);  // a fixed-point scheme takes one accumulator
+}
+
+TEST(QGemm, SegmentsAreTheUnionOfBothBlockGrids) {
+  // K = 7, A blocked by 2 along K, B blocked by 3 along K: starts {0, 2, 4, 6} u {0, 3, 6} = {0, 2, 3, 4, 6}.
+  const QuantParams a = blocked(-1, 2, std::vector<double>(4, 1.0));
+  const QuantParams b = blocked(0, 3, std::vector<double>(3, 1.0));
+  EXPECT_EQ(k_segment_starts(a, {1, 7}, b, {7, 1}, 0), (std::vector<std::int64_t>{0, 2, 3, 4, 6}));
+}
+
+// ---- int4 ------------------------------------------------------------------------------------
+
+TEST(QGemm, PackedInt4WeightsWithOddK) {
+  // B [N=3, K=3] (n_by_k) i4 = [[7, -8, 1], [-1, 2, -3], [0, 5, -6]], packed flat, element 0 in the low
+  // nibble (ONNX), 9 nibbles -> 5 bytes with a padding nibble:
+  //   (7, -8) -> 0x87 = 135, (1, -1) -> 0xF1 = 241, (2, -3) -> 0xD2 = 210, (0, 5) -> 0x50 = 80, (-6, pad) -> 0x0A = 10.
+  // A (i8, given) = [[1, 2, 3], [-4, 0, 5]], zero points 0:
+  //   row 0: [7-16+3, -1+4-9, 0+10-18] = [-6, -6, -8]; row 1: [-28+0+5, 4+0-15, 0+0-30] = [-23, -11, -30]
+  QGemmOp op;
+  op.a.values = ints(DType::i8, {2, 3}, {1, 2, 3, -4, 0, 5});
+  op.a.params = per_tensor(1.0);
+  op.b.values = ints(DType::u8, {5}, {135, 241, 210, 80, 10});
+  op.b.format = DType::i4;
+  op.b.packing = onnx_int4_packing();
+  op.b.shape = {3, 3};
+  op.b.params = per_tensor(1.0);
+  op.b_layout = WeightLayout::n_by_k;
+  op.output = int32_out();
+  EXPECT_EQ(int_values(qgemm(op, QGemmPolicy{}).y), (std::vector<std::int64_t>{-6, -6, -8, -23, -11, -30}));
+}
+
+// ---- Accumulators ----------------------------------------------------------------------------
+
+QGemmOp u8s8_gemm(Shape a_shape, const std::vector<std::int64_t>& a, Shape b_shape, const std::vector<std::int64_t>& b) {
+  QGemmOp op;
+  op.a.values = ints(DType::u8, std::move(a_shape), a);
+  op.a.params = per_tensor(1.0);
+  op.b.values = ints(DType::i8, std::move(b_shape), b);
+  op.b.params = per_tensor(1.0);
+  op.output = int32_out();
+  return op;
+}
+
+TEST(QGemm, Int32WrapAndInt16PairSaturationDifferWhereVpmaddubswSaturates) {
+  // A (u8) = [[255, 255, 1, 1], [255, 1, 255, 1]]; B (s8, [4, 2]) columns [127, 127, 127, 127] and
+  // [-128, -128, 1, 1]. Pairs are (k0, k1) and (k2, k3):
+  //   (0,0): 255*127*2 = 64770 -> 32767 saturated, + 127*2 = 254: 33021; exact 64770 + 254 = 65024
+  //   (0,1): -255*128*2 = -65280 -> -32768, + 2: -32766;                  exact -65280 + 2 = -65278
+  //   (1,0): 255*127 + 127 = 32512 fits, twice: 65024 = exact
+  //   (1,1): -255*128 - 128 = -32768 fits exactly, + 255 + 1: -32512 = exact
+  const QGemmOp op = u8s8_gemm({2, 4}, {255, 255, 1, 1, 255, 1, 255, 1}, {4, 2}, {127, -128, 127, -128, 127, 1, 127, 1});
+  QGemmPolicy wrap;
+  wrap.accumulation = Accumulation::int32_wrap;
+  const QGemmResult w = qgemm(op, wrap);
+  EXPECT_EQ(int_values(w.y), (std::vector<std::int64_t>{65024, -65278, 65024, -32512}));
+  for (const Label l : w.labels) EXPECT_EQ(l, Label::clear);
+
+  QGemmPolicy pairs;
+  pairs.accumulation = Accumulation::int16_pair_saturate;
+  const QGemmResult p = qgemm(op, pairs);
+  EXPECT_EQ(int_values(p.y), (std::vector<std::int64_t>{33021, -32766, 65024, -32512}));
+  EXPECT_EQ(p.labels, (std::vector<Label>{Label::saturated, Label::saturated, Label::clear, Label::clear}));
+  EXPECT_EQ(p.exact_value(0), Rational(65024));
+}
+
+TEST(QGemm, Int16PairsPadAnOddK) {
+  // K = 3, all 255 x 127: pair (k0, k1) = 64770 -> 32767, then (k2, 0) = 32385: 65152 (exact 97155).
+  const QGemmOp op = u8s8_gemm({1, 3}, {255, 255, 255}, {3, 1}, {127, 127, 127});
+  QGemmPolicy pairs;
+  pairs.accumulation = Accumulation::int16_pair_saturate;
+  EXPECT_EQ(qgemm(op, pairs).y.get_int(0), 65152);
+}
+
+TEST(QGemm, CompensatedZeroPointMeetsPairSaturation) {
+  // A (u8, za = 128) = [255, 255, 0, 0], B (s8) = [127, 127, 127, 127]:
+  //   exact: (127*127)*2 + (-128*127)*2 = 32258 - 32512 = -254
+  //   compensate + int16 pairs: raw pairs 64770 -> 32767 and 0, raw = 32767; correction -za*Σb = -128*508
+  //   = -65024; 32767 - 65024 = -32257.
+  QGemmOp op = u8s8_gemm({1, 4}, {255, 255, 0, 0}, {4, 1}, {127, 127, 127, 127});
+  op.a.params = per_tensor(1.0, 128);
+  QGemmPolicy p;
+  p.accumulation = Accumulation::int16_pair_saturate;
+  p.zero_points = ZeroPointCorrection::compensate;
+  const QGemmResult r = qgemm(op, p);
+  EXPECT_EQ(r.y.get_int(0), -32257);
+  EXPECT_EQ(r.labels[0], Label::saturated);
+  EXPECT_EQ(r.exact_value(0), Rational(-254));
+  p.zero_points = ZeroPointCorrection::subtract_first;  // (a - za) is not a u8 byte: not what vpmaddubsw sees
+  EXPECT_THROW(qgemm(op, p), InputError);
+  p.accumulation = Accumulation::int32_wrap;
+  EXPECT_EQ(qgemm(op, p).y.get_int(0), -254);
+}
+
+QGemmOp all_max_gemm(std::int64_t k) {
+  return u8s8_gemm({1, k}, std::vector<std::int64_t>(static_cast<std::size_t>(k), 255), {k, 1},
+                   std::vector<std::int64_t>(static_cast<std::size_t>(k), 127));
+}
+
+TEST(QGemm, AccumulationBoundProofSwitchesLoopsAndArbitraryPrecision) {
+  // 255 * 127 = 32385. K = 66311: 66311 * 32385 = 2147481735 <= 2^31 - 1 = 2147483647: int32 proven.
+  {
+    const QGemmResult r = qgemm(all_max_gemm(66311), QGemmPolicy{});
+    EXPECT_TRUE(r.proof.int32_loop);
+    EXPECT_TRUE(r.proof.policy_exact);
+    EXPECT_EQ(r.y.get_int(0), 2147481735);
+    EXPECT_EQ(r.labels[0], Label::clear);
+  }
+  // K = 66312: 2147481735 + 32385 = 2147514120 > 2^31 - 1. The int32 proof fails, the int64 one holds;
+  // the element's exact sum leaves int32, so int32_wrap goes to accumulate_dot (arbitrary precision):
+  // 2147514120 - 2^32 = -2147453176.
+  {
+    const QGemmResult r = qgemm(all_max_gemm(66312), QGemmPolicy{});
+    EXPECT_FALSE(r.proof.int32_loop);
+    EXPECT_TRUE(r.proof.int64_loop);
+    EXPECT_FALSE(r.proof.policy_exact);
+    EXPECT_EQ(r.proof.arbitrary_precision_dots, 1);
+    EXPECT_EQ(r.y.get_int(0), -2147453176);
+    EXPECT_EQ(r.labels[0], Label::saturated);
+    EXPECT_EQ(r.exact_value(0), Rational(2147514120LL));
+    EXPECT_EQ(r.exact_accumulator(0), BigInt(2147514120LL));
+  }
+  // int32_saturate clamps to 2^31 - 1; int64 holds the exact sum (proven: no arbitrary precision).
+  {
+    QGemmPolicy p;
+    p.accumulation = Accumulation::int32_saturate;
+    EXPECT_EQ(qgemm(all_max_gemm(66312), p).y.get_int(0), 2147483647);
+    p.accumulation = Accumulation::int64;
+    const QGemmResult r = qgemm(all_max_gemm(66312), p);
+    EXPECT_TRUE(r.proof.policy_exact);
+    EXPECT_EQ(r.proof.arbitrary_precision_dots, 0);
+    EXPECT_EQ(r.accumulator(0), 2147514120LL);
+  }
+}
+
+TEST(QGemm, AccumulationBoundMatchesTheProof) {
+  // The engine's proof is accumulation_bound over the operands' actual ranges.
+  EXPECT_FALSE(int32_accumulation_is_exact(66311, {0, 255}, {-128, 127}));  // 66311 * 255 * 128 > 2^31
+  EXPECT_TRUE(accumulation_bound(Accumulation::int32_wrap, 66311, {255, 255}, {127, 127}).exact);
+  EXPECT_FALSE(accumulation_bound(Accumulation::int32_wrap, 66312, {255, 255}, {127, 127}).exact);
+}
+
+// ---- Dynamic quantization ----------------------------------------------------------------------
+
+TEST(QGemm, DynamicPerRowActivations) {
+  // ONNX/ORT rule per row: scale = (max(0, xmax) - min(0, xmin)) / 255, zp = round(0 - xmin / scale).
+  //   row 0 [0, 1.9921875]:     scale = 1.9921875 / 255 = 2^-7, zp = 0;  q = [0, 255]
+  //   row 1 [-0.5, 1.4921875]:  scale = 1.9921875 / 255 = 2^-7, zp = 64; q = [-64 + 64, 191 + 64] = [0, 255]
+  // B = [[1], [1]], s_b = 1: acc = [255 - 0, (0 - 64) + (255 - 64)] = [255, 127]; y = acc * 2^-7 = [1.9921875, 0.9921875].
+  QGemmOp op;
+  op.a.values = floats(DType::f32, {2, 2}, {0.0, 1.9921875, -0.5, 1.4921875});
+  op.a.format = DType::u8;
+  op.a.quantization = ActivationQuantization::dynamic_per_row;
+  op.b.values = ints(DType::i8, {2, 1}, {1, 1});
+  op.b.params = per_tensor(1.0);
+  op.output = float_out(DType::f32);
+  const QGemmResult r = qgemm(op, QGemmPolicy{});
+  EXPECT_EQ(float_values(r.y), (std::vector<double>{1.9921875, 0.9921875}));
+  EXPECT_EQ(r.accumulator(1), 127);
+}
+
+TEST(QGemm, DynamicPerRowActivationsTimesBlockedInt4Weights) {
+  // W4A8 with float output (MLAS-style). A row [0, 1.9921875, 0.9921875]: scale 1.9921875 / 255 = 2^-7,
+  // zp 0, q = [0, 255, 127]. B i4 [K=3, N=1] = [1, -2, 3], blocked along K by 2, scales [0.5, 0.25]:
+  //   block 0: 0*1 + 255*(-2) = -510; block 1: 127*3 = 381
+  //   v = 2^-7 * (0.5*(-510) + 0.25*381) = 2^-7 * (-159.75) = -1.248046875
+  // (= 1.9921875*(-1) + 0.9921875*0.75 directly, as every quantization here is exact).
+  QGemmOp op;
+  op.a.values = floats(DType::f32, {1, 3}, {0.0, 1.9921875, 0.9921875});
+  op.a.format = DType::u8;
+  op.a.quantization = ActivationQuantization::dynamic_per_row;
+  op.b.values = ints(DType::i4, {3, 1}, {1, -2, 3});
+  op.b.params = blocked(0, 2, {0.5, 0.25});
+  op.output = float_out(DType::f32);
+  const QGemmResult r = qgemm(op, QGemmPolicy{});
+  EXPECT_EQ(r.y.get_double(0), -1.248046875);
+  EXPECT_EQ(r.accumulator(0, 0), -510);
+  EXPECT_EQ(r.accumulator(0, 1), 381);
+}
+
+// ---- The fast path against accumulate_dot ------------------------------------------------------
+
+TEST(QGemm, EveryAccumulatorMatchesAccumulateDot) {
+  // Not hand-derived: the engine's loops and proofs against the one definition of each accumulator.
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> u8(0, 255), s8(-128, 127);
+  for (const std::int64_t K : {1, 2, 5, 37, 64}) {
+    const std::int64_t M = 5, N = 6;
+    std::vector<std::int64_t> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * N));
+    for (auto& v : a) v = u8(rng);
+    for (auto& v : b) v = s8(rng);
+    const QGemmOp op = u8s8_gemm({M, K}, a, {K, N}, b);
+    for (const Accumulation acc : kAllAccumulations) {
+      QGemmPolicy p;
+      p.accumulation = acc;
+      const QGemmResult r = qgemm(op, p);
+      for (std::int64_t m = 0; m < M; ++m)
+        for (std::int64_t n = 0; n < N; ++n) {
+          std::vector<std::int32_t> row, col;
+          for (std::int64_t k = 0; k < K; ++k) {
+            row.push_back(static_cast<std::int32_t>(a[static_cast<std::size_t>(m * K + k)]));
+            col.push_back(static_cast<std::int32_t>(b[static_cast<std::size_t>(k * N + n)]));
+          }
+          const DotProduct d = accumulate_dot(row, col, acc);
+          EXPECT_EQ(BigInt(r.accumulator(m * N + n)), d.value) << name(acc) << " K=" << K;
+          EXPECT_EQ(r.exact_accumulator(m * N + n), d.exact);
+        }
+    }
+  }
+}
+
+// ---- The fast output stages against their definitions -----------------------------------------
+
+// Not hand-derived: the output stage's fast paths (decided only for clear or plainly saturated
+// elements) against requantize_element / the Arith recipe and float_grid_label. Operands near their
+// zero points keep the accumulators small (|acc| < ~300); with s_a = 1/64 and s_out = 8 the
+// multiplier is s_b / 512, and the column scales give ties (s_b = 2^(8-j): m = 2^-1-j), near ties
+// (s_b = 256 + 2^-11: m = 1/2 + 2^-20, so an odd acc lands within 2^-10 of a half) and arbitrary
+// f32 multipliers.
+QGemmOp random_per_channel_gemm(std::mt19937& rng, std::int64_t M, std::int64_t K, std::int64_t N) {
+  std::uniform_int_distribution<int> near_zp(120, 140), small(-8, 8);
+  std::uniform_real_distribution<float> scale(1.0f, 300.0f);
+  std::vector<std::int64_t> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * N));
+  for (auto& v : a) v = near_zp(rng);
+  for (auto& v : b) v = small(rng);
+  QGemmOp op = u8s8_gemm({M, K}, a, {K, N}, b);
+  op.a.params = per_tensor(1.0 / 64, 131);
+  std::vector<double> sb;
+  for (std::int64_t n = 0; n < N; ++n)
+    sb.push_back(n % 3 == 0 ? std::ldexp(1.0, 8 - static_cast<int>(n % 4)) : n % 3 == 1 ? 256 + 0x1p-11 : scale(rng));
+  op.b.params = per_axis(1, sb);
+  return op;
+}
+
+TEST(QGemm, FastRequantizationMatchesRequantizeElement) {
+  std::mt19937 rng(11);
+  const QGemmOp base = random_per_channel_gemm(rng, 40, 9, 10);
+  std::array<int, kLabelCount> seen{};
+  for (const RoundingMode mode : kAllRoundingModes)
+    for (const ZeroPointAdd zpa : {ZeroPointAdd::int_after_rounding, ZeroPointAdd::float_before_rounding})
+      for (const bool relu : {false, true}) {
+        QGemmOp op = base;
+        op.output = requant_out(8.0, -3, relu ? std::optional<IntRange>(IntRange{-3, 100}) : std::nullopt);
+        QGemmPolicy p = ideal_policy();
+        p.requantize.rounding = mode;
+        p.requantize.zero_point = zpa;
+        p.requantize.narrow_range = relu;
+        const QGemmResult r = qgemm(op, p);
+        RequantizePolicy rp = p.requantize;
+        if (relu) rp.clip = std::make_pair(std::int64_t{-3}, std::int64_t{100});
+        for (std::int64_t e = 0; e < r.y.size(); ++e) {
+          const RequantizeScales s{1.0 / 64, op.b.params.scales[static_cast<std::size_t>(e % 10)], 8.0, DType::f32};
+          const RequantizeElement want = requantize_element(r.accumulator(e), s, -3, DType::i8, rp);
+          ASSERT_EQ(r.y.get_int(e), want.q) << name(mode) << " element " << e;
+          ASSERT_EQ(r.labels[static_cast<std::size_t>(e)], want.label) << name(mode) << " element " << e;
+          ++seen[static_cast<std::size_t>(want.label)];
+        }
+      }
+  // The data reaches every label the ideal scheme gives.
+  for (const Label l : {Label::clear, Label::near_tie, Label::tie, Label::saturated})
+    EXPECT_GT(seen[static_cast<std::size_t>(l)], 0) << name(l);
+}
+
+TEST(QGemm, FastDequantizationMatchesTheArithRecipe) {
+  std::mt19937 rng(12);
+  const QGemmOp base = random_per_channel_gemm(rng, 40, 9, 10);
+  for (const DType out : {DType::f32, DType::f16, DType::bf16})
+    for (const ComputeFormat::Kind compute :
+         {ComputeFormat::Kind::exact, ComputeFormat::Kind::f32, ComputeFormat::Kind::f64, ComputeFormat::Kind::f16}) {
+      QGemmOp op = base;
+      op.output = float_out(out);
+      QGemmPolicy p;
+      p.dequantize.compute = {compute, 0};
+      const QGemmResult r = qgemm(op, p);
+      const Arith A = resolve_compute(p.dequantize.compute, DType::i32, DType::f32);
+      for (std::int64_t e = 0; e < r.y.size(); ++e) {
+        const double sb = op.b.params.scales[static_cast<std::size_t>(e % 10)];
+        const ExactFloat acc = ExactFloat::finite(Rational(r.accumulator(e)));
+        const ExactFloat scale =
+            A.mul(A.convert(ExactFloat::finite(Rational(1, 64))), A.convert(ExactFloat::finite(Rational(sb))));
+        const std::uint64_t want = encode_float(out, A.mul(A.convert(acc), scale), RoundingMode::rne, Overflow::ieee);
+        ASSERT_EQ(r.y.bits(e), want) << name(out) << " " << A.name() << " element " << e;
+        const Rational v = Rational(r.accumulator(e)) * Rational(1, 64) * Rational(sb);
+        ASSERT_EQ(r.labels[static_cast<std::size_t>(e)], float_grid_label(v, out)) << name(out) << " element " << e;
+      }
+    }
+}
+
+TEST(QGemm, FloatGridLabelAgreesWithDequantizeLabels) {
+  // float_grid_label is the rational form of dequantize's exact_product_label: same verdicts on d * s.
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<std::int64_t> d(-70000, 70000);
+  std::uniform_int_distribution<int> e(-30, 10);
+  for (int i = 0; i < 20000; ++i) {
+    const double s = i % 2 ? std::ldexp(1.0, e(rng)) : std::ldexp(static_cast<double>(d(rng) | 1), e(rng));
+    const std::int64_t x = d(rng);
+    if (s <= 0) continue;
+    for (const DType out : {DType::f32, DType::f16, DType::bf16}) {
+      if (abs(Rational(x) * Rational(s)) > max_finite(out)) continue;  // the output overflows: saturated
+      ASSERT_EQ(float_grid_label(Rational(x) * Rational(s), out), exact_product_label(x, s, out))
+          << x << " * " << s << " in " << name(out);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qc
