@@ -1,6 +1,7 @@
 #include "cases/case.hpp"
 
 #include "cases/generators.hpp"
+#include "oracles/int4.hpp"
 #include "oracles/choose_qparams.hpp"
 #include "oracles/error.hpp"
 
@@ -44,6 +45,7 @@ struct Where {
   std::string file;
   int line = 0;
   std::string case_name;
+  std::string prefix;  // the enclosing object's path, e.g. "a." for a GEMM operand
   std::string str() const {
     std::string s = file;
     if (line > 0) s += ":" + std::to_string(line);
@@ -51,7 +53,7 @@ struct Where {
     return s;
   }
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    throw InputError(str() + ": field '" + field + "': " + what);
+    throw InputError(str() + ": field '" + prefix + field + "': " + what);
   }
 };
 
@@ -445,6 +447,185 @@ OpRequest load_requantize(const json& j, const Where& w) {
   return r;
 }
 
+// ---- qgemm and qconv2d ------------------------------------------------------------------------
+
+Where nested(const Where& w, const std::string& key) {
+  Where n = w;
+  n.prefix += key + ".";
+  return n;
+}
+
+// The tensor part of an operand object (dtype, shape, data or generator).
+Tensor load_operand_values(const json& o, const json& c, const Where& w) {
+  json t = json::object();
+  for (const char* k : {"dtype", "shape", "data", "generator"})
+    if (o.contains(k)) t[k] = o[k];
+  return load_input(t, c, w);
+}
+
+ActivationOperand load_activation(const json& j, const char* key, const Spec& spec, const Where& cw) {
+  if (!j.contains(key) || !j[key].is_object()) cw.fail(key, "missing operand object");
+  const json& o = j[key];
+  const Where w = nested(cw, key);
+  check_fields(o, {"dtype", "shape", "data", "generator", "format", "quantize", "scale", "scale_dtype", "zero_point",
+                   "axis", "block_size", "layout"},
+               w, "");
+  ActivationOperand a;
+  a.values = load_operand_values(o, j, w);
+  a.format = is_int(a.values.dtype()) ? a.values.dtype() : (o.contains("format") ? dtype(o["format"], w, "format") : DType::u8);
+  if (!is_int(a.format)) w.fail("format", "must be an integer format");
+  const std::string mode = o.contains("quantize") && o["quantize"].is_string() ? o["quantize"].get<std::string>() : "static";
+  if (mode == "static") {
+    a.quantization = ActivationQuantization::static_params;
+    a.params = load_quant_params(o, a.values.shape(), a.format, w);
+  } else if (mode == "dynamic_per_tensor" || mode == "dynamic_per_row") {
+    if (is_int(a.values.dtype())) w.fail("quantize", "dynamic quantization needs float values");
+    a.quantization = mode == "dynamic_per_row" ? ActivationQuantization::dynamic_per_row
+                                               : ActivationQuantization::dynamic_per_tensor;
+    auto rule = find_qparams_preset(spec.qparams);
+    if (!rule) cw.fail("spec", "its parameter-choice rule '" + spec.qparams + "' is unknown");
+    a.rule = *rule;
+  } else {
+    w.fail("quantize", "unknown mode '" + mode + "' (static, dynamic_per_tensor, dynamic_per_row)");
+  }
+  return a;
+}
+
+QWeights load_weights(const json& j, const char* key, const Where& cw) {
+  if (!j.contains(key) || !j[key].is_object()) cw.fail(key, "missing operand object");
+  const json& o = j[key];
+  const Where w = nested(cw, key);
+  check_fields(o, {"dtype", "shape", "data", "generator", "format", "scale", "scale_dtype", "zero_point", "axis",
+                   "block_size", "layout", "packing"},
+               w, "");
+  QWeights b;
+  Tensor v = load_operand_values(o, j, w);
+  b.format = is_int(v.dtype()) ? v.dtype() : (o.contains("format") ? dtype(o["format"], w, "format") : DType::i8);
+  if (!is_int(b.format)) w.fail("format", "must be an integer format");
+  b.params = load_quant_params(o, v.shape(), b.format, w);
+  b.shape = v.shape();
+  if (o.contains("packing")) {
+    if (b.format != DType::i4 && b.format != DType::u4) w.fail("packing", "only int4/uint4 weights are packed");
+    const std::string p = o["packing"].is_string() ? o["packing"].get<std::string>() : "";
+    if (p == "onnx") b.packing = onnx_int4_packing();
+    else if (p == "torchao") b.packing = torchao_uint4_packing();
+    else if (p == "migraphx") b.packing = migraphx_int4_packing();
+    else w.fail("packing", "unknown packing '" + p + "' (onnx, torchao, migraphx)");
+    try {
+      v = pack_int4(v, b.format, *b.packing);
+    } catch (const InputError& e) {
+      w.fail("packing", e.what());
+    }
+  }
+  b.values = std::move(v);
+  return b;
+}
+
+std::optional<Tensor> load_bias(const json& j, const Where& cw) {
+  if (!j.contains("bias")) return std::nullopt;
+  const Where w = nested(cw, "bias");
+  if (!j["bias"].is_object()) cw.fail("bias", "expected an operand object {dtype, shape, data|generator}");
+  Tensor t = load_input(j["bias"], j, w);
+  if (t.dtype() != DType::i32 && !is_float(t.dtype())) w.fail("dtype", "bias must be i32 or a float format");
+  return t;
+}
+
+OutputStage load_output_stage(const json& j, const Where& cw) {
+  if (!j.contains("output") || !j["output"].is_object()) cw.fail("output", "missing object {kind, dtype, ...}");
+  const json& o = j["output"];
+  const Where w = nested(cw, "output");
+  check_fields(o, {"kind", "dtype", "scale", "zero_point", "activation", "scale_dtype"}, w, "");
+  OutputStage s;
+  const std::string kind = o.contains("kind") && o["kind"].is_string() ? o["kind"].get<std::string>() : "";
+  if (kind == "int32") {
+    s.kind = OutputKind::int32;
+    s.format = DType::i32;
+  } else if (kind == "dequantized") {
+    s.kind = OutputKind::dequantized;
+    s.format = o.contains("dtype") ? dtype(o["dtype"], w, "dtype") : DType::f32;
+    if (!is_float(s.format)) w.fail("dtype", "a dequantized output needs a float format");
+  } else if (kind == "requantized") {
+    s.kind = OutputKind::requantized;
+    s.format = o.contains("dtype") ? dtype(o["dtype"], w, "dtype") : DType::i8;
+    if (!is_int(s.format)) w.fail("dtype", "a requantized output needs an integer format");
+    s.scale = load_scales(o, "scale", DType::f32, w).at(0);
+    s.zero_point = o.contains("zero_point") ? integer(o["zero_point"], w, "zero_point") : 0;
+    if (s.zero_point < int_min(s.format) || s.zero_point > int_max(s.format))
+      w.fail("zero_point", std::to_string(s.zero_point) + " is outside " + std::string(name(s.format)));
+    const std::string act = o.contains("activation") && o["activation"].is_string() ? o["activation"].get<std::string>() : "none";
+    FusedActivation fa = FusedActivation::none;
+    if (act == "relu") fa = FusedActivation::relu;
+    else if (act == "relu6") fa = FusedActivation::relu6;
+    else if (act == "relu_n1_to_1") fa = FusedActivation::relu_n1_to_1;
+    else if (act != "none") w.fail("activation", "unknown activation '" + act + "' (none, relu, relu6, relu_n1_to_1)");
+    if (fa != FusedActivation::none)
+      s.clamp = fused_activation_range(fa, static_cast<float>(s.scale), s.zero_point, s.format);
+  } else {
+    w.fail("kind", kind.empty() ? "missing (int32, dequantized, requantized)" : "unknown output kind '" + kind + "'");
+  }
+  return s;
+}
+
+std::vector<std::int64_t> int_list(const json& j, const char* key, std::size_t n, std::int64_t fallback, const Where& w) {
+  std::vector<std::int64_t> v(n, fallback);
+  if (!j.contains(key)) return v;
+  const json& a = j[key];
+  if (!a.is_array() || a.size() != n) w.fail(key, "expected a list of " + std::to_string(n) + " integers");
+  for (std::size_t i = 0; i < n; ++i) v[i] = integer(a[i], w, std::string(key) + "[" + std::to_string(i) + "]");
+  return v;
+}
+
+OpRequest load_qgemm(const json& j, const Spec& spec, const Where& w) {
+  QGemmOp g;
+  g.a = load_activation(j, "a", spec, w);
+  g.b = load_weights(j, "b", w);
+  if (j["b"].contains("layout")) {
+    const std::string l = j["b"]["layout"].is_string() ? j["b"]["layout"].get<std::string>() : "";
+    if (l == "k_by_n") g.b_layout = WeightLayout::k_by_n;
+    else if (l == "n_by_k") g.b_layout = WeightLayout::n_by_k;
+    else nested(w, "b").fail("layout", "unknown layout '" + l + "' (k_by_n, n_by_k)");
+  }
+  g.bias = load_bias(j, w);
+  g.output = load_output_stage(j, w);
+  try {
+    (void)gemm_shape(g.a.values.shape(), g.b.shape, g.b_layout);  // K of A and B agree
+  } catch (const InputError& e) {
+    w.fail("b.shape", e.what());
+  }
+  return g;
+}
+
+OpRequest load_qconv2d(const json& j, const Spec& spec, const Where& w) {
+  QConv2dOp c;
+  c.input = load_activation(j, "input", spec, w);
+  if (j["input"].contains("layout")) {
+    const std::string l = j["input"]["layout"].is_string() ? j["input"]["layout"].get<std::string>() : "";
+    if (l == "nchw") c.layout = ConvLayout::nchw;
+    else if (l == "nhwc") c.layout = ConvLayout::nhwc;
+    else nested(w, "input").fail("layout", "unknown layout '" + l + "' (nchw, nhwc)");
+  }
+  c.weight = load_weights(j, "weight", w);
+  c.bias = load_bias(j, w);
+  const auto stride = int_list(j, "stride", 2, 1, w);
+  const auto pad = int_list(j, "padding", 4, 0, w);
+  const auto dil = int_list(j, "dilation", 2, 1, w);
+  c.geometry = Conv2dGeometry{stride[0], stride[1], pad[0], pad[1], pad[2], pad[3], dil[0], dil[1],
+                              j.contains("groups") ? integer(j["groups"], w, "groups") : 1};
+  if (j.contains("padding_value")) {
+    const std::string v = j["padding_value"].is_string() ? j["padding_value"].get<std::string>() : "";
+    if (v == "real_zero") c.padding = ConvPadding::real_zero;
+    else if (v == "quantized_zero") c.padding = ConvPadding::quantized_zero;
+    else w.fail("padding_value", "unknown '" + v + "' (real_zero, quantized_zero)");
+  }
+  c.output = load_output_stage(j, w);
+  try {
+    (void)resolve_conv2d(c.input.values.shape(), c.layout, c.weight.shape, c.geometry);
+  } catch (const InputError& e) {
+    w.fail("weight.shape", e.what());
+  }
+  return c;
+}
+
 Case load_case(const json& j, std::size_t index, const std::string& text, const Where& file_where) {
   Where w = file_where;
   if (!j.is_object()) w.fail("cases[" + std::to_string(index) + "]", "expected an object");
@@ -461,13 +642,20 @@ Case load_case(const json& j, std::size_t index, const std::string& text, const 
                                   "zero_point", "axis"};
   if (op == "quantize" || op == "dequantize") fields.insert({"scale", "block_size"});
   if (op == "requantize") fields.insert({"input_scale", "weight_scale", "output_scale"});
+  if (op == "qgemm") fields = {"name", "description", "op", "spec", "expect", "a", "b", "bias", "output"};
+  if (op == "qconv2d")
+    fields = {"name", "description", "op", "spec", "expect", "input", "weight", "bias", "output", "stride", "padding",
+              "dilation", "groups", "padding_value"};
   check_fields(j, fields, w, "");
   if (j.contains("description")) c.description = j["description"].get<std::string>();
   c.spec = load_spec(j.contains("spec") ? j["spec"] : json("onnx"), w);
   if (op == "quantize") c.op = load_quantize(j, w);
   else if (op == "dequantize") c.op = load_dequantize(j, w);
   else if (op == "requantize") c.op = load_requantize(j, w);
-  else w.fail("op", op.empty() ? "missing" : "unknown op '" + op + "' (known: quantize, dequantize, requantize)");
+  else if (op == "qgemm") c.op = load_qgemm(j, c.spec, w);
+  else if (op == "qconv2d") c.op = load_qconv2d(j, c.spec, w);
+  else
+    w.fail("op", op.empty() ? "missing" : "unknown op '" + op + "' (known: quantize, dequantize, requantize, qgemm, qconv2d)");
 
   if (j.contains("expect")) {
     const json& e = j["expect"];
@@ -522,7 +710,7 @@ Spec parse_spec(const std::string& text, const std::string& where) {
   } catch (const json::parse_error&) {
     j = text;  // a bare preset name
   }
-  return load_spec(j, Where{where, 0, ""});
+  return load_spec(j, Where{where, 0, "", ""});
 }
 
 Suite load_suite(const fs::path& file) {
@@ -540,7 +728,7 @@ Suite load_suite(const fs::path& file) {
     if (auto k = msg.find("]: "); k != std::string::npos) msg = msg.substr(k + 3);
     throw InputError(file.string() + ":" + std::to_string(line) + ": JSON syntax error: " + msg);
   }
-  Where w{file.string(), 0, ""};
+  Where w{file.string(), 0, "", ""};
   if (!j.is_object()) w.fail("(top level)", "expected an object with 'suite' and 'cases'");
   check_fields(j, {"suite", "description", "cases", "$schema"}, w, "");
   if (!j.contains("suite") || !j["suite"].is_string()) w.fail("suite", "missing suite name");

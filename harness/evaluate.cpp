@@ -77,7 +77,33 @@ Reference evaluate_requantize(const RequantizeOp& op, const Spec& spec) {
   return ref;
 }
 
+// qgemm and qconv2d share the output stage and so the reference they produce.
+Reference linear_reference(QLinearResult r, DType out) {
+  Reference ref{r.y, r.labels, std::vector<std::uint8_t>(static_cast<std::size_t>(r.y.size()), 1), std::nullopt, {}};
+  if (is_float(out)) {  // the exact value rounded once into the output format
+    Tensor cr(out, r.y.shape());
+    for (std::int64_t i = 0; i < cr.size(); ++i)
+      cr.set_bits(i, encode_float(out, ExactFloat::finite(r.exact_value(i))));
+    ref.correctly_rounded = std::move(cr);
+  }
+  auto shared = std::make_shared<QLinearResult>(std::move(r));
+  ref.describe = [shared](std::int64_t i, ElementDiff& d) {
+    d.input = "accumulator " + shared->exact_accumulator(i, 0).str() + (shared->segments() > 1 ? " (first block)" : "");
+    d.exact = to_decimal(shared->exact_value(i), 40);
+  };
+  return ref;
+}
+
 }  // namespace
+
+QGemmPolicy qgemm_policy(const Spec& spec, DType a) {
+  QGemmPolicy p;
+  p.quantize = spec.quantize_for(a);
+  p.accumulation = spec.accumulation;
+  p.requantize = spec.requantize;
+  p.dequantize = spec.dequantize;
+  return p;
+}
 
 Reference evaluate(const OpRequest& op, const Spec& spec) {
   struct Visitor {
@@ -85,6 +111,12 @@ Reference evaluate(const OpRequest& op, const Spec& spec) {
     Reference operator()(const QuantizeOp& o) const { return evaluate_quantize(o, spec); }
     Reference operator()(const DequantizeOp& o) const { return evaluate_dequantize(o, spec); }
     Reference operator()(const RequantizeOp& o) const { return evaluate_requantize(o, spec); }
+    Reference operator()(const QGemmOp& o) const {
+      return linear_reference(qgemm(o, qgemm_policy(spec, o.a.values.dtype())), o.output.format);
+    }
+    Reference operator()(const QConv2dOp& o) const {
+      return linear_reference(qconv2d(o, qgemm_policy(spec, o.input.values.dtype())), o.output.format);
+    }
   };
   return std::visit(Visitor{spec}, op);
 }

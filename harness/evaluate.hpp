@@ -24,6 +24,9 @@ struct Reference {
 
 Reference evaluate(const OpRequest& op, const Spec& spec);
 
+// The GEMM/conv policy a spec defines for activations of format `a`.
+QGemmPolicy qgemm_policy(const Spec& spec, DType a);
+
 // Decimal and hex-float text of a double ("NaN", "+inf", "-0" for the specials).
 std::string describe_value(double v);
 

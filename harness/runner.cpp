@@ -93,8 +93,9 @@ BackendResult run_one(const Case& c, const Reference& ref, Backend& b, int max_w
 std::string granularity_of(const OpRequest& op) {
   if (const auto* q = std::get_if<QuantizeOp>(&op)) return std::string(name(q->params.granularity()));
   if (const auto* d = std::get_if<DequantizeOp>(&op)) return std::string(name(d->params.granularity()));
-  const auto& r = std::get<RequantizeOp>(op);
-  return r.params.weight_scales.size() > 1 ? "per_axis" : "per_tensor";
+  if (const auto* r = std::get_if<RequantizeOp>(&op)) return r->params.weight_scales.size() > 1 ? "per_axis" : "per_tensor";
+  if (const auto* g = std::get_if<QGemmOp>(&op)) return "weights " + std::string(name(g->b.params.granularity()));
+  return "weights " + std::string(name(std::get<QConv2dOp>(op).weight.params.granularity()));
 }
 
 std::string now_utc() {

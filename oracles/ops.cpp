@@ -7,6 +7,8 @@ std::string_view op_name(const OpRequest& op) {
     std::string_view operator()(const QuantizeOp&) const { return "quantize"; }
     std::string_view operator()(const DequantizeOp&) const { return "dequantize"; }
     std::string_view operator()(const RequantizeOp&) const { return "requantize"; }
+    std::string_view operator()(const QGemmOp&) const { return "qgemm"; }
+    std::string_view operator()(const QConv2dOp&) const { return "qconv2d"; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -16,12 +18,21 @@ const Tensor& op_input(const OpRequest& op) {
     const Tensor& operator()(const QuantizeOp& o) const { return o.x; }
     const Tensor& operator()(const DequantizeOp& o) const { return o.q; }
     const Tensor& operator()(const RequantizeOp& o) const { return o.acc; }
+    const Tensor& operator()(const QGemmOp& o) const { return o.a.values; }
+    const Tensor& operator()(const QConv2dOp& o) const { return o.input.values; }
   };
   return std::visit(Visitor{}, op);
 }
 
 DType op_output_dtype(const OpRequest& op) {
-  return std::visit([](const auto& o) { return o.out; }, op);
+  struct Visitor {
+    DType operator()(const QuantizeOp& o) const { return o.out; }
+    DType operator()(const DequantizeOp& o) const { return o.out; }
+    DType operator()(const RequantizeOp& o) const { return o.out; }
+    DType operator()(const QGemmOp& o) const { return o.output.format; }
+    DType operator()(const QConv2dOp& o) const { return o.output.format; }
+  };
+  return std::visit(Visitor{}, op);
 }
 
 }  // namespace qc

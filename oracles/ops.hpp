@@ -2,6 +2,8 @@
 // answer). The oracle evaluates the same request under a numerics spec.
 #pragma once
 
+#include "oracles/qconv2d.hpp"
+#include "oracles/qgemm.hpp"
 #include "oracles/qparams.hpp"
 #include "oracles/requantize.hpp"
 #include "oracles/tensor.hpp"
@@ -32,7 +34,8 @@ struct RequantizeOp {
   DType out = DType::i8;
 };
 
-using OpRequest = std::variant<QuantizeOp, DequantizeOp, RequantizeOp>;
+// QGemmOp (qgemm.hpp) and QConv2dOp (qconv2d.hpp): the full quantized paths.
+using OpRequest = std::variant<QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp>;
 
 std::string_view op_name(const OpRequest& op);
 // The op's main input (the tensor whose elements the outputs correspond to).
