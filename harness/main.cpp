@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <fstream>
 #include <filesystem>
 #include <iostream>
 #include <unistd.h>
@@ -82,8 +83,15 @@ int cmd_run(const std::vector<std::string>& paths, const std::vector<std::string
   const std::vector<qc::Backend*> backends = select_backends(all, backend_names);
   const bool tty = ::isatty(STDOUT_FILENO) != 0 && std::getenv("NO_COLOR") == nullptr;
   qc::RunOptions opt;
-  if (!quiet) {
-    opt.progress = [tty](const qc::CaseResult& c, const qc::BackendResult& b, std::size_t done, std::size_t total) {
+  // Results stream to DIR/results.jsonl as they complete, so an interrupted run keeps what it
+  // finished; the reports themselves are replaced only at the end, atomically.
+  fs::create_directories(report_dir);
+  std::ofstream stream(fs::path(report_dir) / "results.jsonl", std::ios::trunc);
+  opt.progress = [tty, quiet, &stream](const qc::CaseResult& c, const qc::BackendResult& b, std::size_t done,
+                                       std::size_t total) {
+    stream << qc::jsonl_line(c, b) << std::flush;
+    if (quiet) return;
+    {
       if (tty) {
         std::printf("\r[%zu/%zu] %-50.50s", done, total, c.id.c_str());
         if (done == total) std::printf("\r%80s\r", "");
@@ -92,14 +100,15 @@ int cmd_run(const std::vector<std::string>& paths, const std::vector<std::string
         std::printf("%s %s on %s: %s\n", std::string(qc::name(b.verdict)).c_str(), c.id.c_str(), b.backend.c_str(),
                     b.reason.c_str());
       }
-    };
-  }
+    }
+  };
   qc::RunReport report = qc::run_cases(suites, backends, opt);
   for (int i = 0; i < argc; ++i) report.meta.command_line.emplace_back(argv[i]);
   qc::write_reports(report, report_dir);
   if (!quiet) print_summary(report, std::cout);
   std::cout << "reports: " << (fs::path(report_dir) / "report.json").string() << ", "
-            << (fs::path(report_dir) / "report.html").string() << "\n";
+            << (fs::path(report_dir) / "report.html").string() << ", "
+            << (fs::path(report_dir) / "report.junit.xml").string() << "\n";
   return qc::exit_code(report);
 }
 

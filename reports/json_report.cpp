@@ -55,36 +55,46 @@ json metrics_json(const Metrics& m) {
 
 }  // namespace
 
+namespace {
+
+json backend_json(const BackendResult& b) {
+  json jb = {{"backend", b.backend}, {"claim", b.claim},   {"expectation", b.expectation},
+             {"verdict", std::string(name(b.verdict))}, {"reason", b.reason}, {"seconds", b.seconds}};
+  if (b.verdict != Verdict::skip && b.verdict != Verdict::crash && b.verdict != Verdict::timeout)
+    jb["metrics"] = metrics_json(b.metrics);
+  if (b.claim_mismatches >= 0) jb["claim_mismatches"] = b.claim_mismatches;
+  return jb;
+}
+
+json case_json(const CaseResult& c, json backends) {
+  return {{"id", c.id},
+          {"suite", c.suite},
+          {"name", c.name},
+          {"description", c.description},
+          {"file", c.file},
+          {"line", c.line},
+          {"op", c.op},
+          {"spec", c.spec},
+          {"spec_description", c.spec_description},
+          {"shape", c.shape},
+          {"input_dtype", c.input_dtype},
+          {"output_dtype", c.output_dtype},
+          {"granularity", c.granularity},
+          {"backends", std::move(backends)}};
+}
+
+}  // namespace
+
+std::string jsonl_line(const CaseResult& c, const BackendResult& b) {
+  return case_json(c, json::array({backend_json(b)})).dump() + "\n";
+}
+
 json to_json(const RunReport& r) {
   json cases = json::array();
   for (const CaseResult& c : r.cases) {
     json backends = json::array();
-    for (const BackendResult& b : c.backends) {
-      json jb = {{"backend", b.backend},
-                 {"claim", b.claim},
-                 {"expectation", b.expectation},
-                 {"verdict", std::string(name(b.verdict))},
-                 {"reason", b.reason},
-                 {"seconds", b.seconds}};
-      if (b.verdict != Verdict::skip && b.verdict != Verdict::crash && b.verdict != Verdict::timeout)
-        jb["metrics"] = metrics_json(b.metrics);
-      if (b.claim_mismatches >= 0) jb["claim_mismatches"] = b.claim_mismatches;
-      backends.push_back(jb);
-    }
-    cases.push_back({{"id", c.id},
-                     {"suite", c.suite},
-                     {"name", c.name},
-                     {"description", c.description},
-                     {"file", c.file},
-                     {"line", c.line},
-                     {"op", c.op},
-                     {"spec", c.spec},
-                     {"spec_description", c.spec_description},
-                     {"shape", c.shape},
-                     {"input_dtype", c.input_dtype},
-                     {"output_dtype", c.output_dtype},
-                     {"granularity", c.granularity},
-                     {"backends", backends}});
+    for (const BackendResult& b : c.backends) backends.push_back(backend_json(b));
+    cases.push_back(case_json(c, std::move(backends)));
   }
   const RunMetadata& m = r.meta;
   return {{"schema_version", kReportSchemaVersion},
@@ -121,6 +131,7 @@ void write_file_atomic(const std::filesystem::path& path, const std::string& con
 void write_reports(const RunReport& r, const std::filesystem::path& dir) {
   write_file_atomic(dir / "report.json", to_json(r).dump(2) + "\n");
   write_file_atomic(dir / "report.html", render_html(r));
+  write_file_atomic(dir / "report.junit.xml", render_junit(r));
 }
 
 }  // namespace qc

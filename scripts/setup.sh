@@ -10,6 +10,7 @@ PACKAGES=(
   libboost-dev libgmp-dev                      # Boost.Multiprecision and its GMP backend (the slow exact path)
   libfmt-dev nlohmann-json3-dev libcli11-dev   # formatting, JSON, command line
   pybind11-dev python3-dev python3-numpy python3-pytest python3-pybind11  # /usr/bin/python3 module and tests
+  python3-jsonschema                           # validates report.json against reports/report.schema.json
 )
 
 missing=()

@@ -1,0 +1,63 @@
+"""report.json is validated against reports/report.schema.json (Debian's python3-jsonschema):
+one run that passes and one with mismatches, integer and float outputs."""
+
+import json
+import pathlib
+import subprocess
+
+import jsonschema
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+QCONFORM = ROOT / "build" / "harness" / "qconform"
+SCHEMA = json.loads((ROOT / "reports" / "report.schema.json").read_text())
+
+FAILING_SUITE = {
+    "suite": "schema_check",
+    "cases": [
+        {"name": "ties_away", "op": "quantize", "spec": {"preset": "onnx", "rounding": "rna"},
+         "input": {"dtype": "f32", "shape": [300], "generator": {"kind": "ties", "seed": 1, "scale": 0.25}},
+         "scale": 0.25, "output_dtype": "i8"},
+        {"name": "dequant_f16", "op": "dequantize", "spec": "onnx",
+         "input": {"dtype": "i8", "shape": [256], "generator": {"kind": "exhaustive"}},
+         "scale": 0.1, "zero_point": 3, "output_dtype": "f16"},
+    ],
+}
+
+
+def run(args, tmp_path):
+    out = tmp_path / "report"
+    proc = subprocess.run([str(QCONFORM), "run", *args, "--report-dir", str(out), "--quiet"],
+                          capture_output=True, text=True, check=False)
+    return proc, json.loads((out / "report.json").read_text()), out
+
+
+@pytest.mark.skipif(not QCONFORM.exists(), reason="qconform is not built (run scripts/build.sh)")
+def test_default_suites_report_matches_schema(tmp_path):
+    proc, report, out = run([str(ROOT / "cases")], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    jsonschema.validate(report, SCHEMA)
+    assert report["summary"].get("PASS", 0) > 0
+    lines = (out / "results.jsonl").read_text().splitlines()
+    assert len(lines) == sum(len(c["backends"]) for c in report["cases"])
+
+
+@pytest.mark.skipif(not QCONFORM.exists(), reason="qconform is not built (run scripts/build.sh)")
+def test_failing_report_matches_schema(tmp_path):
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps(FAILING_SUITE))
+    proc, report, out = run([str(suite)], tmp_path)
+    assert proc.returncode == 1
+    jsonschema.validate(report, SCHEMA)
+    ties = report["cases"][0]["backends"][0]
+    assert ties["verdict"] == "FAIL"
+    # Every mismatch is at a tie: x/0.25 = k + 1/2 is where ties-away and ties-to-even part.
+    labels = ties["metrics"]["labels"]
+    assert labels["tie"]["mismatched"] == ties["metrics"]["mismatches"] > 0
+    assert (out / "report.junit.xml").read_text().count("<failure") == 1
+
+
+def test_schema_rejects_a_broken_report():
+    bad = {"schema_version": "1.0.0", "tool": "qconform", "metadata": {}, "summary": {}, "cases": []}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, SCHEMA)
