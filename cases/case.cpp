@@ -730,7 +730,13 @@ Suite load_suite(const fs::path& file) {
   }
   Where w{file.string(), 0, "", ""};
   if (!j.is_object()) w.fail("(top level)", "expected an object with 'suite' and 'cases'");
-  check_fields(j, {"suite", "description", "cases", "$schema"}, w, "");
+  check_fields(j, {"suite", "description", "cases", "$schema", "expect"}, w, "");
+  // A file-level "expect" is every case's default (a case's own entries win).
+  std::map<std::string, Expectation> defaults;
+  if (j.contains("expect")) {
+    if (!j["expect"].is_object()) w.fail("expect", "expected an object {backend: expectation}");
+    for (const auto& [backend, v] : j["expect"].items()) defaults[backend] = load_expectation(v, w, "expect." + backend);
+  }
   if (!j.contains("suite") || !j["suite"].is_string()) w.fail("suite", "missing suite name");
   if (!j.contains("cases") || !j["cases"].is_array()) w.fail("cases", "missing list of cases");
   Suite s;
@@ -751,6 +757,7 @@ Suite load_suite(const fs::path& file) {
         throw InputError(file.string() + ":" + std::to_string(c.line) + ": case '" + c.name + "': duplicate case name");
       c.suite = s.name;
       c.file = s.file;
+      for (const auto& [backend, e] : defaults) c.expect.try_emplace(backend, e);
       s.cases.push_back(std::move(c));
     }
   }

@@ -100,6 +100,7 @@ QGemmPolicy qgemm_policy(const Spec& spec, DType a) {
   QGemmPolicy p;
   p.quantize = spec.quantize_for(a);
   p.accumulation = spec.accumulation;
+  p.zero_points = spec.zero_points;
   p.requantize = spec.requantize;
   p.dequantize = spec.dequantize;
   return p;

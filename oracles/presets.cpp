@@ -331,6 +331,26 @@ std::vector<Spec> make_presets() {
     s.qparams = "glow-asymmetric";
     add(s);
   }
+  // ---- qconform's own x86 kernels (backends/vnni) -----------------------------------------
+  for (const bool maddubs : {false, true}) {
+    Spec s;
+    s.name = maddubs ? "x86-avx2-vpmaddubsw" : "x86-vnni";
+    s.description = std::string("x86 int8 kernels: MLAS-style quantize (x/s clamped in f32, RNE), ") +
+                    (maddubs ? "vpmaddubsw+vpmaddwd accumulation (adjacent u8 x s8 pairs saturate to int16), "
+                             : "vpdpbusd int32 accumulation (wraps), ") +
+                    "zero points by compensation, f32 epilogue lrintf(acc * fl(fl(s_a*s_w)/s_out)) + zp";
+    s.sources = {"uxlfoundation/oneDNN doc/advanced_topics/int8_computations.md (vpmaddubsw saturation, compensation)",
+                 "microsoft/onnxruntime onnxruntime/core/mlas/lib/quantize.cpp::MlasQuantizeLinearVector",
+                 "google/XNNPACK src/xnnpack/requantization.h::xnn_qs8_requantize_fp32 (the same f32 epilogue)",
+                 "qconform backends/vnni/vnni.hpp (the kernels' contract)"};
+    s.quantize = quantize(O::div_then_add_int, kF32, R::rne, Clamp::float_before, NanRule::to_qmin);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
+    s.requantize = requantize_policy_for(S::xnnpack_fp32);
+    s.accumulation = maddubs ? Accumulation::int16_pair_saturate : Accumulation::int32_wrap;
+    s.zero_points = ZeroPointCorrection::compensate;
+    s.qparams = "ort-dynamic";
+    add(s);
+  }
   return v;
 }
 

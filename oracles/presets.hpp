@@ -4,6 +4,7 @@
 // the plain name is current behaviour, and `name@version` keeps an earlier behaviour.
 #pragma once
 
+#include "oracles/int_accumulate.hpp"
 #include "oracles/policy.hpp"
 #include "oracles/requantize.hpp"
 
@@ -25,6 +26,9 @@ struct Spec {
   DequantizePolicy dequantize;
   RequantizePolicy requantize;
   Accumulation accumulation = Accumulation::int32_wrap;
+  // How GEMM/conv zero points enter the accumulation: subtracted from the operands first, or
+  // the raw bytes multiplied and a correction added (what vpmaddubsw kernels do).
+  ZeroPointCorrection zero_points = ZeroPointCorrection::subtract_first;
   std::string qparams;  // the choose_qparams preset used for dynamic quantization
 
   const QuantizePolicy& quantize_for(DType input) const {

@@ -1,10 +1,16 @@
 #include "backends/cpu_ref/cpu_ref.hpp"
 
+#include "backends/cpu_ref/linear.hpp"
+
+#include <boost/multiprecision/cpp_int.hpp>
+
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <stdexcept>
 
 namespace qc {
+namespace cpu_ref {
 namespace {
 
 // ONNX QuantizeLinear as a plain C++ reference writes it: divide in the scale's type, round
@@ -12,7 +18,7 @@ namespace {
 // For f16/bf16 scales the division runs in float and is rounded back to the scale's format:
 // float carries more than 2p+2 bits for both, so that equals a native f16/bf16 division.
 template <class Out>
-void quantize_linear(const QuantizeOp& op, Tensor& y) {
+void quantize_into(const QuantizeOp& op, Tensor& y) {
   const Tensor& x = op.x;
   const QuantParams& p = op.params;
   const ParamIndexer index(p, x.shape());
@@ -44,6 +50,24 @@ void quantize_linear(const QuantizeOp& op, Tensor& y) {
   }
 }
 
+}  // namespace
+
+Tensor quantize_linear(const QuantizeOp& q) {
+  Tensor y(q.out, q.x.shape());
+  switch (q.out) {
+    case DType::i8:
+    case DType::i4: quantize_into<std::int8_t>(q, y); break;
+    case DType::u8:
+    case DType::u4: quantize_into<std::uint8_t>(q, y); break;
+    case DType::i16: quantize_into<std::int16_t>(q, y); break;
+    case DType::u16: quantize_into<std::uint16_t>(q, y); break;
+    default: throw std::invalid_argument("cpu-ref: unsupported output " + std::string(qc::name(q.out)));
+  }
+  return y;
+}
+
+namespace {
+
 // ONNX DequantizeLinear as a reference writes it: static_cast<T>(q - zp) * scale in the scale's
 // type T, then stored in the output format. The converted difference times a 24-bit (or
 // narrower) significand is exact in double, so one cast gives T's rounded product.
@@ -66,46 +90,111 @@ Tensor dequantize_linear(const DequantizeOp& op) {
   return y;
 }
 
-// round(acc * s_in * s_w / s_out) + zp with ties to even, exactly: each f32 scale is m * 2^e with
-// a 24-bit integer m, so the value is (acc * m_in * m_w) / m_out * 2^(e_in + e_w - e_out), an
-// integer division in 128-bit arithmetic.
+}  // namespace
+
+// ---- Exact requantization -------------------------------------------------------------------
+// Every finite double is m * 2^e with an odd integer m of at most 53 bits, so acc * s_in * s_w /
+// s_out is a ratio of integers times a power of two, and rounding it is an integer division.
+
+namespace {
+
+// A finite double as m * 2^e with m odd (m carries the sign; 0 for zero).
+struct Dyadic {
+  std::int64_t m = 0;
+  int e = 0;
+};
+
+Dyadic dyadic(double s) {
+  int e;
+  const double f = std::frexp(s, &e);  // s = f * 2^e, f in [0.5, 1)
+  Dyadic d{static_cast<std::int64_t>(std::ldexp(f, 53)), e - 53};
+  while (d.m != 0 && (d.m & 1) == 0) d.m >>= 1, ++d.e;  // strip trailing zero bits
+  return d;
+}
+
+// num / den rounded to the nearest integer, ties to even (den > 0): floor division, then up when
+// the remainder is past half, or exactly half with an odd quotient.
+template <class Int>
+Int round_half_even_quotient(const Int& num, const Int& den) {
+  Int q = num / den, r = num % den;  // C++ division truncates toward zero
+  if (r < 0) q -= 1, r += den;       // floor division, 0 <= r < den
+  const Int twice = 2 * r;
+  if (twice > den || (twice == den && q % 2 != 0)) q += 1;
+  return q;
+}
+
+constexpr std::int64_t kSaturated = std::int64_t{1} << 40;  // beyond every output format
+
+}  // namespace
+
+// round(acc * s_in * s_w / s_out) with ties to even, exactly: the value is
+// (acc * m_in * m_w) / m_out * 2^(e_in + e_w - e_out), an integer division in 128-bit arithmetic
+// when |acc| <= 2^31 and the scales are f32 values (m < 2^24): |acc * m_in * m_w| < 2^80, and
+// shifts up to 100 bits keep numerator and denominator inside 128 bits. Otherwise (f64 scales,
+// a 64-bit accumulator) the arbitrary-precision requantize_sum_exact does it.
 std::int64_t requantize_exact(std::int64_t acc, double s_in, double s_w, double s_out) {
-  auto split = [](double s, std::int64_t& m) {
-    int e;
-    const double f = std::frexp(s, &e);  // s = f * 2^e, f in [0.5, 1)
-    m = static_cast<std::int64_t>(std::ldexp(f, 53));
-    return e - 53;
-  };
-  std::int64_t mi, mw, mo;
-  const int e = split(s_in, mi) + split(s_w, mw) - split(s_out, mo);
-  // Strip trailing zero bits so the products stay well inside 128 bits.
-  auto strip = [](std::int64_t& m) {
-    int z = 0;
-    while (m != 0 && (m & 1) == 0) m >>= 1, ++z;
-    return z;
-  };
-  const int shift = e + strip(mi) + strip(mw) - strip(mo);
-  __int128 num = static_cast<__int128>(acc) * mi * mw;
-  __int128 den = mo;
+  const Dyadic in = dyadic(s_in), w = dyadic(s_w), out = dyadic(s_out);
+  constexpr std::int64_t k24 = std::int64_t{1} << 24;
+  if (in.m >= k24 || w.m >= k24 || out.m >= k24 || acc > (std::int64_t{1} << 31) || acc < -(std::int64_t{1} << 31)) {
+    const ScaledTerm t{acc, s_in, s_w};
+    return requantize_sum_exact(std::span<const ScaledTerm>(&t, 1), s_out);
+  }
+  const int shift = in.e + w.e - out.e;
+  __int128 num = static_cast<__int128>(acc) * in.m * w.m;
+  __int128 den = out.m;
   if (num == 0) return 0;
   if (shift >= 0) {
     int bits = 0;
     for (__int128 a = num < 0 ? -num : num; a != 0; a >>= 1) ++bits;
-    // |value| >= 2^(bits - 1 + shift - 24): past 2^40 it saturates every output format.
-    if (bits + shift > 100) return num > 0 ? (std::int64_t{1} << 40) : -(std::int64_t{1} << 40);
+    // |value| > 2^(bits - 1 + shift - 24): past 2^40 it saturates every output format.
+    if (bits + shift > 100) return num > 0 ? kSaturated : -kSaturated;
     num <<= shift;
   } else {
     if (-shift > 100) return 0;  // |value| < 2^-20: rounds to 0
     den <<= -shift;
   }
-  __int128 q = num / den, r = num % den;
-  if (r < 0) q -= 1, r += den;  // floor division
-  const __int128 twice = 2 * r;
-  if (twice > den || (twice == den && (q & 1) != 0)) q += 1;
-  if (q > (__int128{1} << 40)) return std::int64_t{1} << 40;
-  if (q < -(__int128{1} << 40)) return -(std::int64_t{1} << 40);
-  return static_cast<std::int64_t>(q);
+  const __int128 q = round_half_even_quotient(num, den);
+  return static_cast<std::int64_t>(std::clamp<__int128>(q, -kSaturated, kSaturated));
 }
+
+// round(Σ acc_i * s_a_i * s_b_i / s_out), ties to even, exactly. The terms have different
+// exponents (one per K block), so they are brought to the smallest one in an arbitrary-precision
+// integer (Boost's cpp_int): a block scale far from the others would not fit 128 bits.
+std::int64_t requantize_sum_exact(std::span<const ScaledTerm> terms, double s_out) {
+  using Big = boost::multiprecision::cpp_int;
+  struct Part {
+    Big coefficient;
+    int e;
+  };
+  std::vector<Part> parts;
+  int e_min = INT_MAX;
+  for (const ScaledTerm& t : terms) {
+    if (t.acc == 0) continue;
+    const Dyadic a = dyadic(t.s_a), b = dyadic(t.s_b);
+    parts.push_back({Big(t.acc) * a.m * b.m, a.e + b.e});
+    e_min = std::min(e_min, a.e + b.e);
+  }
+  if (parts.empty()) return 0;
+  Big num = 0;
+  for (const Part& p : parts) num += p.coefficient << (p.e - e_min);
+  const Dyadic out = dyadic(s_out);
+  Big den = out.m;
+  const int shift = e_min - out.e;  // value = num * 2^shift / den
+  if (shift >= 0)
+    num <<= shift;
+  else
+    den <<= -shift;
+  const Big q = round_half_even_quotient(num, den);
+  if (q > kSaturated) return kSaturated;
+  if (q < -kSaturated) return -kSaturated;
+  return q.convert_to<std::int64_t>();
+}
+
+std::int32_t wrap_int32(std::int64_t v) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(v));  // modulo 2^32 (C++20)
+}
+
+namespace {
 
 Tensor requantize(const RequantizeOp& op) {
   const RequantizeParams& p = op.params;
@@ -128,6 +217,7 @@ Tensor requantize(const RequantizeOp& op) {
 }
 
 }  // namespace
+}  // namespace cpu_ref
 
 Availability CpuRefBackend::supports(const OpRequest& op) const {
   if (const auto* q = std::get_if<QuantizeOp>(&op)) {
@@ -146,24 +236,17 @@ Availability CpuRefBackend::supports(const OpRequest& op) const {
     if (r->params.scale_dtype != DType::f32) return {false, "cpu-ref requantizes with f32 scales only"};
     return {};
   }
+  if (const auto* g = std::get_if<QGemmOp>(&op)) return cpu_ref::supports_qgemm(*g);
+  if (const auto* c = std::get_if<QConv2dOp>(&op)) return cpu_ref::supports_qconv2d(*c);
   return {false, "op not implemented by cpu-ref"};
 }
 
 Tensor CpuRefBackend::run(const OpRequest& op) {
-  if (const auto* d = std::get_if<DequantizeOp>(&op)) return dequantize_linear(*d);
-  if (const auto* r = std::get_if<RequantizeOp>(&op)) return requantize(*r);
-  const auto& q = std::get<QuantizeOp>(op);
-  Tensor y(q.out, q.x.shape());
-  switch (q.out) {
-    case DType::i8:
-    case DType::i4: quantize_linear<std::int8_t>(q, y); break;
-    case DType::u8:
-    case DType::u4: quantize_linear<std::uint8_t>(q, y); break;
-    case DType::i16: quantize_linear<std::int16_t>(q, y); break;
-    case DType::u16: quantize_linear<std::uint16_t>(q, y); break;
-    default: throw std::invalid_argument("cpu-ref: unsupported output " + std::string(qc::name(q.out)));
-  }
-  return y;
+  if (const auto* d = std::get_if<DequantizeOp>(&op)) return cpu_ref::dequantize_linear(*d);
+  if (const auto* r = std::get_if<RequantizeOp>(&op)) return cpu_ref::requantize(*r);
+  if (const auto* g = std::get_if<QGemmOp>(&op)) return cpu_ref::run_qgemm(*g);
+  if (const auto* c = std::get_if<QConv2dOp>(&op)) return cpu_ref::run_qconv2d(*c);
+  return cpu_ref::quantize_linear(std::get<QuantizeOp>(op));
 }
 
 }  // namespace qc
