@@ -2,8 +2,12 @@
 // Benchmark) and then the ratios the issues set goals for:
 //   fast exact quantize (values only) / plain nearbyint(x/s)+zp loop   goal >= 0.5
 //   fast exact quantize (with labels) / plain loop                     goal >= 0.25
+// and, against a second baseline (a plain lrintf(acc * m) + zp loop with a clamp, 16M int32
+// accumulators -> i8), the requantize fast path for gemmlowp_double, xnnpack_rndnu and
+// float_multiplier, with and without labels.
 #include "oracles/presets.hpp"
 #include "oracles/quantize.hpp"
+#include "oracles/requantize.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -72,11 +76,89 @@ void BM_OracleQuantizeOnnxLabels(benchmark::State& s) { run_quantize(s, "onnx", 
 void BM_OracleQuantizeExact(benchmark::State& s) { run_quantize(s, "onnx", {qc::ComputeFormat::Kind::exact, 0}, false); }
 void BM_OracleQuantizeExactLabels(benchmark::State& s) { run_quantize(s, "onnx", {qc::ComputeFormat::Kind::exact, 0}, true); }
 
+// ---- Requantize ----------------------------------------------------------------------------------
+
+// 16M int32 accumulators, uniform in [-2^17, 2^17): with the multiplier below, outputs cover the
+// int8 range and the outer few percent saturate.
+const qc::Tensor& accumulators() {
+  static const qc::Tensor acc = [] {
+    qc::Tensor t(qc::DType::i32, {kElements});
+    std::uint64_t s = 6789;
+    auto* d = t.data<std::int32_t>();
+    for (std::int64_t i = 0; i < kElements; ++i) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      d[i] = static_cast<std::int32_t>(s >> 46) - (1 << 17);
+    }
+    return t;
+  }();
+  return acc;
+}
+
+// s_in * s_w / s_out = 0.0123 * 0.0045 / 0.05 ~ 0.0011 (each an f32).
+qc::RequantizeParams requantize_params() {
+  qc::RequantizeParams p;
+  p.scale_dtype = qc::DType::f32;
+  p.input_scale = static_cast<float>(0.0123);
+  p.weight_scales = {static_cast<float>(0.0045)};
+  p.output_scale = static_cast<float>(0.05);
+  p.output_zero_points = {3};
+  return p;
+}
+
+// The baseline: what a plain f32 requantize epilogue compiles to (XNNPACK's fp32 scalar kernel,
+// without the oracle's labels or any exactness argument).
+void BM_PlainRequantizeLoop(benchmark::State& state) {
+  const qc::Tensor& acc = accumulators();
+  const qc::RequantizeParams p = requantize_params();
+  const auto m = static_cast<float>(static_cast<float>(p.input_scale) * static_cast<float>(p.weight_scales[0]) /
+                                    static_cast<float>(p.output_scale));
+  std::vector<std::int8_t> q(kElements);
+  const auto* a = acc.data<std::int32_t>();
+  for (auto _ : state) {
+    for (std::int64_t i = 0; i < kElements; ++i) {
+      const long v = std::lrintf(static_cast<float>(a[i]) * m) + 3;
+      q[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(std::clamp(v, -128L, 127L));
+    }
+    benchmark::DoNotOptimize(q.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * kElements);
+}
+
+void run_requantize(benchmark::State& state, qc::RequantizeScheme scheme, bool labels) {
+  const qc::Tensor& acc = accumulators();
+  const qc::RequantizeParams p = requantize_params();
+  const qc::RequantizePolicy pol = qc::requantize_policy_for(scheme);
+  std::int64_t slow = 0;
+  for (auto _ : state) {
+    qc::RequantizeResult r = qc::requantize(acc, p, qc::DType::i8, pol, qc::OraclePath::fast, labels);
+    slow = r.slow_elements;
+    benchmark::DoNotOptimize(r.q.bytes().data());
+  }
+  state.counters["slow_elements"] = static_cast<double>(slow);
+  state.SetItemsProcessed(state.iterations() * kElements);
+}
+
+using S = qc::RequantizeScheme;
+void BM_OracleRequantizeGemmlowpDouble(benchmark::State& s) { run_requantize(s, S::gemmlowp_double, false); }
+void BM_OracleRequantizeGemmlowpDoubleLabels(benchmark::State& s) { run_requantize(s, S::gemmlowp_double, true); }
+void BM_OracleRequantizeXnnpackRndnu(benchmark::State& s) { run_requantize(s, S::xnnpack_rndnu, false); }
+void BM_OracleRequantizeXnnpackRndnuLabels(benchmark::State& s) { run_requantize(s, S::xnnpack_rndnu, true); }
+void BM_OracleRequantizeFloatMultiplier(benchmark::State& s) { run_requantize(s, S::float_multiplier, false); }
+void BM_OracleRequantizeFloatMultiplierLabels(benchmark::State& s) { run_requantize(s, S::float_multiplier, true); }
+
 BENCHMARK(BM_PlainNearbyintLoop)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OracleQuantizeOnnx)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OracleQuantizeOnnxLabels)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OracleQuantizeExact)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OracleQuantizeExactLabels)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlainRequantizeLoop)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleRequantizeGemmlowpDouble)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleRequantizeGemmlowpDoubleLabels)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleRequantizeXnnpackRndnu)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleRequantizeXnnpackRndnuLabels)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleRequantizeFloatMultiplier)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleRequantizeFloatMultiplierLabels)->Unit(benchmark::kMillisecond);
 
 // Collects items/s per benchmark so the ratios can be printed after the run.
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -97,11 +179,20 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  const auto is_requantize = [](const std::string& name) { return name.find("Requantize") != std::string::npos; };
   const double base = reporter.rate["BM_PlainNearbyintLoop"];
   if (base > 0) {
     std::printf("\nratios to the plain nearbyint(x/s)+zp loop (16M f32 -> i8, same run):\n");
     for (const auto& [name, r] : reporter.rate)
-      if (name != "BM_PlainNearbyintLoop") std::printf("  %-32s %.3f\n", name.c_str(), r / base);
+      if (name != "BM_PlainNearbyintLoop" && !is_requantize(name))
+        std::printf("  %-32s %.3f\n", name.c_str(), r / base);
+  }
+  const double requantize_base = reporter.rate["BM_PlainRequantizeLoop"];
+  if (requantize_base > 0) {
+    std::printf("\nratios to the plain lrintf(acc*m)+zp clamp loop (16M int32 -> i8, same run):\n");
+    for (const auto& [name, r] : reporter.rate)
+      if (name != "BM_PlainRequantizeLoop" && is_requantize(name))
+        std::printf("  %-40s %.3f\n", name.c_str(), r / requantize_base);
   }
   benchmark::Shutdown();
   return 0;

@@ -4,7 +4,9 @@
 
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace qc {
 namespace {
@@ -69,78 +71,122 @@ Label exact_product_label(std::int64_t d, double s, DType out) {
   return dist * 1024 <= (one << shift) ? Label::near_tie : Label::clear;
 }
 
-DequantizeElement dequantize_element(std::int64_t q, DType q_dtype, double sd, DType scale_dtype, std::int64_t zp,
-                                     DType out, const DequantizePolicy& pol, bool trace) {
-  require_float_output(out);
-  DequantizeElement e;
-  const Arith A = resolve_compute(pol.compute, q_dtype, scale_dtype);
+namespace {
+
+// The part of a dequantize evaluation that does not depend on q: the compute arithmetic, and the
+// scale, the zero point and zp * s in it. Formed once per channel by the tensor-level slow path
+// (each term is a correctly rounded conversion or product on exact rationals, costly to repeat).
+struct DequantizeTerms {
+  Arith A = Arith::exact();
+  ExactFloat s, sc;   // the scale, exactly and in the compute format
+  ExactFloat zf, zc;  // the zero point, exactly and in the compute format
+  ExactFloat b;       // zp * s in the compute format (mul_then_sub and fma only)
+};
+
+DequantizeTerms dequantize_terms(DType q_dtype, double sd, DType scale_dtype, std::int64_t zp,
+                                 const DequantizePolicy& pol) {
+  DequantizeTerms c;
+  c.A = resolve_compute(pol.compute, q_dtype, scale_dtype);
+  c.s = ExactFloat::finite(Rational(sd));
+  c.sc = c.A.convert(c.s);
+  c.zf = exact_int(zp);
+  c.zc = c.A.convert(c.zf);
+  if (pol.order == DequantizeOrder::mul_then_sub || pol.order == DequantizeOrder::fma) c.b = c.A.mul(c.zc, c.sc);
+  return c;
+}
+
+// One element from its channel's terms. `details`: also the exact value, the computed value and
+// the output's value (the tensor-level path needs only the bits and the label).
+void evaluate(DequantizeElement& e, std::int64_t q, std::int64_t zp, double sd, const DequantizeTerms& c, DType out,
+              const DequantizePolicy& pol, bool trace, bool details) {
+  const Arith& A = c.A;
   const Arith X = Arith::exact();
-  const std::string in = " in " + A.name();
+  const std::string in = trace ? " in " + A.name() : std::string();
+  // Only called under `if (trace)`: the step texts (exact decimals) and the exact values beside
+  // the rounded ones are costly, and the slow path runs on every element of a property test.
   auto step = [&](std::string what, std::string formula, const ExactFloat& exact, const ExactFloat& rounded,
                   std::string note = "") {
-    if (trace) e.steps.push_back({std::move(what), std::move(formula), exact, rounded, std::move(note)});
+    e.steps.push_back({std::move(what), std::move(formula), exact, rounded, std::move(note)});
   };
 
-  const ExactFloat s = ExactFloat::finite(Rational(sd));
-  const ExactFloat qf = exact_int(q);
-  const ExactFloat zf = exact_int(zp);
-  e.exact = X.mul(exact_int(q - zp), s);
-
-  const ExactFloat sc = A.convert(s);
-  step("s to " + A.name(), "s = " + to_string(s), s, sc);
+  const ExactFloat& s = c.s;
+  const ExactFloat& sc = c.sc;
+  const ExactFloat& zf = c.zf;
+  const ExactFloat& zc = c.zc;
+  if (details) e.exact = X.mul(exact_int(q - zp), s);
+  if (trace) step("s to " + A.name(), "s = " + to_string(s), s, sc);
 
   ExactFloat t;
   switch (pol.order) {
     case DequantizeOrder::sub_int_then_mul: {
       const ExactFloat d = exact_int(q - zp);  // integer subtraction: exact for every supported format
-      step("q - zp in integers", int_str(q) + " - " + int_str(zp), d, d);
+      if (trace) step("q - zp in integers", int_str(q) + " - " + int_str(zp), d, d);
       const ExactFloat dc = A.convert(d);
-      step("(q - zp) to " + A.name(), int_str(q - zp), d, dc);
+      if (trace) step("(q - zp) to " + A.name(), int_str(q - zp), d, dc);
       t = A.mul(dc, sc);
-      step("(q - zp) * s" + in, "(q - zp) * s", X.mul(dc, sc), t);
+      if (trace) step("(q - zp) * s" + in, "(q - zp) * s", X.mul(dc, sc), t);
       break;
     }
     case DequantizeOrder::sub_float_then_mul: {
-      const ExactFloat qc = A.convert(qf), zc = A.convert(zf);
-      step("q to " + A.name(), int_str(q), qf, qc);
-      step("zp to " + A.name(), int_str(zp), zf, zc);
+      const ExactFloat qf = exact_int(q);
+      const ExactFloat qc = A.convert(qf);
+      if (trace) step("q to " + A.name(), int_str(q), qf, qc);
+      if (trace) step("zp to " + A.name(), int_str(zp), zf, zc);
       const ExactFloat d = A.sub(qc, zc);
-      step("q - zp" + in, "q - zp", X.sub(qc, zc), d);
+      if (trace) step("q - zp" + in, "q - zp", X.sub(qc, zc), d);
       t = A.mul(d, sc);
-      step("(q - zp) * s" + in, "(q - zp) * s", X.mul(d, sc), t);
+      if (trace) step("(q - zp) * s" + in, "(q - zp) * s", X.mul(d, sc), t);
       break;
     }
     case DequantizeOrder::mul_then_sub: {
-      const ExactFloat qc = A.convert(qf), zc = A.convert(zf);
-      step("q to " + A.name(), int_str(q), qf, qc);
-      step("zp to " + A.name(), int_str(zp), zf, zc);
+      const ExactFloat qf = exact_int(q);
+      const ExactFloat qc = A.convert(qf);
+      if (trace) step("q to " + A.name(), int_str(q), qf, qc);
+      if (trace) step("zp to " + A.name(), int_str(zp), zf, zc);
       const ExactFloat a = A.mul(qc, sc);
-      step("q * s" + in, "q * s", X.mul(qc, sc), a);
-      const ExactFloat b = A.mul(zc, sc);
-      step("zp * s" + in, "zp * s", X.mul(zc, sc), b);
+      if (trace) step("q * s" + in, "q * s", X.mul(qc, sc), a);
+      const ExactFloat& b = c.b;
+      if (trace) step("zp * s" + in, "zp * s", X.mul(zc, sc), b);
       t = A.sub(a, b);
-      step("q*s - zp*s" + in, "(q*s) - (zp*s)", X.sub(a, b), t);
+      if (trace) step("q*s - zp*s" + in, "(q*s) - (zp*s)", X.sub(a, b), t);
       break;
     }
     case DequantizeOrder::fma: {
-      const ExactFloat qc = A.convert(qf), zc = A.convert(zf);
-      step("q to " + A.name(), int_str(q), qf, qc);
-      step("zp to " + A.name(), int_str(zp), zf, zc);
-      const ExactFloat b = A.mul(zc, sc);
-      step("zp * s" + in, "zp * s", X.mul(zc, sc), b);
+      const ExactFloat qf = exact_int(q);
+      const ExactFloat qc = A.convert(qf);
+      if (trace) step("q to " + A.name(), int_str(q), qf, qc);
+      if (trace) step("zp to " + A.name(), int_str(zp), zf, zc);
+      const ExactFloat& b = c.b;
+      if (trace) step("zp * s" + in, "zp * s", X.mul(zc, sc), b);
       const ExactFloat nb = negate(b);
       t = A.fma(qc, sc, nb);
-      step("fma(q, s, -(zp*s))" + in + " (one rounding)", "q * s - (zp*s)", X.fma(qc, sc, nb), t);
+      if (trace) step("fma(q, s, -(zp*s))" + in + " (one rounding)", "q * s - (zp*s)", X.fma(qc, sc, nb), t);
       break;
     }
   }
-  e.computed = t;
   e.bits = cast_to_output(out, t);
-  e.y = decode_float(out, e.bits);
-  step("cast to " + std::string(name(out)) + " (ties to even)", to_string(t), t, e.y,
-       A.is_exact() ? "the only rounding" : "a second rounding when " + A.name() + " is wider than " +
-                                                std::string(name(out)));
-  e.label = e.y.is_finite() ? exact_product_label(q - zp, sd, out) : Label::saturated;
+  bool finite;
+  if (details) {
+    e.computed = t;
+    e.y = decode_float(out, e.bits);
+    finite = e.y.is_finite();
+  } else {
+    finite = std::isfinite(float_bits_to_double(out, e.bits));
+  }
+  if (trace)
+    step("cast to " + std::string(name(out)) + " (ties to even)", to_string(t), t, e.y,
+         A.is_exact() ? "the only rounding"
+                      : "a second rounding when " + A.name() + " is wider than " + std::string(name(out)));
+  e.label = finite ? exact_product_label(q - zp, sd, out) : Label::saturated;
+}
+
+}  // namespace
+
+DequantizeElement dequantize_element(std::int64_t q, DType q_dtype, double sd, DType scale_dtype, std::int64_t zp,
+                                     DType out, const DequantizePolicy& pol, bool trace) {
+  require_float_output(out);
+  DequantizeElement e;
+  evaluate(e, q, zp, sd, dequantize_terms(q_dtype, sd, scale_dtype, zp, pol), out, pol, trace, true);
   return e;
 }
 
@@ -232,6 +278,8 @@ DequantizeResult dequantize(const Tensor& q, const QuantParams& p, DType out, co
   const ParamIndexer index(p, q.shape());
   const Arith A = resolve_compute(pol.compute, q.dtype(), p.scale_dtype);
   const FastKind fk = path == OraclePath::fast ? fast_kind(A) : FastKind::none;
+  // The slow path's per-channel terms, formed when a channel first needs them.
+  std::vector<std::optional<DequantizeTerms>> terms(p.scales.size());
 
   for (std::int64_t i = 0; i < q.size(); ++i) {
     const std::int64_t k = index(i);
@@ -251,10 +299,13 @@ DequantizeResult dequantize(const Tensor& q, const QuantParams& p, DType out, co
     if (ok) {
       if (want_labels) label = finite ? exact_product_label(qv - zp, sd, out) : Label::saturated;
     } else {
-      const DequantizeElement e = dequantize_element(qv, q.dtype(), sd, p.scale_dtype, zp, out, pol);
+      auto& c = terms[static_cast<std::size_t>(k)];
+      if (!c) c = dequantize_terms(q.dtype(), sd, p.scale_dtype, zp, pol);
+      DequantizeElement e;
+      evaluate(e, qv, zp, sd, *c, out, pol, false, false);
       bits = e.bits;
       label = e.label;
-      if (fk != FastKind::none) ++res.slow_elements;
+      if (path == OraclePath::fast) ++res.slow_elements;
     }
     res.y.set_bits(i, bits);
     if (want_labels) res.labels[static_cast<std::size_t>(i)] = label;

@@ -32,14 +32,7 @@ std::string real_str(double v) {
   return buf;
 }
 
-// Two's-complement wrap of an exact integer into int32: what an int32 operation the source leaves
-// to the hardware (signed overflow) produces on every target we model.
-std::int32_t wrap_int32(std::int64_t v) {
-  return static_cast<std::int32_t>(int_convert(DType::i32, BigInt(v), IntOverflow::wrap));
-}
-
-// C++20 >> on a negative signed integer is an arithmetic shift (floor division by 2^s).
-std::int64_t arithmetic_shift_right(std::int64_t v, int s) { return v >> s; }
+using unchecked::arithmetic_shift_right;
 
 // round(v * 2^bits) half away from zero (std::round / TfLiteRound of an exactly scaled double).
 BigInt round_scaled_half_away(double v, int bits) {
@@ -73,20 +66,13 @@ std::uint32_t f32_bits(float v) { return std::bit_cast<std::uint32_t>(v); }
 
 // gemmlowp fixedpoint/fixedpoint.h::SaturatingRoundingDoublingHighMul
 std::int32_t gemmlowp_saturating_rounding_doubling_high_mul(std::int32_t a, std::int32_t b) {
-  const bool overflow = a == b && a == std::numeric_limits<std::int32_t>::min();
-  const std::int64_t ab = static_cast<std::int64_t>(a) * b;
-  const std::int64_t nudge = ab >= 0 ? (std::int64_t{1} << 30) : (1 - (std::int64_t{1} << 30));
-  const std::int64_t high = (ab + nudge) / (std::int64_t{1} << 31);  // C++ division truncates toward zero
-  return overflow ? std::numeric_limits<std::int32_t>::max() : static_cast<std::int32_t>(high);
+  return unchecked::gemmlowp_saturating_rounding_doubling_high_mul(a, b);
 }
 
 // gemmlowp fixedpoint/fixedpoint.h::RoundingDivideByPOT
 std::int32_t gemmlowp_rounding_divide_by_pot(std::int32_t x, int exponent) {
   require(exponent >= 0 && exponent <= 31, "gemmlowp_rounding_divide_by_pot", "0 <= exponent <= 31", str(exponent));
-  const auto mask = static_cast<std::int32_t>((std::int64_t{1} << exponent) - 1);
-  const std::int32_t remainder = x & mask;
-  const std::int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
-  return (x >> exponent) + (remainder > threshold ? 1 : 0);
+  return unchecked::gemmlowp_rounding_divide_by_pot(x, exponent);
 }
 
 // gemmlowp internal/output.h::OutputStageEvalImpl<OutputStageQuantizeDownInt32ToUint8Scale>
@@ -94,11 +80,7 @@ std::int32_t gemmlowp_quantize_down_int32_to_uint8_scale(std::int32_t x, std::in
                                                          std::int32_t result_mult_int, int result_shift) {
   require(result_shift >= 0 && result_shift <= 31, "gemmlowp_quantize_down_int32_to_uint8_scale",
           "0 <= result_shift <= 31", str(result_shift));
-  const std::int32_t rounding = result_shift < 1 ? 0 : static_cast<std::int32_t>(std::int64_t{1} << (result_shift - 1));
-  const std::int32_t offset_added = wrap_int32(std::int64_t{x} + result_offset);
-  const std::int32_t multiplied = wrap_int32(std::int64_t{offset_added} * result_mult_int);
-  const std::int32_t rounded = wrap_int32(std::int64_t{multiplied} + rounding);
-  return rounded >> result_shift;
+  return unchecked::gemmlowp_quantize_down_int32_to_uint8_scale(x, result_offset, result_mult_int, result_shift);
 }
 
 // ---- TFLite --------------------------------------------------------------------------------
@@ -106,18 +88,14 @@ std::int32_t gemmlowp_quantize_down_int32_to_uint8_scale(std::int32_t x, std::in
 // tensorflow/lite/kernels/internal/common.cc::MultiplyByQuantizedMultiplier (double rounding)
 std::int32_t tflite_left_shift_wrapping(std::int32_t x, int left_shift) {
   require(left_shift >= 0 && left_shift <= 30, "tflite_left_shift_wrapping", "0 <= left_shift <= 30", str(left_shift));
-  return wrap_int32(std::int64_t{x} * (std::int64_t{1} << left_shift));
+  return unchecked::tflite_left_shift_wrapping(x, left_shift);
 }
 
 // tensorflow/lite/kernels/internal/common.cc::MultiplyByQuantizedMultiplier (#else: double rounding)
 std::int32_t tflite_multiply_by_quantized_multiplier_double(std::int32_t x, Q31Multiplier m) {
   require(m.shift >= -31 && m.shift <= 30, "tflite_multiply_by_quantized_multiplier_double", "-31 <= shift <= 30",
           str(m.shift));
-  const int left_shift = m.shift > 0 ? m.shift : 0;
-  const int right_shift = m.shift > 0 ? 0 : -m.shift;
-  return gemmlowp_rounding_divide_by_pot(
-      gemmlowp_saturating_rounding_doubling_high_mul(tflite_left_shift_wrapping(x, left_shift), m.multiplier),
-      right_shift);
+  return unchecked::tflite_multiply_by_quantized_multiplier_double(x, m);
 }
 
 // tensorflow/lite/kernels/internal/common.cc::MultiplyByQuantizedMultiplier (TFLITE_SINGLE_ROUNDING)
@@ -125,10 +103,7 @@ std::int32_t tflite_multiply_by_quantized_multiplier_single(std::int32_t x, Q31M
   constexpr std::string_view fn = "tflite_multiply_by_quantized_multiplier_single";
   require(m.multiplier >= 0, fn, "quantized_multiplier >= 0", str(m.multiplier));
   require(m.shift >= -31 && m.shift <= 30, fn, "-31 <= shift <= 30", str(m.shift));
-  const int total_shift = 31 - m.shift;
-  const std::int64_t round = std::int64_t{1} << (total_shift - 1);
-  const std::int64_t result = arithmetic_shift_right(std::int64_t{x} * m.multiplier + round, total_shift);
-  return wrap_int32(result);
+  return unchecked::tflite_multiply_by_quantized_multiplier_single(x, m);
 }
 
 // tensorflow/lite/kernels/internal/common.cc::MultiplyByQuantizedMultiplier(int64_t x, ...)
@@ -137,10 +112,7 @@ std::int32_t tflite_multiply_by_quantized_multiplier_int64(std::int64_t x, Q31Mu
   require(m.multiplier >= 0, fn, "quantized_multiplier >= 0", str(m.multiplier));
   require(m.shift >= -31 && m.shift < 8, fn, "-31 <= shift < 8", str(m.shift));
   require(x >= -(std::int64_t{1} << 47) && x < (std::int64_t{1} << 47), fn, "-2^47 <= x < 2^47", str(x));
-  const std::int64_t reduced = m.multiplier < 0x7FFF0000 ? (std::int64_t{m.multiplier} + (1 << 15)) >> 16 : 0x7FFF;
-  const int total_shift = 15 - m.shift;
-  const std::int64_t round = std::int64_t{1} << (total_shift - 1);
-  return wrap_int32(arithmetic_shift_right(x * reduced + round, total_shift));
+  return unchecked::tflite_multiply_by_quantized_multiplier_int64(x, m);
 }
 
 // tensorflow/lite/kernels/internal/quantization_util.cc::QuantizeMultiplier
@@ -176,10 +148,7 @@ std::int32_t tosa_apply_scale_32(std::int32_t value, std::int32_t multiplier, in
   const std::int64_t half = std::int64_t{1} << (shift - 1);
   require(value >= -half && value < half, fn, "REQUIRE(value >= (-1 << (shift - 1)) && value < (1 << (shift - 1)))",
           "value " + str(value) + ", shift " + str(shift));
-  std::int64_t round = half;
-  if (rounding == TosaRounding::double_round && shift > 31) round += value >= 0 ? (1 << 30) : -(1 << 30);
-  const std::int64_t result = arithmetic_shift_right(std::int64_t{value} * multiplier + round, shift);
-  return static_cast<std::int32_t>(result);  // fits: |value| < 2^(shift-1) and multiplier < 2^31
+  return unchecked::tosa_apply_scale_32(value, multiplier, shift, rounding);
 }
 
 // arm/tosa-specification pseudocode/library/scale_helpers.tosac::apply_scale_16
@@ -188,8 +157,7 @@ std::int32_t tosa_apply_scale_16(std::int64_t value, std::int16_t multiplier, in
   require(multiplier >= 0, fn, "REQUIRE(multiplier >= 0)", str(multiplier));
   require(shift >= 2 && shift <= 62, fn, "REQUIRE(2 <= shift && shift <= 62)", str(shift));
   require(value >= -(std::int64_t{1} << 47) && value < (std::int64_t{1} << 47), fn, "an int48 value", str(value));
-  const std::int64_t round = std::int64_t{1} << (shift - 1);
-  const std::int64_t result = arithmetic_shift_right(value * multiplier + round, shift);
+  const std::int64_t result = unchecked::tosa_apply_scale_16(value, multiplier, shift);
   require(result >= kInt32Min && result <= kInt32Max, fn,
           "REQUIRE(result >= minimum<int32_t> && result <= maximum<int32_t>)", str(result));
   return static_cast<std::int32_t>(result);
@@ -222,8 +190,7 @@ std::int32_t xnnpack_rndnu_multiply_shift(std::int32_t acc, ScaleShift m) {
   require(m.multiplier >= (1 << 23) && m.multiplier < (1 << 24), fn, "a 24-bit significand 2^23 <= M < 2^24",
           str(m.multiplier));
   require(m.right_shift >= 16 && m.right_shift < 56, fn, "16 <= shift < 56 (2^-32 <= scale < 256)", str(m.right_shift));
-  const std::int64_t rounding = std::int64_t{1} << (m.right_shift - 1);
-  return wrap_int32(arithmetic_shift_right(std::int64_t{acc} * m.multiplier + rounding, m.right_shift));
+  return unchecked::xnnpack_rndnu_multiply_shift(acc, m);
 }
 
 // google/XNNPACK src/xnnpack/requantization.h::xnn_qs8_requantize_fp32
@@ -245,10 +212,7 @@ std::int32_t qnnpack_precise_multiply_shift(std::int32_t acc, ScaleShift m) {
   require(m.multiplier >= (1 << 23) && m.multiplier < (1 << 24), fn, "a 24-bit significand 2^23 <= M < 2^24",
           str(m.multiplier));
   require(m.right_shift >= 24 && m.right_shift < 56, fn, "24 <= shift < 56 (2^-32 <= scale < 1)", str(m.right_shift));
-  const std::int64_t product = std::int64_t{acc} * m.multiplier;
-  const std::int64_t adjusted = product - (acc < 0 ? 1 : 0);  // turns round-half-up into half-away
-  const std::int64_t rounding = std::int64_t{1} << (m.right_shift - 1);
-  return static_cast<std::int32_t>(arithmetic_shift_right(adjusted + rounding, m.right_shift));
+  return unchecked::qnnpack_precise_multiply_shift(acc, m);
 }
 
 // pytorch/QNNPACK src/qnnpack/requantization.h::qnnp_compute_scalar_requantization_params
@@ -267,14 +231,7 @@ std::int32_t qnnpack_q31_multiply_shift(std::int32_t acc, Q31Multiplier m) {
   require(m.multiplier >= (1 << 30), fn, "2^30 <= multiplier < 2^31", str(m.multiplier));
   const int shift = -m.shift;
   require(shift >= 0 && shift <= 31, fn, "0 <= shift <= 31", str(shift));
-  const std::int64_t product = std::int64_t{acc} * m.multiplier;
-  // (int32_t)(uint32_t)((uint64_t)(product + 2^30) >> 31): the low 32 bits of the logical shift
-  // equal those of the arithmetic shift, and |product| < 2^62 makes the quotient fit int32.
-  const auto q31product = static_cast<std::int32_t>(arithmetic_shift_right(product + (std::int64_t{1} << 30), 31));
-  const auto remainder_mask = static_cast<std::int32_t>((std::uint32_t{1} << shift) - 1u);
-  const std::int32_t remainder_threshold = static_cast<std::int32_t>(static_cast<std::uint32_t>(remainder_mask) >> 1);
-  const std::int32_t remainder = (q31product & remainder_mask) - (acc < 0 ? 1 : 0);
-  return (q31product >> shift) + (remainder > remainder_threshold ? 1 : 0);
+  return unchecked::qnnpack_q31_multiply_shift(acc, m);
 }
 
 // ---- Glow ----------------------------------------------------------------------------------
@@ -313,11 +270,7 @@ std::int32_t glow_libjit_scale_i32i8(std::int32_t x, GlowScale s, std::int32_t o
   constexpr std::string_view fn = "glow_libjit_scale_i32i8";
   require(s.pre_shift >= 0 && s.pre_shift <= 31, fn, "0 <= pre <= 31", str(s.pre_shift));
   require(s.post_shift >= 0 && s.post_shift <= 31, fn, "0 <= post <= 31", str(s.post_shift));
-  const std::int32_t rtn = s.post_shift > 0 ? static_cast<std::int32_t>(std::int64_t{1} << (s.post_shift - 1)) : 0;
-  const std::int32_t pre_shifted = x >> s.pre_shift;
-  const std::int32_t multiplied = wrap_int32(std::int64_t{pre_shifted} * s.scale);
-  const std::int32_t rounded = wrap_int32(std::int64_t{multiplied} + rtn);
-  return wrap_int32(std::int64_t{rounded >> s.post_shift} + offset);
+  return unchecked::glow_libjit_scale_i32i8(x, s, offset);
 }
 
 // ---- FBGEMM --------------------------------------------------------------------------------
@@ -352,8 +305,7 @@ ScaleShift fbgemm_choose_requantization_multiplier(float real, int precision) {
 std::int64_t fbgemm_saturating_rounding_mul_with_shift(std::int32_t a, std::int32_t b, int right_shift) {
   require(right_shift >= 1 && right_shift <= 62, "fbgemm_saturating_rounding_mul_with_shift", "1 <= right_shift <= 62",
           str(right_shift));
-  const std::int64_t nudge = std::int64_t{1} << (right_shift - 1);
-  return arithmetic_shift_right(std::int64_t{a} * b + nudge, right_shift);
+  return unchecked::fbgemm_saturating_rounding_mul_with_shift(a, b, right_shift);
 }
 
 // ---- StableHLO -----------------------------------------------------------------------------
@@ -372,10 +324,7 @@ std::optional<float> stablehlo_dot_combined_scale(double combined) {
 std::int32_t stablehlo_scale_and_truncate(std::int32_t value, float combined_scale) {
   require(std::isfinite(combined_scale), "stablehlo_scale_and_truncate", "a finite combined scale",
           real_str(static_cast<double>(combined_scale)));
-  const float scaled = static_cast<float>(value) * combined_scale;
-  if (scaled >= 0x1.0p31f) return std::numeric_limits<std::int32_t>::max();
-  if (scaled < -0x1.0p31f) return std::numeric_limits<std::int32_t>::min();
-  return static_cast<std::int32_t>(scaled);  // truncates toward zero
+  return unchecked::stablehlo_scale_and_truncate(value, combined_scale);
 }
 
 }  // namespace qc

@@ -2,7 +2,7 @@
 // transcription of its public source (cited in the line above it; see ../shared/NUMERICS.md §1.3,
 // §2.3, §2.4, §2.6, §2.10, §2.11). Each function computes exactly what the cited C/C++ computes,
 // including the places where it wraps (a signed int32 overflow that the source leaves to the
-// hardware) -- those are modelled explicitly as two's-complement wraps with qc::int_convert.
+// hardware) -- those are modelled explicitly as two's-complement wraps (unchecked::wrap_int32).
 // Preconditions the source states (REQUIRE, assert, DCHECK on inputs) are checked and throw
 // qc::InputError naming the function and the violated condition.
 //
@@ -12,7 +12,9 @@
 //   GlowScale      real ~= scale * 2^(-(pre_shift + post_shift)), applied as ((x >> pre) * scale) >> post
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 
 namespace qc {
@@ -193,5 +195,144 @@ std::optional<float> stablehlo_dot_combined_scale(double combined);
 // toward zero (StableHLO `convert` semantics). The spec leaves out-of-range conversions open; this
 // saturates them to int32 (such an element is far outside every narrower output range anyway).
 std::int32_t stablehlo_scale_and_truncate(std::int32_t value, float combined_scale);
+
+// ---- Unchecked kernels -----------------------------------------------------------------------
+//
+// The arithmetic of the functions above, inline and without their precondition checks: each
+// checked function is its require() lines plus one call of its kernel here, so every rule has one
+// definition. The requantize fast path calls these directly after establishing the preconditions
+// once per channel (and per element where they depend on the value, see requantize.cpp).
+namespace unchecked {
+
+// Two's-complement wrap into int32 (C++20 defines the conversion as modular): what an int32
+// operation that the source leaves to the hardware (signed overflow) produces.
+constexpr std::int32_t wrap_int32(std::int64_t v) { return static_cast<std::int32_t>(static_cast<std::uint32_t>(v)); }
+
+// C++20 >> on a negative signed integer is an arithmetic shift (floor division by 2^s).
+constexpr std::int64_t arithmetic_shift_right(std::int64_t v, int s) { return v >> s; }
+
+constexpr std::int32_t gemmlowp_saturating_rounding_doubling_high_mul(std::int32_t a, std::int32_t b) {
+  const bool overflow = a == b && a == std::numeric_limits<std::int32_t>::min();
+  const std::int64_t ab = static_cast<std::int64_t>(a) * b;
+  const std::int64_t nudge = ab >= 0 ? (std::int64_t{1} << 30) : (1 - (std::int64_t{1} << 30));
+  const std::int64_t high = (ab + nudge) / (std::int64_t{1} << 31);  // C++ division truncates toward zero
+  return overflow ? std::numeric_limits<std::int32_t>::max() : static_cast<std::int32_t>(high);
+}
+
+// 0 <= exponent <= 31.
+constexpr std::int32_t gemmlowp_rounding_divide_by_pot(std::int32_t x, int exponent) {
+  const auto mask = static_cast<std::int32_t>((std::int64_t{1} << exponent) - 1);
+  const std::int32_t remainder = x & mask;
+  const std::int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+// 0 <= result_shift <= 31.
+constexpr std::int32_t gemmlowp_quantize_down_int32_to_uint8_scale(std::int32_t x, std::int32_t result_offset,
+                                                                   std::int32_t result_mult_int, int result_shift) {
+  const std::int32_t rounding = result_shift < 1 ? 0 : static_cast<std::int32_t>(std::int64_t{1} << (result_shift - 1));
+  const std::int32_t offset_added = wrap_int32(std::int64_t{x} + result_offset);
+  const std::int32_t multiplied = wrap_int32(std::int64_t{offset_added} * result_mult_int);
+  const std::int32_t rounded = wrap_int32(std::int64_t{multiplied} + rounding);
+  return rounded >> result_shift;
+}
+
+// 0 <= left_shift <= 30.
+constexpr std::int32_t tflite_left_shift_wrapping(std::int32_t x, int left_shift) {
+  return wrap_int32(std::int64_t{x} * (std::int64_t{1} << left_shift));
+}
+
+// -31 <= m.shift <= 30.
+constexpr std::int32_t tflite_multiply_by_quantized_multiplier_double(std::int32_t x, Q31Multiplier m) {
+  const int left_shift = m.shift > 0 ? m.shift : 0;
+  const int right_shift = m.shift > 0 ? 0 : -m.shift;
+  return gemmlowp_rounding_divide_by_pot(
+      gemmlowp_saturating_rounding_doubling_high_mul(tflite_left_shift_wrapping(x, left_shift), m.multiplier),
+      right_shift);
+}
+
+// m.multiplier >= 0, -31 <= m.shift <= 30.
+constexpr std::int32_t tflite_multiply_by_quantized_multiplier_single(std::int32_t x, Q31Multiplier m) {
+  const int total_shift = 31 - m.shift;
+  const std::int64_t round = std::int64_t{1} << (total_shift - 1);
+  return wrap_int32(arithmetic_shift_right(std::int64_t{x} * m.multiplier + round, total_shift));
+}
+
+// m.multiplier >= 0, -31 <= m.shift < 8, -2^47 <= x < 2^47.
+constexpr std::int32_t tflite_multiply_by_quantized_multiplier_int64(std::int64_t x, Q31Multiplier m) {
+  const std::int64_t reduced = m.multiplier < 0x7FFF0000 ? (std::int64_t{m.multiplier} + (1 << 15)) >> 16 : 0x7FFF;
+  const int total_shift = 15 - m.shift;
+  const std::int64_t round = std::int64_t{1} << (total_shift - 1);
+  return wrap_int32(arithmetic_shift_right(x * reduced + round, total_shift));
+}
+
+// multiplier >= 0, 2 <= shift <= 62, -2^(shift-1) <= value < 2^(shift-1).
+constexpr std::int32_t tosa_apply_scale_32(std::int32_t value, std::int32_t multiplier, int shift,
+                                           TosaRounding rounding) {
+  std::int64_t round = std::int64_t{1} << (shift - 1);
+  if (rounding == TosaRounding::double_round && shift > 31) round += value >= 0 ? (1 << 30) : -(1 << 30);
+  const std::int64_t result = arithmetic_shift_right(std::int64_t{value} * multiplier + round, shift);
+  return static_cast<std::int32_t>(result);  // fits: |value| < 2^(shift-1) and multiplier < 2^31
+}
+
+// multiplier >= 0, 2 <= shift <= 62, value an int48. The result before the REQUIRE that it fits
+// int32 (the caller checks it).
+constexpr std::int64_t tosa_apply_scale_16(std::int64_t value, std::int16_t multiplier, int shift) {
+  const std::int64_t round = std::int64_t{1} << (shift - 1);
+  return arithmetic_shift_right(value * multiplier + round, shift);
+}
+
+// 2^23 <= m.multiplier < 2^24, 16 <= m.right_shift < 56.
+constexpr std::int32_t xnnpack_rndnu_multiply_shift(std::int32_t acc, ScaleShift m) {
+  const std::int64_t rounding = std::int64_t{1} << (m.right_shift - 1);
+  return wrap_int32(arithmetic_shift_right(std::int64_t{acc} * m.multiplier + rounding, m.right_shift));
+}
+
+// 2^23 <= m.multiplier < 2^24, 24 <= m.right_shift < 56.
+constexpr std::int32_t qnnpack_precise_multiply_shift(std::int32_t acc, ScaleShift m) {
+  const std::int64_t product = std::int64_t{acc} * m.multiplier;
+  const std::int64_t adjusted = product - (acc < 0 ? 1 : 0);  // turns round-half-up into half-away
+  const std::int64_t rounding = std::int64_t{1} << (m.right_shift - 1);
+  return static_cast<std::int32_t>(arithmetic_shift_right(adjusted + rounding, m.right_shift));
+}
+
+// 2^30 <= m.multiplier < 2^31, 0 <= -m.shift <= 31.
+constexpr std::int32_t qnnpack_q31_multiply_shift(std::int32_t acc, Q31Multiplier m) {
+  const int shift = -m.shift;
+  const std::int64_t product = std::int64_t{acc} * m.multiplier;
+  // (int32_t)(uint32_t)((uint64_t)(product + 2^30) >> 31): the low 32 bits of the logical shift
+  // equal those of the arithmetic shift, and |product| < 2^62 makes the quotient fit int32.
+  const auto q31product = static_cast<std::int32_t>(arithmetic_shift_right(product + (std::int64_t{1} << 30), 31));
+  const auto remainder_mask = static_cast<std::int32_t>((std::uint32_t{1} << shift) - 1u);
+  const std::int32_t remainder_threshold = static_cast<std::int32_t>(static_cast<std::uint32_t>(remainder_mask) >> 1);
+  const std::int32_t remainder = (q31product & remainder_mask) - (acc < 0 ? 1 : 0);
+  return (q31product >> shift) + (remainder > remainder_threshold ? 1 : 0);
+}
+
+// 0 <= s.pre_shift, s.post_shift <= 31.
+constexpr std::int32_t glow_libjit_scale_i32i8(std::int32_t x, GlowScale s, std::int32_t offset) {
+  const std::int32_t rtn = s.post_shift > 0 ? static_cast<std::int32_t>(std::int64_t{1} << (s.post_shift - 1)) : 0;
+  const std::int32_t pre_shifted = x >> s.pre_shift;
+  const std::int32_t multiplied = wrap_int32(std::int64_t{pre_shifted} * s.scale);
+  const std::int32_t rounded = wrap_int32(std::int64_t{multiplied} + rtn);
+  return wrap_int32(std::int64_t{rounded >> s.post_shift} + offset);
+}
+
+// 1 <= right_shift <= 62.
+constexpr std::int64_t fbgemm_saturating_rounding_mul_with_shift(std::int32_t a, std::int32_t b, int right_shift) {
+  const std::int64_t nudge = std::int64_t{1} << (right_shift - 1);
+  return arithmetic_shift_right(std::int64_t{a} * b + nudge, right_shift);
+}
+
+// A finite combined_scale. The f32 multiply is one IEEE operation: the oracle is built with
+// -ffp-contract=off and SSE arithmetic (FLT_EVAL_METHOD 0).
+inline std::int32_t stablehlo_scale_and_truncate(std::int32_t value, float combined_scale) {
+  const float scaled = static_cast<float>(value) * combined_scale;
+  if (scaled >= 0x1.0p31f) return std::numeric_limits<std::int32_t>::max();
+  if (scaled < -0x1.0p31f) return std::numeric_limits<std::int32_t>::min();
+  return static_cast<std::int32_t>(scaled);  // truncates toward zero
+}
+
+}  // namespace unchecked
 
 }  // namespace qc

@@ -700,7 +700,7 @@ QuantizeResult quantize(const Tensor& x, const QuantParams& p, DType out, const 
     if (want_labels) res.labels[static_cast<std::size_t>(i)] = e.label;
     res.specified[static_cast<std::size_t>(i)] = e.specified ? 1 : 0;
   }
-  if (fk != FastKind::none) res.slow_elements = static_cast<std::int64_t>(slow.size());
+  res.slow_elements = static_cast<std::int64_t>(slow.size());  // every element, when no fast path applies
   return res;
 }
 

@@ -180,13 +180,22 @@ void validate(const RequantizeParams& p, const Shape& acc, DType out, const std:
 
 struct RequantizeResult {
   Tensor q;
-  std::vector<Label> labels;  // empty unless requested
+  std::vector<Label> labels;       // empty unless requested
+  std::int64_t slow_elements = 0;  // how many elements the fast path handed to the slow path
 };
 
 // acc: any integer tensor (int32 accumulators; the int64-input scheme tflite_int64 takes what the
 // storage holds). out: an integer format.
+//
+// Two paths give identical results, labels and errors. The slow path evaluates every element with
+// requantize_element (exact rationals for the ideal value and the float recipes). The fast path
+// prepares each channel's multiplier the same way, then evaluates the fixed-point schemes in
+// machine integers (the same kernels, with their int32 wraps), the f32/f64 float recipes in
+// hardware IEEE arithmetic, and the ideal value (the ideal scheme, exact float products and every
+// label) with a bounded double approximation settled exactly in 128-bit integers near a boundary;
+// it hands an element to the slow path whenever one of its bounds does not hold.
 RequantizeResult requantize(const Tensor& acc, const RequantizeParams& p, DType out, const RequantizePolicy& policy,
-                            bool want_labels = true);
+                            OraclePath path = OraclePath::fast, bool want_labels = true);
 
 // ---- Accumulation ----------------------------------------------------------------------------
 
