@@ -395,7 +395,7 @@ QuantParams load_quant_params(const json& j, const Shape& shape, DType q, const 
     if (p.block_size <= 0) w.fail("block_size", "must be positive, got " + std::to_string(p.block_size));
   }
   if (p.zero_points.size() == 1 && p.scales.size() > 1) p.zero_points.assign(p.scales.size(), p.zero_points[0]);
-  validate(p, shape, q, w.str());
+  validate(p, shape, q, w.str(), w.prefix);
   return p;
 }
 

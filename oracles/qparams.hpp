@@ -31,7 +31,9 @@ struct QuantParams {
 // Checks scales (positive, finite, representable in scale_dtype), zero points (inside the
 // integer format `q`), and counts against the shape. Throws InputError naming `where` and the
 // offending field.
-void validate(const QuantParams& p, const Shape& x, DType q, const std::string& where);
+// `field_prefix` names the enclosing object in messages (e.g. "b." for a GEMM's weights).
+void validate(const QuantParams& p, const Shape& x, DType q, const std::string& where,
+              const std::string& field_prefix = "");
 
 // Maps a flat element index of a tensor of shape `x` to its parameter index.
 class ParamIndexer {

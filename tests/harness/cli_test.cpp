@@ -127,6 +127,25 @@ TEST_F(Cli, UnknownPresetAndAxisOutOfRange) {
   expect_input_error(case_with("axis", "3"), {"field 'axis'", "out of range"});
 }
 
+TEST_F(Cli, BlockSizeOfZero) {
+  nlohmann::json c = nlohmann::json::parse(case_with("axis", "0"));
+  c["cases"][0]["block_size"] = 0;
+  expect_input_error(c.dump(1), {"case 'c1'", "field 'block_size'", "must be positive"});
+}
+
+TEST_F(Cli, MalformedGemmNamesTheOperandField) {
+  const std::string bad = R"({"suite": "t", "cases": [{"name": "g", "op": "qgemm",
+    "a": {"dtype": "u8", "shape": [2, 3], "data": [1, 2, 3, 4, 5, 6], "scale": 0.5},
+    "b": {"dtype": "i8", "shape": [4, 2], "data": [1, 2, 3, 4, 5, 6, 7, 8], "scale": [0.5, 0.25], "axis": 1},
+    "output": {"kind": "int32"}}]})";
+  expect_input_error(bad, {"case 'g'", "field 'b.shape'"});
+  const std::string bad_axis = R"({"suite": "t", "cases": [{"name": "g", "op": "qgemm",
+    "a": {"dtype": "u8", "shape": [2, 3], "data": [1, 2, 3, 4, 5, 6], "scale": 0.5},
+    "b": {"dtype": "i8", "shape": [3, 2], "data": [1, 2, 3, 4, 5, 6], "scale": [0.5, 0.25], "axis": 2},
+    "output": {"kind": "int32"}}]})";
+  expect_input_error(bad_axis, {"case 'g'", "field 'b.axis'", "out of range"});
+}
+
 TEST_F(Cli, MissingFileAndUnknownBackend) {
   Result r = run("run " + (dir_ / "missing.json").string() + " --report-dir " + (dir_ / "reports").string());
   EXPECT_EQ(r.code, 2);
