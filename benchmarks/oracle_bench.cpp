@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <random>
 
 namespace {
@@ -163,13 +164,22 @@ BENCHMARK(BM_OracleRequantizeFloatMultiplierLabels)->Unit(benchmark::kMillisecon
 // Collects items/s per benchmark so the ratios can be printed after the run.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
+  // With --benchmark_repetitions the medians stand for each benchmark (run_name without the
+  // aggregate suffix); single runs stand for themselves.
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
       auto it = r.counters.find("items_per_second");
-      if (it != r.counters.end()) rate[r.benchmark_name()] = it->second.value;
+      if (it == r.counters.end()) continue;
+      const std::string base = r.run_name.function_name;
+      if (r.run_type == Run::RT_Aggregate) {
+        if (r.aggregate_name == "median") rate[base] = it->second.value, medians.insert(base);
+      } else if (!medians.contains(base)) {
+        rate[base] = it->second.value;
+      }
     }
   }
+  std::set<std::string> medians;
   std::map<std::string, double> rate;
 };
 

@@ -487,7 +487,8 @@ void fast_run(const FastContext& c, const In* x, Out* q, Label* labels, std::int
 // first, which is the policy's own clamp under float_before and otherwise +-2^30, a bound
 // beyond which every output of at most 16 bits saturates anyway.
 template <RoundingMode M, QuantizeOrder O, class Out, bool kLabels>
-void f32_kernel(const float* x, Out* q, Label* labels, std::uint8_t* bad, std::int64_t n, float s, std::int32_t zp,
+void f32_kernel(const float* __restrict x, std::int32_t* __restrict q, std::int32_t* __restrict labels,
+                std::int32_t* __restrict bad, std::int64_t n, float s, std::int32_t zp,
                 float lo_f, float hi_f, bool float_before, std::int32_t lo, std::int32_t hi, float min_normal) {
   constexpr bool kIntAdd = O == QuantizeOrder::div_then_add_int || O == QuantizeOrder::recip_then_add_int;
   const float inv = 1.0f / s;
@@ -514,11 +515,11 @@ void f32_kernel(const float* x, Out* q, Label* labels, std::uint8_t* bad, std::i
     // exact for small negative t; d = t - m is exact whenever |d| <= 1/4 (Sterbenz), and
     // otherwise far from both the tie and the near-tie band.
     const float d = t - (fl + 0.5f);
-    const bool zero = t == fl, half = (d == 0.0f) & !zero, above = (d > 0.0f) & !zero;
-    const std::int32_t up = rounds_up(M, zero, half, above, (ti & 1) != 0, ti < 0) ? 1 : 0;
+    const std::int32_t zero = t == fl, half = (d == 0.0f) & !zero, above = (d > 0.0f) & !zero;
+    const std::int32_t up = rounds_up_bits<std::int32_t>(M, zero, half, above, ti & 1, ti < 0);
     const std::int32_t v = ti + up + off;
     const std::int32_t c = std::min(std::max(v, lo), hi);
-    q[i] = static_cast<Out>(c);
+    q[i] = c;
     bad[i] = is_bad ? 1 : 0;
     if constexpr (kLabels) {
       // clear 0, near_tie 1, tie 2 (a tie is also near), saturated 3 (ORs over the others).
@@ -526,15 +527,15 @@ void f32_kernel(const float* x, Out* q, Label* labels, std::uint8_t* bad, std::i
                     static_cast<int>(Label::saturated) == 3);
       const bool sat = sat_f | (c != v);
       const bool near = (std::fabs(d) <= static_cast<float>(kNearTieDistance)) & !zero;
-      const auto code = static_cast<std::uint8_t>((static_cast<unsigned>(near) + static_cast<unsigned>(half)) |
-                                                  (static_cast<unsigned>(sat) * 3u));
-      labels[i] = static_cast<Label>(code);
+      labels[i] = static_cast<std::int32_t>((static_cast<unsigned>(near) + static_cast<unsigned>(half)) |
+                                            (static_cast<unsigned>(sat) * 3u));
     }
   }
 }
 
 template <RoundingMode M, QuantizeOrder O, class Out>
-void f32_kernel_labels(bool with_labels, const float* x, Out* q, Label* labels, std::uint8_t* bad, std::int64_t n,
+void f32_kernel_labels(bool with_labels, const float* x, std::int32_t* q, std::int32_t* labels, std::int32_t* bad,
+                       std::int64_t n,
                        float s, std::int32_t zp, float lo_f, float hi_f, bool fb, std::int32_t lo, std::int32_t hi,
                        float mn) {
   if (with_labels) f32_kernel<M, O, Out, true>(x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, hi, mn);
@@ -542,7 +543,8 @@ void f32_kernel_labels(bool with_labels, const float* x, Out* q, Label* labels, 
 }
 
 template <RoundingMode M, class Out>
-void f32_kernel_order(QuantizeOrder o, bool with_labels, const float* x, Out* q, Label* labels, std::uint8_t* bad,
+void f32_kernel_order(QuantizeOrder o, bool with_labels, const float* x, std::int32_t* q, std::int32_t* labels,
+                      std::int32_t* bad,
                       std::int64_t n, float s, std::int32_t zp, float lo_f, float hi_f, bool fb, std::int32_t lo,
                       std::int32_t hi, float mn) {
   switch (o) {
@@ -560,8 +562,8 @@ void f32_kernel_order(QuantizeOrder o, bool with_labels, const float* x, Out* q,
 }
 
 template <class Out>
-void f32_kernel_mode(RoundingMode m, QuantizeOrder o, bool with_labels, const float* x, Out* q, Label* labels,
-                     std::uint8_t* bad, std::int64_t n, float s, std::int32_t zp, float lo_f, float hi_f, bool fb,
+void f32_kernel_mode(RoundingMode m, QuantizeOrder o, bool with_labels, const float* x, std::int32_t* q,
+                     std::int32_t* labels, std::int32_t* bad, std::int64_t n, float s, std::int32_t zp, float lo_f, float hi_f, bool fb,
                      std::int32_t lo, std::int32_t hi, float mn) {
   switch (m) {
 #define QC_MODE(MODE) \
@@ -604,7 +606,12 @@ void fast_tensor(const FastContext& c, const Tensor& x, const QuantParams& p, Te
   if constexpr (std::is_same_v<In, float> && sizeof(Out) <= 2) {
     if (c.kind == FastKind::f32 && c.pol.clamp != Clamp::wrap && c.pol.order != QuantizeOrder::fma_recip &&
         c.pol.order != QuantizeOrder::round_then_add_float) {
-      std::vector<std::uint8_t> bad(static_cast<std::size_t>(x.size()));
+      // The kernel flags the elements it cannot settle in a small reused buffer (chunks of 4096
+      // elements), so the flags cost no extra pass over memory.
+      constexpr std::int64_t kChunk = 4096;
+      // The kernel writes int32 lanes (one vector width with the f32 lanes, which GCC needs to
+      // vectorize it); they are narrowed to the output and label types afterwards.
+      std::vector<std::int32_t> qbuf(kChunk), lbuf(kChunk), bad(kChunk);
       const bool fb = c.pol.clamp == Clamp::float_before;
       for_each_param_run(p, x.shape(), x.size(), [&](std::int64_t b, std::int64_t e, std::int64_t k) {
         const auto s = static_cast<float>(p.scales[static_cast<std::size_t>(k)]);
@@ -612,22 +619,21 @@ void fast_tensor(const FastContext& c, const Tensor& x, const QuantParams& p, Te
         const std::int32_t off = c.int_add ? zp : 0;
         const float lo_f = fb ? static_cast<float>(c.fin.range.lo - off) : -0x1p30f;
         const float hi_f = fb ? static_cast<float>(c.fin.range.hi - off) : 0x1p30f;
-        f32_kernel_mode<Out>(c.pol.rounding, c.pol.order, labels != nullptr, xd + b, qd + b, labels ? labels + b : nullptr,
-                             bad.data() + b, e - b, s, zp, lo_f, hi_f, fb, static_cast<std::int32_t>(c.fin.range.lo),
-                             static_cast<std::int32_t>(c.fin.range.hi), static_cast<float>(c.min_normal));
+        for (std::int64_t cb = b; cb < e; cb += kChunk) {
+          const std::int64_t n = std::min(kChunk, e - cb);
+          f32_kernel_mode<Out>(c.pol.rounding, c.pol.order, labels != nullptr, xd + cb, qbuf.data(), lbuf.data(),
+                               bad.data(), n, s, zp, lo_f, hi_f, fb, static_cast<std::int32_t>(c.fin.range.lo),
+                               static_cast<std::int32_t>(c.fin.range.hi), static_cast<float>(c.min_normal));
+          Out* qo = qd + cb;
+          for (std::int64_t i = 0; i < n; ++i) qo[i] = static_cast<Out>(qbuf[static_cast<std::size_t>(i)]);
+          if (labels) {
+            auto* lo = reinterpret_cast<std::uint8_t*>(labels + cb);
+            for (std::int64_t i = 0; i < n; ++i) lo[i] = static_cast<std::uint8_t>(lbuf[static_cast<std::size_t>(i)]);
+          }
+          for (std::int64_t i = 0; i < n; ++i)  // flags are rare: a predictable branch
+            if (bad[static_cast<std::size_t>(i)]) slow.push_back(cb + i);
+        }
       });
-      // Flags are rare: skip eight at a time.
-      const std::int64_t n = x.size();
-      std::int64_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        std::uint64_t word;
-        std::memcpy(&word, bad.data() + i, 8);
-        if (word == 0) continue;
-        for (std::int64_t j = i; j < i + 8; ++j)
-          if (bad[static_cast<std::size_t>(j)]) slow.push_back(j);
-      }
-      for (; i < n; ++i)
-        if (bad[static_cast<std::size_t>(i)]) slow.push_back(i);
       return;
     }
   }
