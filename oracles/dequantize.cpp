@@ -255,15 +255,7 @@ bool fast_exact_element(std::int64_t q, double sd, std::int64_t zp, DType out, s
   return true;
 }
 
-enum class FastKind { none, f32, f64, exact };
-
-FastKind fast_kind(const Arith& a) {
-  const std::string n = a.name();
-  if (n == "f32") return FastKind::f32;
-  if (n == "f64") return FastKind::f64;
-  if (n == "exact") return FastKind::exact;
-  return FastKind::none;
-}
+using FastKind = Arith::Native;
 
 }  // namespace
 
@@ -277,7 +269,7 @@ DequantizeResult dequantize(const Tensor& q, const QuantParams& p, DType out, co
   if (want_labels) res.labels.assign(static_cast<std::size_t>(q.size()), Label::clear);
   const ParamIndexer index(p, q.shape());
   const Arith A = resolve_compute(pol.compute, q.dtype(), p.scale_dtype);
-  const FastKind fk = path == OraclePath::fast ? fast_kind(A) : FastKind::none;
+  const FastKind fk = path == OraclePath::fast ? A.native() : FastKind::none;
   // The slow path's per-channel terms, formed when a channel first needs them.
   std::vector<std::optional<DequantizeTerms>> terms(p.scales.size());
 

@@ -18,6 +18,15 @@ class Arith {
   static Arith fixed64(int frac_bits) { return Arith(Kind::fixed, DType::f64, frac_bits); }
 
   bool is_exact() const { return kind_ == Kind::exact; }
+  // Which arithmetic a fast path can run natively: the hardware's f32 or f64 (IEEE, default
+  // environment), exact, or none of them (f16, bf16, f8, fixed point).
+  enum class Native : std::uint8_t { none, f32, f64, exact };
+  Native native() const {
+    if (kind_ == Kind::exact) return Native::exact;
+    if (kind_ == Kind::floating && type_ == DType::f32) return Native::f32;
+    if (kind_ == Kind::floating && type_ == DType::f64) return Native::f64;
+    return Native::none;
+  }
   std::string name() const;
 
   // Round an exact value into this arithmetic.

@@ -1,8 +1,24 @@
 #include "oracles/policy.hpp"
 
+#include "oracles/error.hpp"
+
+#include <algorithm>
 #include <array>
 
 namespace qc {
+
+OutputRange output_range(DType out, bool narrow_range,
+                         const std::optional<std::pair<std::int64_t, std::int64_t>>& clip) {
+  OutputRange r{int_min(out, narrow_range), int_max(out)};
+  if (clip) {
+    r.lo = std::max(r.lo, clip->first);
+    r.hi = std::min(r.hi, clip->second);
+  }
+  if (r.lo > r.hi)
+    throw InputError("the clip [" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + "] leaves no value of " +
+                     std::string(name(out)));
+  return r;
+}
 
 std::string to_string(const ComputeFormat& c) {
   switch (c.kind) {

@@ -72,6 +72,15 @@ struct QuantizePolicy {
   bool operator==(const QuantizePolicy&) const = default;
 };
 
+// The integer range an output may take: the format's range (narrow range drops the most
+// negative value of a signed format), intersected with an explicit clip. Throws InputError when
+// the clip leaves nothing.
+struct OutputRange {
+  std::int64_t lo, hi;
+};
+OutputRange output_range(DType out, bool narrow_range,
+                         const std::optional<std::pair<std::int64_t, std::int64_t>>& clip);
+
 // Dequantize: int -> float.
 enum class DequantizeOrder : std::uint8_t {
   sub_int_then_mul,    // (q - zp) * s, subtraction in integers (exact)

@@ -28,18 +28,9 @@ Arith resolve_compute(const ComputeFormat& c, DType x_dtype, DType scale_dtype) 
 
 namespace {
 
-struct Range {
-  std::int64_t lo, hi;
-};
+using Range = OutputRange;
 
-Range output_range(DType out, const QuantizePolicy& pol) {
-  Range r{int_min(out, pol.narrow_range), int_max(out)};
-  if (pol.clip) {
-    r.lo = std::max(r.lo, pol.clip->first);
-    r.hi = std::min(r.hi, pol.clip->second);
-  }
-  return r;
-}
+Range output_range(DType out, const QuantizePolicy& pol) { return qc::output_range(out, pol.narrow_range, pol.clip); }
 
 bool adds_zp_in_integers(QuantizeOrder o) {
   return o == QuantizeOrder::div_then_add_int || o == QuantizeOrder::recip_then_add_int;
@@ -424,15 +415,7 @@ double two_sum_err(double a, double b, double s) {
   return true;
 }
 
-enum class FastKind { none, f32, f64, exact };
-
-FastKind fast_kind(const Arith& a) {
-  const std::string n = a.name();
-  if (n == "f32") return FastKind::f32;
-  if (n == "f64") return FastKind::f64;
-  if (n == "exact") return FastKind::exact;
-  return FastKind::none;
-}
+using FastKind = Arith::Native;
 
 }  // namespace
 
@@ -670,7 +653,7 @@ QuantizeResult quantize(const Tensor& x, const QuantParams& p, DType out, const 
   if (want_labels) res.labels.assign(static_cast<std::size_t>(x.size()), Label::clear);
   res.specified.assign(static_cast<std::size_t>(x.size()), 1);
   const Arith A = resolve_compute(pol.compute, x.dtype(), p.scale_dtype);
-  const FastKind fk = path == OraclePath::fast ? fast_kind(A) : FastKind::none;
+  const FastKind fk = path == OraclePath::fast ? A.native() : FastKind::none;
   const FastContext ctx{pol, RoundTable(pol.rounding), Finish{out, output_range(out, pol), pol.clamp}, adds_zp_in_integers(pol.order), fk,
                         is_float(x.dtype()) ? std::ldexp(1.0, 1 - info(x.dtype()).fl.bias) : 0.0};
 

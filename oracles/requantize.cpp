@@ -267,20 +267,14 @@ class Tracer {
   std::vector<TraceStep>& steps_;
 };
 
-struct Range {
-  std::int64_t lo, hi;
-};
+using Range = OutputRange;
 
 Range output_range(DType out, const RequantizePolicy& p) {
-  Range r{int_min(out, p.narrow_range), int_max(out)};
-  if (p.clip) {
-    r.lo = std::max(r.lo, p.clip->first);
-    r.hi = std::min(r.hi, p.clip->second);
+  try {
+    return qc::output_range(out, p.narrow_range, p.clip);
+  } catch (const InputError& e) {
+    throw InputError(std::string("requantize: ") + e.what());
   }
-  if (r.lo > r.hi)
-    throw InputError("requantize: the clip [" + std::to_string(r.lo) + ", " + std::to_string(r.hi) +
-                     "] leaves no value of " + std::string(name(out)));
-  return r;
 }
 
 Arith arith_of(const ComputeFormat& f, DType scale_dtype, std::string_view field) {

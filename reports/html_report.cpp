@@ -1,4 +1,5 @@
 // A self-contained HTML report: inline CSS and SVG, no scripts, no network.
+#include "reports/escape.hpp"
 #include "reports/writers.hpp"
 
 #include <algorithm>
@@ -8,20 +9,7 @@
 namespace qc {
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+std::string esc(const std::string& s) { return xml_escape(s); }
 
 std::string anchor(const std::string& id) {
   std::string a = "case-";

@@ -1,5 +1,6 @@
 // JUnit XML, the format CI systems (Jenkins, GitLab, GitHub test reporters) read: one
 // <testsuite> per case suite, one <testcase> per (case, backend).
+#include "reports/escape.hpp"
 #include "reports/writers.hpp"
 
 #include <map>
@@ -8,21 +9,7 @@
 namespace qc {
 namespace {
 
-std::string xml(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&apos;"; break;
-      default:
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t') o += c;
-    }
-  }
-  return o;
-}
+std::string xml(const std::string& s) { return xml_escape(s); }
 
 }  // namespace
 
