@@ -28,6 +28,8 @@ std::string Expectation::str() const {
       return "max_ulp:" + std::to_string(tolerance);
     case Kind::claim:
       return "claim";
+    case Kind::dot_product:
+      return "dot_product";
   }
   return "?";
 }
@@ -338,6 +340,7 @@ Expectation load_expectation(const json& j, const Where& w, const std::string& f
     const std::string s = j.get<std::string>();
     if (s == "exact") return {Expectation::Kind::exact, 0};
     if (s == "claim") return {Expectation::Kind::claim, 0};
+    if (s == "dot_product") return {Expectation::Kind::dot_product, 0};
     w.fail(field, "unknown expectation '" + s + "' (exact, claim, {\"max_lsb\": n}, {\"max_ulp\": n})");
   }
   for (const auto& [key, kind] : {std::pair{"max_lsb", Expectation::Kind::max_lsb}, std::pair{"max_ulp", Expectation::Kind::max_ulp}}) {
@@ -595,6 +598,32 @@ OpRequest load_qgemm(const json& j, const Spec& spec, const Where& w) {
   return g;
 }
 
+OpRequest load_weight_only(const json& j, const Where& w) {
+  WeightOnlyGemmOp g;
+  if (!j.contains("a") || !j["a"].is_object()) w.fail("a", "missing operand object");
+  const Where aw = nested(w, "a");
+  check_fields(j["a"], {"dtype", "shape", "data", "generator"}, aw, "");
+  g.a = load_operand_values(j["a"], j, aw);
+  if (!is_float(g.a.dtype())) aw.fail("dtype", "weight-only activations are floats");
+  g.b = load_weights(j, "b", w);
+  if (j["b"].contains("layout")) {
+    const std::string l = j["b"]["layout"].is_string() ? j["b"]["layout"].get<std::string>() : "";
+    if (l == "k_by_n") g.b_layout = WeightLayout::k_by_n;
+    else if (l == "n_by_k") g.b_layout = WeightLayout::n_by_k;
+    else nested(w, "b").fail("layout", "unknown layout '" + l + "' (k_by_n, n_by_k)");
+  }
+  g.bias = load_bias(j, w);
+  if (g.bias && !is_float(g.bias->dtype())) nested(w, "bias").fail("dtype", "weight-only bias is a float");
+  g.out = output_dtype(j, w, DType::f32);
+  if (!is_float(g.out)) w.fail("output_dtype", "weight-only output is a float format");
+  try {
+    (void)gemm_shape(g.a.shape(), g.b.shape, g.b_layout);
+  } catch (const InputError& e) {
+    w.fail("b.shape", e.what());
+  }
+  return g;
+}
+
 OpRequest load_qconv2d(const json& j, const Spec& spec, const Where& w) {
   QConv2dOp c;
   c.input = load_activation(j, "input", spec, w);
@@ -643,6 +672,7 @@ Case load_case(const json& j, std::size_t index, const std::string& text, const 
   if (op == "quantize" || op == "dequantize") fields.insert({"scale", "block_size"});
   if (op == "requantize") fields.insert({"input_scale", "weight_scale", "output_scale"});
   if (op == "qgemm") fields = {"name", "description", "op", "spec", "expect", "a", "b", "bias", "output"};
+  if (op == "weight_only_gemm") fields = {"name", "description", "op", "spec", "expect", "a", "b", "bias", "output_dtype"};
   if (op == "qconv2d")
     fields = {"name", "description", "op", "spec", "expect", "input", "weight", "bias", "output", "stride", "padding",
               "dilation", "groups", "padding_value"};
@@ -654,8 +684,9 @@ Case load_case(const json& j, std::size_t index, const std::string& text, const 
   else if (op == "requantize") c.op = load_requantize(j, w);
   else if (op == "qgemm") c.op = load_qgemm(j, c.spec, w);
   else if (op == "qconv2d") c.op = load_qconv2d(j, c.spec, w);
+  else if (op == "weight_only_gemm") c.op = load_weight_only(j, w);
   else
-    w.fail("op", op.empty() ? "missing" : "unknown op '" + op + "' (known: quantize, dequantize, requantize, qgemm, qconv2d)");
+    w.fail("op", op.empty() ? "missing" : "unknown op '" + op + "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm)");
 
   if (j.contains("expect")) {
     const json& e = j["expect"];

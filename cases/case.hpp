@@ -18,6 +18,7 @@ struct Expectation {
     max_lsb,  // integer outputs within `tolerance` LSB of the spec
     max_ulp,  // float outputs within `tolerance` ULP (of the output format) of the spec
     claim,    // bit-exact against the backend's claimed preset (distance to the spec reported)
+    dot_product,  // dot-product ops: within TOSA's DOT_PRODUCT error bounds of the exact value
   };
   Kind kind = Kind::exact;
   std::int64_t tolerance = 0;

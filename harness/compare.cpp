@@ -34,8 +34,6 @@ std::size_t bucket(std::int64_t d) { return static_cast<std::size_t>(std::min<st
 
 }  // namespace
 
-std::int64_t ulp_distance(DType t, std::uint64_t a, std::uint64_t b) { return std::abs(ulp_delta(t, a, b)); }
-
 std::int64_t ulp_delta(DType t, std::uint64_t expected, std::uint64_t actual) {
   const bool ne = is_nan_bits(t, expected), na = is_nan_bits(t, actual);
   if (ne || na) return ne && na ? 0 : kUlpInfinite;

@@ -10,12 +10,10 @@ namespace qc {
 
 Metrics compare(const Reference& ref, const Tensor& actual, int max_worst);
 
-// Distance in ULP between two values of float format t given as bit patterns: the difference of
-// their positions in the ordered sequence of the format's values (+0 and -0 share a position).
-// NaN is at distance 0 from NaN and kUlpInfinite from anything else.
+// Signed distance in ULP between two values of float format t given as bit patterns:
+// position(actual) - position(expected) in the ordered sequence of the format's values (+0 and
+// -0 share a position). NaN is at 0 from NaN and kUlpInfinite from anything else.
 inline constexpr std::int64_t kUlpInfinite = std::int64_t{1} << 62;
-std::int64_t ulp_distance(DType t, std::uint64_t a, std::uint64_t b);
-// Signed: position(actual) - position(expected).
 std::int64_t ulp_delta(DType t, std::uint64_t expected, std::uint64_t actual);
 
 // Number of specified elements where `a` and `b` differ bit for bit (NaN payloads aside).

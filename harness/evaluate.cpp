@@ -20,7 +20,7 @@ namespace {
 Reference evaluate_quantize(const QuantizeOp& op, const Spec& spec) {
   const QuantizePolicy& pol = spec.quantize_for(op.x.dtype());
   QuantizeResult r = quantize(op.x, op.params, op.out, pol);
-  Reference ref{std::move(r.q), std::move(r.labels), std::move(r.specified), std::nullopt, {}};
+  Reference ref{std::move(r.q), std::move(r.labels), std::move(r.specified), std::nullopt, {}, {}};
   ref.describe = [&op, pol](std::int64_t i, ElementDiff& d) {
     const std::int64_t k = ParamIndexer(op.params, op.x.shape())(i);
     const double x = op.x.get_double(i);
@@ -35,7 +35,7 @@ Reference evaluate_quantize(const QuantizeOp& op, const Spec& spec) {
 Reference evaluate_dequantize(const DequantizeOp& op, const Spec& spec) {
   DequantizeResult r = dequantize(op.q, op.params, op.out, spec.dequantize);
   Reference ref{std::move(r.y), std::move(r.labels), std::vector<std::uint8_t>(static_cast<std::size_t>(op.q.size()), 1),
-                std::nullopt, {}};
+                std::nullopt, {}, {}};
   // The real value (q - zp) * s is exact; its correct rounding into the output format is the
   // dequantize of an exact-arithmetic policy.
   DequantizePolicy exact_policy{DequantizeOrder::sub_int_then_mul, ComputeFormat{ComputeFormat::Kind::exact, 0}};
@@ -54,7 +54,7 @@ Reference evaluate_dequantize(const DequantizeOp& op, const Spec& spec) {
 Reference evaluate_requantize(const RequantizeOp& op, const Spec& spec) {
   RequantizeResult r = requantize(op.acc, op.params, op.out, spec.requantize);
   Reference ref{std::move(r.q), std::move(r.labels),
-                std::vector<std::uint8_t>(static_cast<std::size_t>(op.acc.size()), 1), std::nullopt, {}};
+                std::vector<std::uint8_t>(static_cast<std::size_t>(op.acc.size()), 1), std::nullopt, {}, {}};
   const RequantizePolicy pol = spec.requantize;
   ref.describe = [&op, pol](std::int64_t i, ElementDiff& d) {
     d.input = std::to_string(op.acc.get_int(i));
@@ -79,7 +79,7 @@ Reference evaluate_requantize(const RequantizeOp& op, const Spec& spec) {
 
 // qgemm and qconv2d share the output stage and so the reference they produce.
 Reference linear_reference(QLinearResult r, DType out) {
-  Reference ref{r.y, r.labels, std::vector<std::uint8_t>(static_cast<std::size_t>(r.y.size()), 1), std::nullopt, {}};
+  Reference ref{r.y, r.labels, std::vector<std::uint8_t>(static_cast<std::size_t>(r.y.size()), 1), std::nullopt, {}, {}};
   if (is_float(out)) {  // the exact value rounded once into the output format
     Tensor cr(out, r.y.shape());
     for (std::int64_t i = 0; i < cr.size(); ++i)
@@ -90,6 +90,22 @@ Reference linear_reference(QLinearResult r, DType out) {
   ref.describe = [shared](std::int64_t i, ElementDiff& d) {
     d.input = "accumulator " + shared->exact_accumulator(i, 0).str() + (shared->segments() > 1 ? " (first block)" : "");
     d.exact = to_decimal(shared->exact_value(i), 40);
+  };
+  return ref;
+}
+
+// The exact real result (the weights' exact values (q - zp) * s), correctly rounded; the
+// implementation is judged by the TOSA dot-product bound since the summation order is free.
+Reference evaluate_weight_only(const WeightOnlyGemmOp& op, const Spec& spec) {
+  const WeightOnlyPolicy pol{spec.quantize_for(DType::f32), std::nullopt, spec.dequantize};
+  auto r = std::make_shared<WeightOnlyResult>(weight_only_gemm(op, pol));
+  Reference ref{r->y, r->labels, std::vector<std::uint8_t>(static_cast<std::size_t>(r->y.size()), 1), r->y, {}, {}};
+  const DotProductCheck check{TosaDotProductRevision::ksb, tosa_kernel_size_bound(r->kernel_size, r->nonzero_bias), -1,
+                              op.out};
+  ref.dot_product = [r, check](const Tensor& actual) { return check_dot_product(r->exact, r->bound, actual, check); };
+  ref.describe = [r](std::int64_t i, ElementDiff& d) {
+    d.input = "dot product of length " + std::to_string(r->kernel_size);
+    d.exact = to_decimal(r->exact[static_cast<std::size_t>(i)], 40);
   };
   return ref;
 }
@@ -118,6 +134,7 @@ Reference evaluate(const OpRequest& op, const Spec& spec) {
     Reference operator()(const QConv2dOp& o) const {
       return linear_reference(qconv2d(o, qgemm_policy(spec, o.input.values.dtype())), o.output.format);
     }
+    Reference operator()(const WeightOnlyGemmOp& o) const { return evaluate_weight_only(o, spec); }
   };
   return std::visit(Visitor{spec}, op);
 }

@@ -18,6 +18,8 @@ struct Reference {
   // Float outputs: the exact real value correctly rounded (ties to even) into the output format,
   // so a backend's distance to the real answer is reported beside its distance to the spec.
   std::optional<Tensor> correctly_rounded;
+  // Dot-product ops (weight-only GEMM): the TOSA DOT_PRODUCT compliance check of an output.
+  std::function<DotProductVerdict(const Tensor&)> dot_product;
   // Fills an element's input text and exact value (only called for the few worst elements).
   std::function<void(std::int64_t, ElementDiff&)> describe;
 };

@@ -72,6 +72,18 @@ BackendResult run_one(const Case& c, const Reference& ref, Backend& b, int max_w
                  ") against " + c.spec.name;
       break;
     }
+    case Expectation::Kind::dot_product: {
+      if (!ref.dot_product) {
+        r.verdict = Verdict::fail;
+        r.reason = "a dot_product expectation needs a dot-product op (weight_only_gemm)";
+        break;
+      }
+      const DotProductVerdict v = ref.dot_product(out);
+      r.verdict = v.pass ? Verdict::pass : Verdict::fail;
+      r.reason = (v.pass ? std::string("within the TOSA dot-product bounds") : "outside the TOSA dot-product bounds: " + v.reason) +
+                 "; " + counts + worst + " against the correctly rounded " + c.spec.name;
+      break;
+    }
     case Expectation::Kind::claim: {
       auto claimed = find_preset(r.claim);
       if (!claimed) {
@@ -95,6 +107,7 @@ std::string granularity_of(const OpRequest& op) {
   if (const auto* d = std::get_if<DequantizeOp>(&op)) return std::string(name(d->params.granularity()));
   if (const auto* r = std::get_if<RequantizeOp>(&op)) return r->params.weight_scales.size() > 1 ? "per_axis" : "per_tensor";
   if (const auto* g = std::get_if<QGemmOp>(&op)) return "weights " + std::string(name(g->b.params.granularity()));
+  if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return "weights " + std::string(name(w->b.params.granularity()));
   return "weights " + std::string(name(std::get<QConv2dOp>(op).weight.params.granularity()));
 }
 

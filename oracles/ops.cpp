@@ -9,6 +9,7 @@ std::string_view op_name(const OpRequest& op) {
     std::string_view operator()(const RequantizeOp&) const { return "requantize"; }
     std::string_view operator()(const QGemmOp&) const { return "qgemm"; }
     std::string_view operator()(const QConv2dOp&) const { return "qconv2d"; }
+    std::string_view operator()(const WeightOnlyGemmOp&) const { return "weight_only_gemm"; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -20,6 +21,7 @@ const Tensor& op_input(const OpRequest& op) {
     const Tensor& operator()(const RequantizeOp& o) const { return o.acc; }
     const Tensor& operator()(const QGemmOp& o) const { return o.a.values; }
     const Tensor& operator()(const QConv2dOp& o) const { return o.input.values; }
+    const Tensor& operator()(const WeightOnlyGemmOp& o) const { return o.a; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -31,6 +33,7 @@ DType op_output_dtype(const OpRequest& op) {
     DType operator()(const RequantizeOp& o) const { return o.out; }
     DType operator()(const QGemmOp& o) const { return o.output.format; }
     DType operator()(const QConv2dOp& o) const { return o.output.format; }
+    DType operator()(const WeightOnlyGemmOp& o) const { return o.out; }
   };
   return std::visit(Visitor{}, op);
 }

@@ -6,6 +6,7 @@
 #include "oracles/qgemm.hpp"
 #include "oracles/qparams.hpp"
 #include "oracles/requantize.hpp"
+#include "oracles/weight_only.hpp"
 #include "oracles/tensor.hpp"
 
 #include <string_view>
@@ -35,7 +36,8 @@ struct RequantizeOp {
 };
 
 // QGemmOp (qgemm.hpp) and QConv2dOp (qconv2d.hpp): the full quantized paths.
-using OpRequest = std::variant<QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp>;
+// WeightOnlyGemmOp (weight_only.hpp): float activations times dequantized weights.
+using OpRequest = std::variant<QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp>;
 
 std::string_view op_name(const OpRequest& op);
 // The op's main input (the tensor whose elements the outputs correspond to).

@@ -220,6 +220,7 @@ Tensor requantize(const RequantizeOp& op) {
 }  // namespace cpu_ref
 
 Availability CpuRefBackend::supports(const OpRequest& op) const {
+  if (const auto* wo = std::get_if<WeightOnlyGemmOp>(&op)) return cpu_ref::supports_weight_only(*wo);
   if (const auto* q = std::get_if<QuantizeOp>(&op)) {
     if (!is_float(q->params.scale_dtype) || q->params.scale_dtype == DType::f8e4m3fn ||
         q->params.scale_dtype == DType::f8e5m2)
@@ -246,6 +247,7 @@ Tensor CpuRefBackend::run(const OpRequest& op) {
   if (const auto* r = std::get_if<RequantizeOp>(&op)) return cpu_ref::requantize(*r);
   if (const auto* g = std::get_if<QGemmOp>(&op)) return cpu_ref::run_qgemm(*g);
   if (const auto* c = std::get_if<QConv2dOp>(&op)) return cpu_ref::run_qconv2d(*c);
+  if (const auto* wo = std::get_if<WeightOnlyGemmOp>(&op)) return cpu_ref::run_weight_only(*wo);
   return cpu_ref::quantize_linear(std::get<QuantizeOp>(op));
 }
 

@@ -84,6 +84,8 @@ Tensor output_stage(const Accumulators& acc, const std::optional<Tensor>& bias, 
 
 // ---- The paths -----------------------------------------------------------------------------------
 
+Availability supports_weight_only(const WeightOnlyGemmOp& op);  // weight_only.cpp
+Tensor run_weight_only(const WeightOnlyGemmOp& op);
 Availability supports_qgemm(const QGemmOp& op);  // gemm.cpp
 Tensor run_qgemm(const QGemmOp& op);
 Availability supports_qconv2d(const QConv2dOp& op);  // conv.cpp
