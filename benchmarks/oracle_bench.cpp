@@ -15,8 +15,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <set>
 #include <random>
+#include <set>
 
 namespace {
 
@@ -72,10 +72,18 @@ void run_quantize(benchmark::State& state, const char* preset, qc::ComputeFormat
   state.SetItemsProcessed(state.iterations() * kElements);
 }
 
-void BM_OracleQuantizeOnnx(benchmark::State& s) { run_quantize(s, "onnx", {qc::ComputeFormat::Kind::scale_type, 0}, false); }
-void BM_OracleQuantizeOnnxLabels(benchmark::State& s) { run_quantize(s, "onnx", {qc::ComputeFormat::Kind::scale_type, 0}, true); }
-void BM_OracleQuantizeExact(benchmark::State& s) { run_quantize(s, "onnx", {qc::ComputeFormat::Kind::exact, 0}, false); }
-void BM_OracleQuantizeExactLabels(benchmark::State& s) { run_quantize(s, "onnx", {qc::ComputeFormat::Kind::exact, 0}, true); }
+void BM_OracleQuantizeOnnx(benchmark::State& s) {
+  run_quantize(s, "onnx", {qc::ComputeFormat::Kind::scale_type, 0}, false);
+}
+void BM_OracleQuantizeOnnxLabels(benchmark::State& s) {
+  run_quantize(s, "onnx", {qc::ComputeFormat::Kind::scale_type, 0}, true);
+}
+void BM_OracleQuantizeExact(benchmark::State& s) {
+  run_quantize(s, "onnx", {qc::ComputeFormat::Kind::exact, 0}, false);
+}
+void BM_OracleQuantizeExactLabels(benchmark::State& s) {
+  run_quantize(s, "onnx", {qc::ComputeFormat::Kind::exact, 0}, true);
+}
 
 // ---- Requantize ----------------------------------------------------------------------------------
 

@@ -36,9 +36,11 @@ void BM_PlainInt32Gemm(benchmark::State& state) {
   const Operands& o = operands();
   std::vector<std::int32_t> bt(static_cast<std::size_t>(kN * kK)), c(static_cast<std::size_t>(kM * kN));
   for (std::int64_t k = 0; k < kK; ++k)
-    for (std::int64_t n = 0; n < kN; ++n) bt[static_cast<std::size_t>(n * kK + k)] = static_cast<std::int32_t>(o.b.get_int(k * kN + n));
+    for (std::int64_t n = 0; n < kN; ++n)
+      bt[static_cast<std::size_t>(n * kK + k)] = static_cast<std::int32_t>(o.b.get_int(k * kN + n));
   std::vector<std::int32_t> a(static_cast<std::size_t>(kM * kK));
-  for (std::int64_t i = 0; i < kM * kK; ++i) a[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(o.a.get_int(i)) - 128;
+  for (std::int64_t i = 0; i < kM * kK; ++i)
+    a[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(o.a.get_int(i)) - 128;
   for (auto _ : state) {
     for (std::int64_t m = 0; m < kM; ++m) {
       const std::int32_t* ar = &a[static_cast<std::size_t>(m * kK)];
@@ -102,8 +104,10 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   const double base = reporter.gops["BM_PlainInt32Gemm/real_time"];
   const double oracle = reporter.gops["BM_OracleQGemmRequantized/real_time"];
-  std::printf("\n1024^3 u8 x s8: plain int32 loop %.2f GOPS, oracle qgemm (exact accumulation + exact requantize) %.2f GOPS, ratio %.3f\n",
-              base, oracle, base > 0 ? oracle / base : 0.0);
+  std::printf(
+      "\n1024^3 u8 x s8: plain int32 loop %.2f GOPS, oracle qgemm (exact accumulation + exact requantize) %.2f GOPS, "
+      "ratio %.3f\n",
+      base, oracle, base > 0 ? oracle / base : 0.0);
   benchmark::Shutdown();
   return 0;
 }

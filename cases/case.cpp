@@ -1,9 +1,9 @@
 #include "cases/case.hpp"
 
 #include "cases/generators.hpp"
-#include "oracles/int4.hpp"
 #include "oracles/choose_qparams.hpp"
 #include "oracles/error.hpp"
+#include "oracles/int4.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -160,12 +160,14 @@ void fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w
       fill_ties(x, seed, case_scale(), intg("k_min", -130), intg("k_max", 130));
     } else if (kind == "saturation") {
       check_fields(g, {"kind", "seed", "scale", "zero_point", "output_dtype"}, w, p);
-      const std::int64_t zp =
-          g.contains("zero_point") ? integer(g["zero_point"], w, p + "zero_point")
-          : c.contains("zero_point") ? (c["zero_point"].is_array() ? integer(c["zero_point"].at(0), w, "zero_point")
-                                                                    : integer(c["zero_point"], w, "zero_point"))
-                                     : 0;
-      const json& od = g.contains("output_dtype") ? g["output_dtype"] : c.contains("output_dtype") ? c["output_dtype"] : json();
+      const std::int64_t zp = g.contains("zero_point") ? integer(g["zero_point"], w, p + "zero_point")
+                              : c.contains("zero_point")
+                                  ? (c["zero_point"].is_array() ? integer(c["zero_point"].at(0), w, "zero_point")
+                                                                : integer(c["zero_point"], w, "zero_point"))
+                                  : 0;
+      const json& od = g.contains("output_dtype")   ? g["output_dtype"]
+                       : c.contains("output_dtype") ? c["output_dtype"]
+                                                    : json();
       fill_saturation_edges(x, seed, case_scale(), zp, dtype(od, w, p + "output_dtype"));
     } else if (kind == "exhaustive") {
       check_fields(g, {"kind"}, w, p);
@@ -182,8 +184,9 @@ void fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w
       const int a = axis < 0 ? axis + x.rank() : axis;
       if (a < 0 || a >= x.rank()) w.fail(p + "k_axis", "out of range for shape " + shape_str(x.shape()));
       // B for f32 data with an f32 accumulator, (1<<64) - (1<<40); f16 with f32, 65504; bf16, (1<<64) - (1<<56).
-      const double b = x.dtype() == DType::f16 ? 65504.0 : x.dtype() == DType::bf16 ? 18374686479671623680.0
-                                                                                      : 18446742974197923840.0;
+      const double b = x.dtype() == DType::f16    ? 65504.0
+                       : x.dtype() == DType::bf16 ? 18374686479671623680.0
+                                                  : 18446742974197923840.0;
       fill_tosa_dot_product(x, static_cast<int>(intg("set", 0)), static_cast<int>(intg("operand", 0)),
                             intg("ks", x.shape()[static_cast<std::size_t>(a)]), axis, num("bound", b));
     } else {
@@ -323,8 +326,8 @@ Spec load_spec(const json& j, const Where& w) {
     set_bool(r, "narrow_range", rp, w, q.narrow_range);
     set_clip(r, rp, w, q.clip);
     if (scheme_uses_derivation(q.scheme) && !scheme_accepts(q.scheme, q.derivation))
-      w.fail(rp + "derivation", "scheme " + std::string(name(q.scheme)) + " cannot use derivation " +
-                                    std::string(name(q.derivation)));
+      w.fail(rp + "derivation",
+             "scheme " + std::string(name(q.scheme)) + " cannot use derivation " + std::string(name(q.derivation)));
   }
   set_enum(j, "accumulation", p, w, parse_accumulation, s.accumulation);
   if (j.contains("qparams")) {
@@ -343,7 +346,8 @@ Expectation load_expectation(const json& j, const Where& w, const std::string& f
     if (s == "dot_product") return {Expectation::Kind::dot_product, 0};
     w.fail(field, "unknown expectation '" + s + "' (exact, claim, {\"max_lsb\": n}, {\"max_ulp\": n})");
   }
-  for (const auto& [key, kind] : {std::pair{"max_lsb", Expectation::Kind::max_lsb}, std::pair{"max_ulp", Expectation::Kind::max_ulp}}) {
+  for (const auto& [key, kind] :
+       {std::pair{"max_lsb", Expectation::Kind::max_lsb}, std::pair{"max_ulp", Expectation::Kind::max_ulp}}) {
     if (j.is_object() && j.size() == 1 && j.contains(key)) {
       const std::int64_t n = integer(j[key], w, field + "." + key);
       if (n < 0) w.fail(field + "." + key, "must be >= 0");
@@ -470,14 +474,17 @@ ActivationOperand load_activation(const json& j, const char* key, const Spec& sp
   if (!j.contains(key) || !j[key].is_object()) cw.fail(key, "missing operand object");
   const json& o = j[key];
   const Where w = nested(cw, key);
-  check_fields(o, {"dtype", "shape", "data", "generator", "format", "quantize", "scale", "scale_dtype", "zero_point",
-                   "axis", "block_size", "layout"},
+  check_fields(o,
+               {"dtype", "shape", "data", "generator", "format", "quantize", "scale", "scale_dtype", "zero_point",
+                "axis", "block_size", "layout"},
                w, "");
   ActivationOperand a;
   a.values = load_operand_values(o, j, w);
-  a.format = is_int(a.values.dtype()) ? a.values.dtype() : (o.contains("format") ? dtype(o["format"], w, "format") : DType::u8);
+  a.format = is_int(a.values.dtype()) ? a.values.dtype()
+                                      : (o.contains("format") ? dtype(o["format"], w, "format") : DType::u8);
   if (!is_int(a.format)) w.fail("format", "must be an integer format");
-  const std::string mode = o.contains("quantize") && o["quantize"].is_string() ? o["quantize"].get<std::string>() : "static";
+  const std::string mode =
+      o.contains("quantize") && o["quantize"].is_string() ? o["quantize"].get<std::string>() : "static";
   if (mode == "static") {
     a.quantization = ActivationQuantization::static_params;
     a.params = load_quant_params(o, a.values.shape(), a.format, w);
@@ -498,8 +505,9 @@ QWeights load_weights(const json& j, const char* key, const Where& cw) {
   if (!j.contains(key) || !j[key].is_object()) cw.fail(key, "missing operand object");
   const json& o = j[key];
   const Where w = nested(cw, key);
-  check_fields(o, {"dtype", "shape", "data", "generator", "format", "scale", "scale_dtype", "zero_point", "axis",
-                   "block_size", "layout", "packing"},
+  check_fields(o,
+               {"dtype", "shape", "data", "generator", "format", "scale", "scale_dtype", "zero_point", "axis",
+                "block_size", "layout", "packing"},
                w, "");
   QWeights b;
   Tensor v = load_operand_values(o, j, w);
@@ -510,10 +518,14 @@ QWeights load_weights(const json& j, const char* key, const Where& cw) {
   if (o.contains("packing")) {
     if (b.format != DType::i4 && b.format != DType::u4) w.fail("packing", "only int4/uint4 weights are packed");
     const std::string p = o["packing"].is_string() ? o["packing"].get<std::string>() : "";
-    if (p == "onnx") b.packing = onnx_int4_packing();
-    else if (p == "torchao") b.packing = torchao_uint4_packing();
-    else if (p == "migraphx") b.packing = migraphx_int4_packing();
-    else w.fail("packing", "unknown packing '" + p + "' (onnx, torchao, migraphx)");
+    if (p == "onnx")
+      b.packing = onnx_int4_packing();
+    else if (p == "torchao")
+      b.packing = torchao_uint4_packing();
+    else if (p == "migraphx")
+      b.packing = migraphx_int4_packing();
+    else
+      w.fail("packing", "unknown packing '" + p + "' (onnx, torchao, migraphx)");
     try {
       v = pack_int4(v, b.format, *b.packing);
     } catch (const InputError& e) {
@@ -555,12 +567,17 @@ OutputStage load_output_stage(const json& j, const Where& cw) {
     s.zero_point = o.contains("zero_point") ? integer(o["zero_point"], w, "zero_point") : 0;
     if (s.zero_point < int_min(s.format) || s.zero_point > int_max(s.format))
       w.fail("zero_point", std::to_string(s.zero_point) + " is outside " + std::string(name(s.format)));
-    const std::string act = o.contains("activation") && o["activation"].is_string() ? o["activation"].get<std::string>() : "none";
+    const std::string act =
+        o.contains("activation") && o["activation"].is_string() ? o["activation"].get<std::string>() : "none";
     FusedActivation fa = FusedActivation::none;
-    if (act == "relu") fa = FusedActivation::relu;
-    else if (act == "relu6") fa = FusedActivation::relu6;
-    else if (act == "relu_n1_to_1") fa = FusedActivation::relu_n1_to_1;
-    else if (act != "none") w.fail("activation", "unknown activation '" + act + "' (none, relu, relu6, relu_n1_to_1)");
+    if (act == "relu")
+      fa = FusedActivation::relu;
+    else if (act == "relu6")
+      fa = FusedActivation::relu6;
+    else if (act == "relu_n1_to_1")
+      fa = FusedActivation::relu_n1_to_1;
+    else if (act != "none")
+      w.fail("activation", "unknown activation '" + act + "' (none, relu, relu6, relu_n1_to_1)");
     if (fa != FusedActivation::none)
       s.clamp = fused_activation_range(fa, static_cast<float>(s.scale), s.zero_point, s.format);
   } else {
@@ -569,7 +586,8 @@ OutputStage load_output_stage(const json& j, const Where& cw) {
   return s;
 }
 
-std::vector<std::int64_t> int_list(const json& j, const char* key, std::size_t n, std::int64_t fallback, const Where& w) {
+std::vector<std::int64_t> int_list(const json& j, const char* key, std::size_t n, std::int64_t fallback,
+                                   const Where& w) {
   std::vector<std::int64_t> v(n, fallback);
   if (!j.contains(key)) return v;
   const json& a = j[key];
@@ -578,16 +596,20 @@ std::vector<std::int64_t> int_list(const json& j, const char* key, std::size_t n
   return v;
 }
 
+// The layout of a GEMM's weights "b": [K, N] (k_by_n, the default) or [N, K] (n_by_k).
+WeightLayout load_weight_layout(const json& j, const Where& w) {
+  if (!j["b"].contains("layout")) return WeightLayout::k_by_n;
+  const std::string l = j["b"]["layout"].is_string() ? j["b"]["layout"].get<std::string>() : "";
+  if (l == "k_by_n") return WeightLayout::k_by_n;
+  if (l == "n_by_k") return WeightLayout::n_by_k;
+  nested(w, "b").fail("layout", "unknown layout '" + l + "' (k_by_n, n_by_k)");
+}
+
 OpRequest load_qgemm(const json& j, const Spec& spec, const Where& w) {
   QGemmOp g;
   g.a = load_activation(j, "a", spec, w);
   g.b = load_weights(j, "b", w);
-  if (j["b"].contains("layout")) {
-    const std::string l = j["b"]["layout"].is_string() ? j["b"]["layout"].get<std::string>() : "";
-    if (l == "k_by_n") g.b_layout = WeightLayout::k_by_n;
-    else if (l == "n_by_k") g.b_layout = WeightLayout::n_by_k;
-    else nested(w, "b").fail("layout", "unknown layout '" + l + "' (k_by_n, n_by_k)");
-  }
+  g.b_layout = load_weight_layout(j, w);
   g.bias = load_bias(j, w);
   g.output = load_output_stage(j, w);
   try {
@@ -606,12 +628,7 @@ OpRequest load_weight_only(const json& j, const Where& w) {
   g.a = load_operand_values(j["a"], j, aw);
   if (!is_float(g.a.dtype())) aw.fail("dtype", "weight-only activations are floats");
   g.b = load_weights(j, "b", w);
-  if (j["b"].contains("layout")) {
-    const std::string l = j["b"]["layout"].is_string() ? j["b"]["layout"].get<std::string>() : "";
-    if (l == "k_by_n") g.b_layout = WeightLayout::k_by_n;
-    else if (l == "n_by_k") g.b_layout = WeightLayout::n_by_k;
-    else nested(w, "b").fail("layout", "unknown layout '" + l + "' (k_by_n, n_by_k)");
-  }
+  g.b_layout = load_weight_layout(j, w);
   g.bias = load_bias(j, w);
   if (g.bias && !is_float(g.bias->dtype())) nested(w, "bias").fail("dtype", "weight-only bias is a float");
   g.out = output_dtype(j, w, DType::f32);
@@ -629,22 +646,29 @@ OpRequest load_qconv2d(const json& j, const Spec& spec, const Where& w) {
   c.input = load_activation(j, "input", spec, w);
   if (j["input"].contains("layout")) {
     const std::string l = j["input"]["layout"].is_string() ? j["input"]["layout"].get<std::string>() : "";
-    if (l == "nchw") c.layout = ConvLayout::nchw;
-    else if (l == "nhwc") c.layout = ConvLayout::nhwc;
-    else nested(w, "input").fail("layout", "unknown layout '" + l + "' (nchw, nhwc)");
+    if (l == "nchw")
+      c.layout = ConvLayout::nchw;
+    else if (l == "nhwc")
+      c.layout = ConvLayout::nhwc;
+    else
+      nested(w, "input").fail("layout", "unknown layout '" + l + "' (nchw, nhwc)");
   }
   c.weight = load_weights(j, "weight", w);
   c.bias = load_bias(j, w);
   const auto stride = int_list(j, "stride", 2, 1, w);
   const auto pad = int_list(j, "padding", 4, 0, w);
   const auto dil = int_list(j, "dilation", 2, 1, w);
-  c.geometry = Conv2dGeometry{stride[0], stride[1], pad[0], pad[1], pad[2], pad[3], dil[0], dil[1],
-                              j.contains("groups") ? integer(j["groups"], w, "groups") : 1};
+  c.geometry = Conv2dGeometry{stride[0], stride[1], pad[0],
+                              pad[1],    pad[2],    pad[3],
+                              dil[0],    dil[1],    j.contains("groups") ? integer(j["groups"], w, "groups") : 1};
   if (j.contains("padding_value")) {
     const std::string v = j["padding_value"].is_string() ? j["padding_value"].get<std::string>() : "";
-    if (v == "real_zero") c.padding = ConvPadding::real_zero;
-    else if (v == "quantized_zero") c.padding = ConvPadding::quantized_zero;
-    else w.fail("padding_value", "unknown '" + v + "' (real_zero, quantized_zero)");
+    if (v == "real_zero")
+      c.padding = ConvPadding::real_zero;
+    else if (v == "quantized_zero")
+      c.padding = ConvPadding::quantized_zero;
+    else
+      w.fail("padding_value", "unknown '" + v + "' (real_zero, quantized_zero)");
   }
   c.output = load_output_stage(j, w);
   try {
@@ -667,26 +691,35 @@ Case load_case(const json& j, std::size_t index, const std::string& text, const 
   w.line = c.line;
   w.case_name = c.name;
   const std::string op = j.contains("op") && j["op"].is_string() ? j["op"].get<std::string>() : "";
-  std::set<std::string> fields = {"name", "description", "op", "spec", "input", "output_dtype", "expect", "scale_dtype",
-                                  "zero_point", "axis"};
+  std::set<std::string> fields = {"name",         "description", "op",          "spec",       "input",
+                                  "output_dtype", "expect",      "scale_dtype", "zero_point", "axis"};
   if (op == "quantize" || op == "dequantize") fields.insert({"scale", "block_size"});
   if (op == "requantize") fields.insert({"input_scale", "weight_scale", "output_scale"});
   if (op == "qgemm") fields = {"name", "description", "op", "spec", "expect", "a", "b", "bias", "output"};
-  if (op == "weight_only_gemm") fields = {"name", "description", "op", "spec", "expect", "a", "b", "bias", "output_dtype"};
+  if (op == "weight_only_gemm")
+    fields = {"name", "description", "op", "spec", "expect", "a", "b", "bias", "output_dtype"};
   if (op == "qconv2d")
-    fields = {"name", "description", "op", "spec", "expect", "input", "weight", "bias", "output", "stride", "padding",
-              "dilation", "groups", "padding_value"};
+    fields = {"name", "description", "op",     "spec",    "expect",   "input",  "weight",
+              "bias", "output",      "stride", "padding", "dilation", "groups", "padding_value"};
   check_fields(j, fields, w, "");
   if (j.contains("description")) c.description = j["description"].get<std::string>();
   c.spec = load_spec(j.contains("spec") ? j["spec"] : json("onnx"), w);
-  if (op == "quantize") c.op = load_quantize(j, w);
-  else if (op == "dequantize") c.op = load_dequantize(j, w);
-  else if (op == "requantize") c.op = load_requantize(j, w);
-  else if (op == "qgemm") c.op = load_qgemm(j, c.spec, w);
-  else if (op == "qconv2d") c.op = load_qconv2d(j, c.spec, w);
-  else if (op == "weight_only_gemm") c.op = load_weight_only(j, w);
+  if (op == "quantize")
+    c.op = load_quantize(j, w);
+  else if (op == "dequantize")
+    c.op = load_dequantize(j, w);
+  else if (op == "requantize")
+    c.op = load_requantize(j, w);
+  else if (op == "qgemm")
+    c.op = load_qgemm(j, c.spec, w);
+  else if (op == "qconv2d")
+    c.op = load_qconv2d(j, c.spec, w);
+  else if (op == "weight_only_gemm")
+    c.op = load_weight_only(j, w);
   else
-    w.fail("op", op.empty() ? "missing" : "unknown op '" + op + "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm)");
+    w.fail("op", op.empty() ? "missing"
+                            : "unknown op '" + op +
+                                  "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm)");
 
   if (j.contains("expect")) {
     const json& e = j["expect"];
@@ -766,7 +799,8 @@ Suite load_suite(const fs::path& file) {
   std::map<std::string, Expectation> defaults;
   if (j.contains("expect")) {
     if (!j["expect"].is_object()) w.fail("expect", "expected an object {backend: expectation}");
-    for (const auto& [backend, v] : j["expect"].items()) defaults[backend] = load_expectation(v, w, "expect." + backend);
+    for (const auto& [backend, v] : j["expect"].items())
+      defaults[backend] = load_expectation(v, w, "expect." + backend);
   }
   if (!j.contains("suite") || !j["suite"].is_string()) w.fail("suite", "missing suite name");
   if (!j.contains("cases") || !j["cases"].is_array()) w.fail("cases", "missing list of cases");

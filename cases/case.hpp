@@ -14,10 +14,10 @@ namespace qc {
 
 struct Expectation {
   enum class Kind : std::uint8_t {
-    exact,    // bit-exact against the case's spec
-    max_lsb,  // integer outputs within `tolerance` LSB of the spec
-    max_ulp,  // float outputs within `tolerance` ULP (of the output format) of the spec
-    claim,    // bit-exact against the backend's claimed preset (distance to the spec reported)
+    exact,        // bit-exact against the case's spec
+    max_lsb,      // integer outputs within `tolerance` LSB of the spec
+    max_ulp,      // float outputs within `tolerance` ULP (of the output format) of the spec
+    claim,        // bit-exact against the backend's claimed preset (distance to the spec reported)
     dot_product,  // dot-product ops: within TOSA's DOT_PRODUCT error bounds of the exact value
   };
   Kind kind = Kind::exact;
@@ -26,11 +26,11 @@ struct Expectation {
 };
 
 struct Case {
-  std::string suite;        // the file's suite name
-  std::string name;         // unique within the suite
+  std::string suite;  // the file's suite name
+  std::string name;   // unique within the suite
   std::string description;
-  std::string file;         // where it came from, for messages and reproducers
-  int line = 0;             // line of the case's "name" in the file (0 if unknown)
+  std::string file;  // where it came from, for messages and reproducers
+  int line = 0;      // line of the case's "name" in the file (0 if unknown)
   OpRequest op;
   Spec spec;
   std::map<std::string, Expectation> expect;  // by backend name; "*" for every other backend

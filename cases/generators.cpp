@@ -30,8 +30,10 @@ double step_ulp(DType t, double v, int dir) {
   const bool neg = (b & sign) != 0;
   const std::uint64_t mag = b & (sign - 1);
   if (mag == 0) return dir > 0 ? float_bits_to_double(t, 1) : float_bits_to_double(t, sign | 1);
-  if ((dir > 0) != neg) b += 1;
-  else b -= 1;
+  if ((dir > 0) != neg)
+    b += 1;
+  else
+    b -= 1;
   return float_bits_to_double(t, b);
 }
 }  // namespace
@@ -40,8 +42,10 @@ void fill_uniform(Tensor& t, std::uint64_t seed, double low, double high) {
   SplitMix64 rng(seed);
   for (std::int64_t i = 0; i < t.size(); ++i) {
     const double v = low + (high - low) * rng.uniform01();
-    if (is_float(t.dtype())) t.set_double(i, to_format(t.dtype(), v));
-    else t.set_int(i, static_cast<std::int64_t>(std::floor(v)));
+    if (is_float(t.dtype()))
+      t.set_double(i, to_format(t.dtype(), v));
+    else
+      t.set_int(i, static_cast<std::int64_t>(std::floor(v)));
   }
 }
 
@@ -66,8 +70,11 @@ void fill_normal(Tensor& t, std::uint64_t seed, double mean, double stddev) {
     double sum = 0;
     for (int k = 0; k < 12; ++k) sum += rng.uniform01();
     const double v = mean + stddev * (sum - 6.0);
-    if (is_float(t.dtype())) t.set_double(i, to_format(t.dtype(), v));
-    else t.set_int(i, std::clamp<std::int64_t>(static_cast<std::int64_t>(std::nearbyint(v)), int_min(t.dtype()), int_max(t.dtype())));
+    if (is_float(t.dtype()))
+      t.set_double(i, to_format(t.dtype(), v));
+    else
+      t.set_int(i, std::clamp<std::int64_t>(static_cast<std::int64_t>(std::nearbyint(v)), int_min(t.dtype()),
+                                            int_max(t.dtype())));
   }
 }
 
@@ -86,7 +93,8 @@ void fill_saturation_edges(Tensor& t, std::uint64_t seed, double scale, std::int
 
 void fill_exhaustive(Tensor& t) {
   const int bits = info(t.dtype()).bits;
-  if (bits > 16) throw InputError("generator 'exhaustive' needs a format of at most 16 bits, not " + std::string(name(t.dtype())));
+  if (bits > 16)
+    throw InputError("generator 'exhaustive' needs a format of at most 16 bits, not " + std::string(name(t.dtype())));
   const std::uint64_t count = std::uint64_t{1} << bits;
   for (std::int64_t i = 0; i < t.size(); ++i) {
     const std::uint64_t pattern = static_cast<std::uint64_t>(i) % count;
@@ -109,8 +117,19 @@ void fill_specials(Tensor& t) {
   const double max_sub = float_bits_to_double(d, (std::uint64_t{1} << l.mant_bits) - 1);
   const double min_norm = float_bits_to_double(d, std::uint64_t{1} << l.mant_bits);
   const double maxf = max_finite(d).convert_to<double>();
-  std::vector<double> v = {std::numeric_limits<double>::quiet_NaN(), 0.0, -0.0, min_sub, -min_sub, max_sub, -max_sub,
-                           min_norm, -min_norm, 1.0, -1.0, maxf, -maxf};
+  std::vector<double> v = {std::numeric_limits<double>::quiet_NaN(),
+                           0.0,
+                           -0.0,
+                           min_sub,
+                           -min_sub,
+                           max_sub,
+                           -max_sub,
+                           min_norm,
+                           -min_norm,
+                           1.0,
+                           -1.0,
+                           maxf,
+                           -maxf};
   if (l.has_inf) {
     v.push_back(std::numeric_limits<double>::infinity());
     v.push_back(-std::numeric_limits<double>::infinity());
@@ -200,8 +219,10 @@ void fill_tosa_dot_product(Tensor& t, int set, int operand, std::int64_t ks, int
       case 4: {  // a mixture of zero and non-zero products
         const float s0 = d0.next(), s1 = d1.next();
         const float big = static_cast<float>(B / std::sqrt(KS) * s1);
-        if (p == 0) v = k == ks / 2 ? (s0 < 0 ? -0.5f : 0.5f) : (s0 < 0 ? 0.f : big);
-        else if (p == 1) v = k == ks / 2 ? (s0 < 0 ? 0.5f : -0.5f) : (s0 < 0 ? big : 0.f);
+        if (p == 0)
+          v = k == ks / 2 ? (s0 < 0 ? -0.5f : 0.5f) : (s0 < 0 ? 0.f : big);
+        else if (p == 1)
+          v = k == ks / 2 ? (s0 < 0 ? 0.5f : -0.5f) : (s0 < 0 ? big : 0.f);
         break;
       }
       default: {  // wide-range signed values

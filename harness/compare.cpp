@@ -26,7 +26,8 @@ std::string value_text(const Tensor& t, std::int64_t i) {
 bool same(const Tensor& a, const Tensor& b, std::int64_t i) {
   if (is_int(a.dtype())) return a.get_int(i) == b.get_int(i);
   const std::uint64_t x = a.bits(i), y = b.bits(i);
-  if (is_nan_bits(a.dtype(), x) || is_nan_bits(a.dtype(), y)) return is_nan_bits(a.dtype(), x) && is_nan_bits(a.dtype(), y);
+  if (is_nan_bits(a.dtype(), x) || is_nan_bits(a.dtype(), y))
+    return is_nan_bits(a.dtype(), x) && is_nan_bits(a.dtype(), y);
   return x == y;
 }
 

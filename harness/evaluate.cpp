@@ -34,8 +34,12 @@ Reference evaluate_quantize(const QuantizeOp& op, const Spec& spec) {
 
 Reference evaluate_dequantize(const DequantizeOp& op, const Spec& spec) {
   DequantizeResult r = dequantize(op.q, op.params, op.out, spec.dequantize);
-  Reference ref{std::move(r.y), std::move(r.labels), std::vector<std::uint8_t>(static_cast<std::size_t>(op.q.size()), 1),
-                std::nullopt, {}, {}};
+  Reference ref{std::move(r.y),
+                std::move(r.labels),
+                std::vector<std::uint8_t>(static_cast<std::size_t>(op.q.size()), 1),
+                std::nullopt,
+                {},
+                {}};
   // The real value (q - zp) * s is exact; its correct rounding into the output format is the
   // dequantize of an exact-arithmetic policy.
   DequantizePolicy exact_policy{DequantizeOrder::sub_int_then_mul, ComputeFormat{ComputeFormat::Kind::exact, 0}};
@@ -44,8 +48,9 @@ Reference evaluate_dequantize(const DequantizeOp& op, const Spec& spec) {
   ref.describe = [&op, pol](std::int64_t i, ElementDiff& d) {
     const std::int64_t k = ParamIndexer(op.params, op.q.shape())(i);
     d.input = std::to_string(op.q.get_int(i));
-    const DequantizeElement e = dequantize_element(op.q.get_int(i), op.q.dtype(), op.params.scales[static_cast<std::size_t>(k)],
-                                                   op.params.scale_dtype, op.params.zero_point(k), op.out, pol);
+    const DequantizeElement e =
+        dequantize_element(op.q.get_int(i), op.q.dtype(), op.params.scales[static_cast<std::size_t>(k)],
+                           op.params.scale_dtype, op.params.zero_point(k), op.out, pol);
     d.exact = to_string(e.exact);
   };
   return ref;
@@ -53,8 +58,12 @@ Reference evaluate_dequantize(const DequantizeOp& op, const Spec& spec) {
 
 Reference evaluate_requantize(const RequantizeOp& op, const Spec& spec) {
   RequantizeResult r = requantize(op.acc, op.params, op.out, spec.requantize);
-  Reference ref{std::move(r.q), std::move(r.labels),
-                std::vector<std::uint8_t>(static_cast<std::size_t>(op.acc.size()), 1), std::nullopt, {}, {}};
+  Reference ref{std::move(r.q),
+                std::move(r.labels),
+                std::vector<std::uint8_t>(static_cast<std::size_t>(op.acc.size()), 1),
+                std::nullopt,
+                {},
+                {}};
   const RequantizePolicy pol = spec.requantize;
   ref.describe = [&op, pol](std::int64_t i, ElementDiff& d) {
     d.input = std::to_string(op.acc.get_int(i));
@@ -68,10 +77,10 @@ Reference evaluate_requantize(const RequantizeOp& op, const Spec& spec) {
       channel = static_cast<std::size_t>(c[static_cast<std::size_t>(axis)]);
     }
     const double w = p.weight_scales[std::min(channel, p.weight_scales.size() - 1)];
-    const std::int64_t zp = p.output_zero_points.empty() ? 0
-                                                         : p.output_zero_points[std::min(channel, p.output_zero_points.size() - 1)];
-    const RequantizeElement e = requantize_element(op.acc.get_int(i), RequantizeScales{p.input_scale, w, p.output_scale, p.scale_dtype},
-                                                   zp, op.out, pol);
+    const std::int64_t zp =
+        p.output_zero_points.empty() ? 0 : p.output_zero_points[std::min(channel, p.output_zero_points.size() - 1)];
+    const RequantizeElement e = requantize_element(
+        op.acc.get_int(i), RequantizeScales{p.input_scale, w, p.output_scale, p.scale_dtype}, zp, op.out, pol);
     d.exact = to_decimal(e.ideal, 40) + " (acc * s_in * s_w / s_out + zp)";
   };
   return ref;
@@ -79,7 +88,8 @@ Reference evaluate_requantize(const RequantizeOp& op, const Spec& spec) {
 
 // qgemm and qconv2d share the output stage and so the reference they produce.
 Reference linear_reference(QLinearResult r, DType out) {
-  Reference ref{r.y, r.labels, std::vector<std::uint8_t>(static_cast<std::size_t>(r.y.size()), 1), std::nullopt, {}, {}};
+  Reference ref{r.y,          r.labels, std::vector<std::uint8_t>(static_cast<std::size_t>(r.y.size()), 1),
+                std::nullopt, {},       {}};
   if (is_float(out)) {  // the exact value rounded once into the output format
     Tensor cr(out, r.y.shape());
     for (std::int64_t i = 0; i < cr.size(); ++i)

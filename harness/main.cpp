@@ -12,11 +12,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include <cstdio>
-#include <fstream>
-#include <filesystem>
-#include <iostream>
 #include <unistd.h>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 
 #include "qconform_revision.hpp"
 
@@ -143,7 +143,8 @@ int main(int argc, char** argv) {
   CLI::App app{"qconform: an exact-arithmetic conformance harness for quantized ML kernels"};
   app.set_version_flag("--version", std::string("qconform ") + QCONFORM_VERSION + " (" + QCONFORM_GIT_REVISION + ")");
   app.require_subcommand(1);
-  app.footer("Exit codes: 0 all expectations met, 1 conformance failure, 2 usage or input error, 77 nothing could run.");
+  app.footer(
+      "Exit codes: 0 all expectations met, 1 conformance failure, 2 usage or input error, 77 nothing could run.");
 
   std::vector<std::string> run_paths, backends;
   std::string report_dir = "qconform-report";

@@ -20,11 +20,15 @@ constexpr NpyType kTypes[] = {{"<f8", DType::f64}, {"<f4", DType::f32}, {"<f2", 
 
 const char* descr_of(DType t) {
   switch (t) {
-    case DType::bf16: return "<u2";  // bit patterns
+    case DType::bf16:
+      return "<u2";  // bit patterns
     case DType::f8e4m3fn:
-    case DType::f8e5m2: return "|u1";
-    case DType::i4: return "|i1";  // one value per byte
-    case DType::u4: return "|u1";
+    case DType::f8e5m2:
+      return "|u1";
+    case DType::i4:
+      return "|i1";  // one value per byte
+    case DType::u4:
+      return "|u1";
     default:
       for (const NpyType& n : kTypes)
         if (n.dtype == t) return n.descr;
@@ -90,7 +94,8 @@ void write_npy(const std::filesystem::path& file, const Tensor& t) {
   for (std::int64_t d : t.shape()) shape += std::to_string(d) + ",";
   if (t.rank() > 1) shape.pop_back();
   shape += ")";
-  std::string header = "{'descr': '" + std::string(descr_of(t.dtype())) + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header =
+      "{'descr': '" + std::string(descr_of(t.dtype())) + "', 'fortran_order': False, 'shape': " + shape + ", }";
   const std::size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';

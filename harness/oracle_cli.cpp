@@ -20,8 +20,9 @@ namespace qc {
 using json = nlohmann::json;
 
 void add_oracle_options(CLI::App* c, OracleOptions& o, bool explain) {
-  c->add_option("op", o.op, "quantize, dequantize or requantize")->required()->check(
-      CLI::IsMember({"quantize", "dequantize", "requantize"}));
+  c->add_option("op", o.op, "quantize, dequantize or requantize")
+      ->required()
+      ->check(CLI::IsMember({"quantize", "dequantize", "requantize"}));
   c->add_option("--policy,-p", o.policy, "a preset (qconform list presets) or a JSON spec")->capture_default_str();
   if (explain) c->add_option("--vs", o.vs, "a second policy: show both and the first step where they part");
   c->add_option("--order", o.order, "quantize order override (div_then_add_int, div_add_float, ...)");
@@ -105,15 +106,17 @@ double parse_number(const std::string& s, const std::string& where) {
 // Values from --input (.npy or .json) or --values, as a tensor of format t.
 Tensor load_values(const OracleOptions& o, DType t) {
   if (!o.input.empty() && o.input.ends_with(".npy")) {
-    Tensor x = read_npy(o.input, (t == DType::bf16 || t == DType::f8e4m3fn || t == DType::f8e5m2 || t == DType::i4 ||
-                                  t == DType::u4)
-                                     ? std::optional<DType>(t)
-                                     : std::nullopt);
+    Tensor x = read_npy(
+        o.input, (t == DType::bf16 || t == DType::f8e4m3fn || t == DType::f8e5m2 || t == DType::i4 || t == DType::u4)
+                     ? std::optional<DType>(t)
+                     : std::nullopt);
     if (x.dtype() == t) return x;
     Tensor y(t, x.shape());  // widen or convert (rounding to nearest even for floats)
     for (std::int64_t i = 0; i < x.size(); ++i) {
-      if (is_float(t)) y.set_double(i, x.get_double(i));
-      else y.set_int(i, static_cast<std::int64_t>(x.get_double(i)));
+      if (is_float(t))
+        y.set_double(i, x.get_double(i));
+      else
+        y.set_int(i, static_cast<std::int64_t>(x.get_double(i)));
     }
     return y;
   }
@@ -138,8 +141,9 @@ Tensor load_values(const OracleOptions& o, DType t) {
   Tensor x(t, {static_cast<std::int64_t>(j.size())});
   for (std::size_t i = 0; i < j.size(); ++i) {
     const std::string w = where + "[" + std::to_string(i) + "]";
-    const double v = j[i].is_string() ? parse_number(j[i].get<std::string>(), w) : j[i].is_number() ? j[i].get<double>()
-                                                                                                     : throw InputError(w + ": not a number");
+    const double v = j[i].is_string()   ? parse_number(j[i].get<std::string>(), w)
+                     : j[i].is_number() ? j[i].get<double>()
+                                        : throw InputError(w + ": not a number");
     if (is_float(t)) {
       x.set_double(static_cast<std::int64_t>(i), float_bits_to_double(t, double_to_float_bits(t, v)));
     } else {
@@ -154,7 +158,8 @@ Tensor load_values(const OracleOptions& o, DType t) {
 QuantParams quant_params(const OracleOptions& o, const Shape& shape, DType q) {
   QuantParams p;
   p.scale_dtype = dtype_option(o.scale_type, "f32", "--scale-type");
-  for (double s : o.scale) p.scales.push_back(float_bits_to_double(p.scale_dtype, double_to_float_bits(p.scale_dtype, s)));
+  for (double s : o.scale)
+    p.scales.push_back(float_bits_to_double(p.scale_dtype, double_to_float_bits(p.scale_dtype, s)));
   p.zero_points = o.zero_point;
   if (p.zero_points.size() == 1 && p.scales.size() > 1) p.zero_points.assign(p.scales.size(), p.zero_points[0]);
   p.axis = o.axis;
@@ -215,8 +220,8 @@ Explained explain_one(const OracleOptions& o, const Spec& spec) {
     const double raw = parse_number(o.at, "--at");
     const double x = float_bits_to_double(xt, double_to_float_bits(xt, raw));
     const QuantParams p = quant_params(o, {1}, out);
-    const QuantizeElement r = quantize_element(x, xt, p.scales[0], p.scale_dtype, p.zero_point(0), out,
-                                               spec.quantize_for(xt), true);
+    const QuantizeElement r =
+        quantize_element(x, xt, p.scales[0], p.scale_dtype, p.zero_point(0), out, spec.quantize_for(xt), true);
     e.result = r.specified ? std::to_string(r.q) : "unspecified (any value accepted)";
     e.label = std::string(name(r.label));
     e.steps = r.steps;
@@ -320,7 +325,8 @@ int cmd_explain(const OracleOptions& o) {
   // The first step whose operation or value differs.
   const std::size_t n = std::min(ea.steps.size(), eb.steps.size());
   std::size_t k = 0;
-  while (k < n && ea.steps[k].what == eb.steps[k].what && to_string(ea.steps[k].rounded) == to_string(eb.steps[k].rounded))
+  while (k < n && ea.steps[k].what == eb.steps[k].what &&
+         to_string(ea.steps[k].rounded) == to_string(eb.steps[k].rounded))
     ++k;
   if (ea.result == eb.result && k == n && ea.steps.size() == eb.steps.size()) {
     std::cout << "the two policies agree at every step\n";

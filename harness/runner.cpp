@@ -4,11 +4,11 @@
 #include "harness/evaluate.hpp"
 #include "oracles/error.hpp"
 
+#include <unistd.h>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <fstream>
-#include <unistd.h>
 
 #include "qconform_revision.hpp"
 
@@ -66,8 +66,10 @@ BackendResult run_one(const Case& c, const Reference& ref, Backend& b, int max_w
     case Expectation::Kind::max_lsb:
     case Expectation::Kind::max_ulp: {
       const bool right_unit = (ex.kind == Expectation::Kind::max_ulp) == (m.unit == "ulp");
-      r.verdict = right_unit && m.max_abs <= ex.tolerance && m.signed_zero_mismatches == 0 ? Verdict::pass : Verdict::fail;
-      r.reason = counts + ", max |delta| " + std::to_string(m.max_abs) + unit + " (allowed " + std::to_string(ex.tolerance) +
+      r.verdict =
+          right_unit && m.max_abs <= ex.tolerance && m.signed_zero_mismatches == 0 ? Verdict::pass : Verdict::fail;
+      r.reason = counts + ", max |delta| " + std::to_string(m.max_abs) + unit + " (allowed " +
+                 std::to_string(ex.tolerance) +
                  (right_unit ? "" : std::string(", but the expectation is in ") + (m.unit == "ulp" ? "LSB" : "ULP")) +
                  ") against " + c.spec.name;
       break;
@@ -80,7 +82,8 @@ BackendResult run_one(const Case& c, const Reference& ref, Backend& b, int max_w
       }
       const DotProductVerdict v = ref.dot_product(out);
       r.verdict = v.pass ? Verdict::pass : Verdict::fail;
-      r.reason = (v.pass ? std::string("within the TOSA dot-product bounds") : "outside the TOSA dot-product bounds: " + v.reason) +
+      r.reason = (v.pass ? std::string("within the TOSA dot-product bounds")
+                         : "outside the TOSA dot-product bounds: " + v.reason) +
                  "; " + counts + worst + " against the correctly rounded " + c.spec.name;
       break;
     }
@@ -105,9 +108,11 @@ BackendResult run_one(const Case& c, const Reference& ref, Backend& b, int max_w
 std::string granularity_of(const OpRequest& op) {
   if (const auto* q = std::get_if<QuantizeOp>(&op)) return std::string(name(q->params.granularity()));
   if (const auto* d = std::get_if<DequantizeOp>(&op)) return std::string(name(d->params.granularity()));
-  if (const auto* r = std::get_if<RequantizeOp>(&op)) return r->params.weight_scales.size() > 1 ? "per_axis" : "per_tensor";
+  if (const auto* r = std::get_if<RequantizeOp>(&op))
+    return r->params.weight_scales.size() > 1 ? "per_axis" : "per_tensor";
   if (const auto* g = std::get_if<QGemmOp>(&op)) return "weights " + std::string(name(g->b.params.granularity()));
-  if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return "weights " + std::string(name(w->b.params.granularity()));
+  if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op))
+    return "weights " + std::string(name(w->b.params.granularity()));
   return "weights " + std::string(name(std::get<QConv2dOp>(op).weight.params.granularity()));
 }
 
@@ -201,8 +206,10 @@ RunMetadata collect_metadata() {
     const char* name;
     bool on;
   };
-  const F feats[] = {{"sse4.1", __builtin_cpu_supports("sse4.1") != 0}, {"avx2", __builtin_cpu_supports("avx2") != 0},
-                     {"fma", __builtin_cpu_supports("fma") != 0},       {"f16c", __builtin_cpu_supports("f16c") != 0},
+  const F feats[] = {{"sse4.1", __builtin_cpu_supports("sse4.1") != 0},
+                     {"avx2", __builtin_cpu_supports("avx2") != 0},
+                     {"fma", __builtin_cpu_supports("fma") != 0},
+                     {"f16c", __builtin_cpu_supports("f16c") != 0},
                      {"avx512f", __builtin_cpu_supports("avx512f") != 0},
                      {"avx512bw", __builtin_cpu_supports("avx512bw") != 0},
                      {"avx512vnni", __builtin_cpu_supports("avx512vnni") != 0}};

@@ -14,42 +14,60 @@ namespace qc {
 
 std::string_view name(QParamsRecipe r) {
   switch (r) {
-    case QParamsRecipe::onnx_ort: return "onnx_ort";
-    case QParamsRecipe::gemmlowp: return "gemmlowp";
-    case QParamsRecipe::fbgemm: return "fbgemm";
-    case QParamsRecipe::pytorch_aten: return "pytorch_aten";
-    case QParamsRecipe::pytorch_observer: return "pytorch_observer";
-    case QParamsRecipe::xnnpack_qd8: return "xnnpack_qd8";
-    case QParamsRecipe::glow: return "glow";
+    case QParamsRecipe::onnx_ort:
+      return "onnx_ort";
+    case QParamsRecipe::gemmlowp:
+      return "gemmlowp";
+    case QParamsRecipe::fbgemm:
+      return "fbgemm";
+    case QParamsRecipe::pytorch_aten:
+      return "pytorch_aten";
+    case QParamsRecipe::pytorch_observer:
+      return "pytorch_observer";
+    case QParamsRecipe::xnnpack_qd8:
+      return "xnnpack_qd8";
+    case QParamsRecipe::glow:
+      return "glow";
   }
   return "?";
 }
 
 std::string_view name(QParamsScheme s) {
   switch (s) {
-    case QParamsScheme::asymmetric: return "asymmetric";
-    case QParamsScheme::symmetric: return "symmetric";
-    case QParamsScheme::symmetric_unsigned: return "symmetric_unsigned";
-    case QParamsScheme::power_of_two: return "power_of_two";
+    case QParamsScheme::asymmetric:
+      return "asymmetric";
+    case QParamsScheme::symmetric:
+      return "symmetric";
+    case QParamsScheme::symmetric_unsigned:
+      return "symmetric_unsigned";
+    case QParamsScheme::power_of_two:
+      return "power_of_two";
   }
   return "?";
 }
 
 std::string_view name(ZeroPointChoice z) {
   switch (z) {
-    case ZeroPointChoice::from_min: return "from_min";
-    case ZeroPointChoice::smaller_error: return "smaller_error";
-    case ZeroPointChoice::smaller_error_difference: return "smaller_error_difference";
-    case ZeroPointChoice::xnnpack_sign_rule: return "xnnpack_sign_rule";
+    case ZeroPointChoice::from_min:
+      return "from_min";
+    case ZeroPointChoice::smaller_error:
+      return "smaller_error";
+    case ZeroPointChoice::smaller_error_difference:
+      return "smaller_error_difference";
+    case ZeroPointChoice::xnnpack_sign_rule:
+      return "xnnpack_sign_rule";
   }
   return "?";
 }
 
 std::string_view name(ReduceRange r) {
   switch (r) {
-    case ReduceRange::none: return "none";
-    case ReduceRange::ort_int8: return "ort_int8";
-    case ReduceRange::halve: return "halve";
+    case ReduceRange::none:
+      return "none";
+    case ReduceRange::ort_int8:
+      return "ort_int8";
+    case ReduceRange::halve:
+      return "halve";
   }
   return "?";
 }
@@ -154,8 +172,8 @@ void cut_off_small_scale(EF& scale, EF& lo, EF& hi, QRange r, double floor_value
 // An exponent for `1 << n` in the cited code: an int shift, so 0 <= n <= 30.
 int shift_exponent(double n, std::string_view recipe) {
   if (!(n >= 0 && n <= 30))
-    throw InputError("choose_qparams (" + std::string(recipe) + "): power-of-two scale exponent " +
-                     std::to_string(n) + " is outside the int shift range [0, 30] of the cited code");
+    throw InputError("choose_qparams (" + std::string(recipe) + "): power-of-two scale exponent " + std::to_string(n) +
+                     " is outside the int shift range [0, 30] of the cited code");
   return static_cast<int>(n);
 }
 
@@ -348,8 +366,9 @@ ChosenQParams glow_choose_quantization_params(EF lo, EF hi, QRange r, const QPar
   if (schema == QParamsScheme::symmetric_unsigned && !(dbl(lo) >= 0)) schema = QParamsScheme::symmetric;
   if (schema == QParamsScheme::symmetric || schema == QParamsScheme::power_of_two) {
     if (r.lo >= 0)
-      throw InputError("choose_qparams (glow): a negative min falls back to the Symmetric schema, which needs a "
-                       "signed range (Base.cpp asserts qmin < 0)");
+      throw InputError(
+          "choose_qparams (glow): a negative min falls back to the Symmetric schema, which needs a "
+          "signed range (Base.cpp asserts qmin < 0)");
     const EF rmin = D.div(lo, num(r.lo)), rmax = D.div(hi, num(r.hi));
     if (dbl(rmin) > dbl(rmax)) {
       hi = kF32.convert(D.mul(rmin, num(r.hi)));
@@ -453,7 +472,8 @@ std::pair<std::int64_t, std::int64_t> qparams_range(DType q, const QParamsRule& 
     hi = (std::int64_t{1} << 29) - 1;
   }
   switch (rule.reduce_range) {
-    case ReduceRange::none: break;
+    case ReduceRange::none:
+      break;
     case ReduceRange::ort_int8:
       if (q == DType::i8) lo = -64, hi = 64;
       break;
@@ -485,13 +505,27 @@ ChosenQParams choose_qparams(float min, float max, DType q, const QParamsRule& r
   const QRange r{qlo, qhi};
   ChosenQParams c;
   switch (rule.recipe) {
-    case QParamsRecipe::onnx_ort: c = onnx_ort_get_quantization_parameter(lo, hi, r, rule); break;
-    case QParamsRecipe::gemmlowp: c = gemmlowp_choose_quantization_params(lo, hi, r, rule); break;
-    case QParamsRecipe::fbgemm: c = fbgemm_choose_quantization_params(lo, hi, r, rule); break;
-    case QParamsRecipe::pytorch_aten: c = pytorch_aten_choose_quantization_params(lo, hi, r, rule); break;
-    case QParamsRecipe::pytorch_observer: c = pytorch_observer_calculate_qparams(lo, hi, r, q, rule); break;
-    case QParamsRecipe::xnnpack_qd8: c = xnnpack_qd8_asymmetric_quantization_params(lo, hi, r, q, rule); break;
-    case QParamsRecipe::glow: c = glow_choose_quantization_params(lo, hi, r, rule); break;
+    case QParamsRecipe::onnx_ort:
+      c = onnx_ort_get_quantization_parameter(lo, hi, r, rule);
+      break;
+    case QParamsRecipe::gemmlowp:
+      c = gemmlowp_choose_quantization_params(lo, hi, r, rule);
+      break;
+    case QParamsRecipe::fbgemm:
+      c = fbgemm_choose_quantization_params(lo, hi, r, rule);
+      break;
+    case QParamsRecipe::pytorch_aten:
+      c = pytorch_aten_choose_quantization_params(lo, hi, r, rule);
+      break;
+    case QParamsRecipe::pytorch_observer:
+      c = pytorch_observer_calculate_qparams(lo, hi, r, q, rule);
+      break;
+    case QParamsRecipe::xnnpack_qd8:
+      c = xnnpack_qd8_asymmetric_quantization_params(lo, hi, r, q, rule);
+      break;
+    case QParamsRecipe::glow:
+      c = glow_choose_quantization_params(lo, hi, r, rule);
+      break;
   }
   c.qmin = r.lo;
   c.qmax = r.hi;
@@ -567,20 +601,33 @@ constexpr QParamsRule kOrtReduce{.recipe = QParamsRecipe::onnx_ort, .reduce_rang
 constexpr QParamsRule kOrtSym{.recipe = QParamsRecipe::onnx_ort, .scheme = S::symmetric};
 constexpr QParamsRule kTflite{
     .recipe = QParamsRecipe::gemmlowp, .zero_point = Z::smaller_error, .nudge = RM::rna, .arithmetic = DType::f64};
-constexpr QParamsRule kTfliteNarrow{.recipe = QParamsRecipe::gemmlowp, .zero_point = Z::smaller_error,
-                                    .nudge = RM::rna, .narrow_range = true, .arithmetic = DType::f64};
-constexpr QParamsRule kFbgemm{.recipe = QParamsRecipe::fbgemm, .zero_point = Z::smaller_error,
-                              .scale_floor = kSmallScaleThreshold, .arithmetic = DType::f64};
-constexpr QParamsRule kFbgemmSym{.recipe = QParamsRecipe::fbgemm, .scheme = S::symmetric,
-                                 .zero_point = Z::smaller_error, .scale_floor = kSmallScaleThreshold,
+constexpr QParamsRule kTfliteNarrow{.recipe = QParamsRecipe::gemmlowp,
+                                    .zero_point = Z::smaller_error,
+                                    .nudge = RM::rna,
+                                    .narrow_range = true,
+                                    .arithmetic = DType::f64};
+constexpr QParamsRule kFbgemm{.recipe = QParamsRecipe::fbgemm,
+                              .zero_point = Z::smaller_error,
+                              .scale_floor = kSmallScaleThreshold,
+                              .arithmetic = DType::f64};
+constexpr QParamsRule kFbgemmSym{.recipe = QParamsRecipe::fbgemm,
+                                 .scheme = S::symmetric,
+                                 .zero_point = Z::smaller_error,
+                                 .scale_floor = kSmallScaleThreshold,
                                  .arithmetic = DType::f64};
-constexpr QParamsRule kFbgemmPow2{.recipe = QParamsRecipe::fbgemm, .scheme = S::power_of_two,
-                                  .zero_point = Z::smaller_error, .scale_floor = kSmallScaleThreshold,
+constexpr QParamsRule kFbgemmPow2{.recipe = QParamsRecipe::fbgemm,
+                                  .scheme = S::power_of_two,
+                                  .zero_point = Z::smaller_error,
+                                  .scale_floor = kSmallScaleThreshold,
                                   .arithmetic = DType::f64};
-constexpr QParamsRule kAten{.recipe = QParamsRecipe::pytorch_aten, .zero_point = Z::smaller_error_difference,
-                            .scale_floor = kSmallScaleThreshold, .arithmetic = DType::f64};
-constexpr QParamsRule kAtenReduce{.recipe = QParamsRecipe::pytorch_aten, .zero_point = Z::smaller_error_difference,
-                                  .reduce_range = RR::halve, .scale_floor = kSmallScaleThreshold,
+constexpr QParamsRule kAten{.recipe = QParamsRecipe::pytorch_aten,
+                            .zero_point = Z::smaller_error_difference,
+                            .scale_floor = kSmallScaleThreshold,
+                            .arithmetic = DType::f64};
+constexpr QParamsRule kAtenReduce{.recipe = QParamsRecipe::pytorch_aten,
+                                  .zero_point = Z::smaller_error_difference,
+                                  .reduce_range = RR::halve,
+                                  .scale_floor = kSmallScaleThreshold,
                                   .arithmetic = DType::f64};
 constexpr QParamsRule kObsAffine{.recipe = QParamsRecipe::pytorch_observer, .scale_floor = kFloat32Eps};
 constexpr QParamsRule kObsReduce{
@@ -590,12 +637,21 @@ constexpr QParamsRule kObsSym{
 constexpr QParamsRule kXnnpack{.recipe = QParamsRecipe::xnnpack_qd8, .zero_point = Z::xnnpack_sign_rule};
 constexpr QParamsRule kGlowAsym{
     .recipe = QParamsRecipe::glow, .zero_point = Z::smaller_error, .nudge = RM::rna, .arithmetic = DType::f64};
-constexpr QParamsRule kGlowSym{.recipe = QParamsRecipe::glow, .scheme = S::symmetric, .zero_point = Z::smaller_error,
-                               .nudge = RM::rna, .arithmetic = DType::f64};
-constexpr QParamsRule kGlowSymU{.recipe = QParamsRecipe::glow, .scheme = S::symmetric_unsigned,
-                                .zero_point = Z::smaller_error, .nudge = RM::rna, .arithmetic = DType::f64};
-constexpr QParamsRule kGlowPow2{.recipe = QParamsRecipe::glow, .scheme = S::power_of_two,
-                                .zero_point = Z::smaller_error, .nudge = RM::rna, .arithmetic = DType::f64};
+constexpr QParamsRule kGlowSym{.recipe = QParamsRecipe::glow,
+                               .scheme = S::symmetric,
+                               .zero_point = Z::smaller_error,
+                               .nudge = RM::rna,
+                               .arithmetic = DType::f64};
+constexpr QParamsRule kGlowSymU{.recipe = QParamsRecipe::glow,
+                                .scheme = S::symmetric_unsigned,
+                                .zero_point = Z::smaller_error,
+                                .nudge = RM::rna,
+                                .arithmetic = DType::f64};
+constexpr QParamsRule kGlowPow2{.recipe = QParamsRecipe::glow,
+                                .scheme = S::power_of_two,
+                                .zero_point = Z::smaller_error,
+                                .nudge = RM::rna,
+                                .arithmetic = DType::f64};
 
 constexpr std::string_view kOrtSource = "microsoft/onnxruntime onnxruntime/core/util/qmath.h::GetQuantizationParameter";
 constexpr std::string_view kFbgemmSource = "pytorch/FBGEMM src/QuantUtils.cc::ChooseQuantizationParams";

@@ -85,9 +85,9 @@ struct QParamsRule {
   ZeroPointChoice zero_point = ZeroPointChoice::from_min;
   RoundingMode nudge = RoundingMode::rne;  // the zero point's rounding to an integer
   ReduceRange reduce_range = ReduceRange::none;
-  bool narrow_range = false;  // signed types drop their most negative value (gemmlowp narrow_range)
-  double scale_floor = 0;     // 0: none. FBGEMM/ATen SMALL_SCALE_THRESHOLD 6.1e-5f (with the
-                              // range rescaled); PyTorch observers eps = 2^-23 (a plain max)
+  bool narrow_range = false;      // signed types drop their most negative value (gemmlowp narrow_range)
+  double scale_floor = 0;         // 0: none. FBGEMM/ATen SMALL_SCALE_THRESHOLD 6.1e-5f (with the
+                                  // range rescaled); PyTorch observers eps = 2^-23 (a plain max)
   DType arithmetic = DType::f32;  // f32 or f64: the format of the recipe's main operations
 
   bool operator==(const QParamsRule&) const = default;
@@ -121,7 +121,7 @@ QuantParams to_quant_params(const ChosenQParams& c);
 // range per index along `axis`, e.g. axis 0 for the rows of an [M, K] activation), then
 // choose_qparams for each. x: f32, f16 or bf16 (values exact in float), every element finite.
 struct DynamicQParams {
-  QuantParams params;                // per tensor or per axis, scale_dtype from the rule
+  QuantParams params;                 // per tensor or per axis, scale_dtype from the rule
   std::vector<ChosenQParams> chosen;  // one per parameter index, with quantize multipliers
 };
 DynamicQParams choose_dynamic_qparams(const Tensor& x, DType q, const QParamsRule& rule,

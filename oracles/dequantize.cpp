@@ -60,8 +60,8 @@ Label exact_product_label(std::int64_t d, double s, DType out) {
   const FloatLayout& l = info(out).fl;
   const int binade = std::max(msb(P) + e, 1 - l.bias);
   const int shift = binade - l.mant_bits - e;  // v / step = P / 2^shift
-  if (shift <= 0) return Label::clear;           // v is a whole number of steps
-  if (shift > 100) return Label::clear;          // v / step < 2^-7: far from any midpoint
+  if (shift <= 0) return Label::clear;         // v is a whole number of steps
+  if (shift > 100) return Label::clear;        // v / step < 2^-7: far from any midpoint
   const u128 one = 1;
   const u128 low = P & ((one << shift) - 1);
   const u128 half = one << (shift - 1);
@@ -211,7 +211,8 @@ std::uint64_t hw_cast_to_output(T y, DType out, bool& finite) {
       finite = std::isfinite(v);
       return bits;
     }
-    default: break;
+    default:
+      break;
   }
   const auto v = static_cast<double>(y);
   // y is never -0 here (see fast_float_element), so +0 is the exact pattern 0 in every format.
@@ -234,10 +235,18 @@ bool fast_float_element(std::int64_t q, double sd, std::int64_t zp, DequantizeOr
   if (!(s > 0) || !std::isfinite(s)) return false;
   T y = 0;
   switch (order) {
-    case DequantizeOrder::sub_int_then_mul: y = static_cast<T>(q - zp) * s; break;
-    case DequantizeOrder::sub_float_then_mul: y = (static_cast<T>(q) - static_cast<T>(zp)) * s; break;
-    case DequantizeOrder::mul_then_sub: y = static_cast<T>(q) * s - static_cast<T>(zp) * s; break;
-    case DequantizeOrder::fma: y = std::fma(static_cast<T>(q), s, -(static_cast<T>(zp) * s)); break;
+    case DequantizeOrder::sub_int_then_mul:
+      y = static_cast<T>(q - zp) * s;
+      break;
+    case DequantizeOrder::sub_float_then_mul:
+      y = (static_cast<T>(q) - static_cast<T>(zp)) * s;
+      break;
+    case DequantizeOrder::mul_then_sub:
+      y = static_cast<T>(q) * s - static_cast<T>(zp) * s;
+      break;
+    case DequantizeOrder::fma:
+      y = std::fma(static_cast<T>(q), s, -(static_cast<T>(zp) * s));
+      break;
   }
   if (!std::isfinite(y)) return false;
   bits = hw_cast_to_output(y, out, finite);
@@ -282,10 +291,17 @@ DequantizeResult dequantize(const Tensor& q, const QuantParams& p, DType out, co
     bool finite = true;
     bool ok = false;
     switch (fk) {
-      case FastKind::f32: ok = fast_float_element<float>(qv, sd, zp, pol.order, out, bits, finite); break;
-      case FastKind::f64: ok = fast_float_element<double>(qv, sd, zp, pol.order, out, bits, finite); break;
-      case FastKind::exact: ok = fast_exact_element(qv, sd, zp, out, bits, finite); break;
-      case FastKind::none: break;
+      case FastKind::f32:
+        ok = fast_float_element<float>(qv, sd, zp, pol.order, out, bits, finite);
+        break;
+      case FastKind::f64:
+        ok = fast_float_element<double>(qv, sd, zp, pol.order, out, bits, finite);
+        break;
+      case FastKind::exact:
+        ok = fast_exact_element(qv, sd, zp, out, bits, finite);
+        break;
+      case FastKind::none:
+        break;
     }
     Label label = Label::clear;
     if (ok) {

@@ -60,7 +60,8 @@ std::string to_hexfloat(const Rational& r) {
   BigInt frac = n - (BigInt(1) << top);
   frac <<= (nibbles * 4 - frac_bits);
   std::string hex = frac.str(0, std::ios_base::hex);
-  if (static_cast<int>(hex.size()) < nibbles) hex = std::string(static_cast<std::size_t>(nibbles) - hex.size(), '0') + hex;
+  if (static_cast<int>(hex.size()) < nibbles)
+    hex = std::string(static_cast<std::size_t>(nibbles) - hex.size(), '0') + hex;
   while (!hex.empty() && hex.back() == '0') hex.pop_back();
   std::transform(hex.begin(), hex.end(), hex.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
   const int p = e + top;

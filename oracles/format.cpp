@@ -55,9 +55,7 @@ std::uint64_t nan_pattern(const FloatLayout& l) {
   return (exp_all << l.mant_bits) | ((std::uint64_t{1} << l.mant_bits) - 1);
 }
 
-std::uint64_t sign_bit(const FloatLayout& l) {
-  return std::uint64_t{1} << (l.exp_bits + l.mant_bits);
-}
+std::uint64_t sign_bit(const FloatLayout& l) { return std::uint64_t{1} << (l.exp_bits + l.mant_bits); }
 
 }  // namespace
 
@@ -71,12 +69,14 @@ std::optional<DType> parse_dtype(std::string_view s) {
     DType t;
   };
   static constexpr Alias kAliases[] = {
-      {"float64", DType::f64},   {"double", DType::f64},         {"float32", DType::f32},
-      {"float", DType::f32},     {"float16", DType::f16},        {"half", DType::f16},
-      {"bfloat16", DType::bf16}, {"float8e4m3fn", DType::f8e4m3fn}, {"float8e5m2", DType::f8e5m2},
-      {"int32", DType::i32},     {"int16", DType::i16},          {"uint16", DType::u16},
-      {"int8", DType::i8},       {"uint8", DType::u8},           {"int4", DType::i4},
-      {"uint4", DType::u4},
+      {"float64", DType::f64},       {"double", DType::f64},
+      {"float32", DType::f32},       {"float", DType::f32},
+      {"float16", DType::f16},       {"half", DType::f16},
+      {"bfloat16", DType::bf16},     {"float8e4m3fn", DType::f8e4m3fn},
+      {"float8e5m2", DType::f8e5m2}, {"int32", DType::i32},
+      {"int16", DType::i16},         {"uint16", DType::u16},
+      {"int8", DType::i8},           {"uint8", DType::u8},
+      {"int4", DType::i4},           {"uint4", DType::u4},
   };
   for (const Alias& a : kAliases)
     if (a.name == s) return a.t;
@@ -93,8 +93,7 @@ ExactFloat decode_float(DType t, std::uint64_t pattern) {
     if (frac != 0) return ExactFloat::nan();
     return ExactFloat::inf(neg);
   }
-  if (!l.ieee_nan && exp_field == exp_all && frac == (std::uint64_t{1} << l.mant_bits) - 1)
-    return ExactFloat::nan();
+  if (!l.ieee_nan && exp_field == exp_all && frac == (std::uint64_t{1} << l.mant_bits) - 1) return ExactFloat::nan();
   BigInt m = frac;
   int e;
   if (exp_field == 0) {
@@ -173,11 +172,14 @@ std::uint64_t encode_float(DType t, const ExactFloat& x, RoundingMode m, Overflo
 
 double float_bits_to_double(DType t, std::uint64_t p) {
   switch (t) {
-    case DType::f64: return std::bit_cast<double>(p);
-    case DType::f32: return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(p)));
+    case DType::f64:
+      return std::bit_cast<double>(p);
+    case DType::f32:
+      return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(p)));
     case DType::bf16:
       return static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(p << 16)));
-    default: break;
+    default:
+      break;
   }
   const FloatLayout& l = info(t).fl;
   const bool neg = (p & sign_bit(l)) != 0;
@@ -200,9 +202,12 @@ double float_bits_to_double(DType t, std::uint64_t p) {
 
 std::uint64_t double_to_float_bits(DType t, double v) {
   switch (t) {
-    case DType::f64: return std::bit_cast<std::uint64_t>(v);
-    case DType::f32: return std::bit_cast<std::uint32_t>(static_cast<float>(v));  // RNE
-    default: break;  // narrower formats: one correct rounding (no double rounding via f32)
+    case DType::f64:
+      return std::bit_cast<std::uint64_t>(v);
+    case DType::f32:
+      return std::bit_cast<std::uint32_t>(static_cast<float>(v));  // RNE
+    default:
+      break;  // narrower formats: one correct rounding (no double rounding via f32)
   }
   if (std::isnan(v)) return encode_float(t, ExactFloat::nan());
   if (std::isinf(v)) return encode_float(t, ExactFloat::inf(v < 0));

@@ -17,11 +17,11 @@ enum class DType : std::uint8_t { f64, f32, f16, bf16, f8e4m3fn, f8e5m2, i32, i1
 
 inline constexpr std::array<DType, 13> kAllDTypes = {
     DType::f64, DType::f32, DType::f16, DType::bf16, DType::f8e4m3fn, DType::f8e5m2, DType::i32,
-    DType::i16, DType::u16, DType::i8,  DType::u8,   DType::i4,   DType::u4};
+    DType::i16, DType::u16, DType::i8,  DType::u8,   DType::i4,       DType::u4};
 
 struct FloatLayout {
   int exp_bits = 0;
-  int mant_bits = 0;     // stored fraction bits; precision p = mant_bits + 1
+  int mant_bits = 0;  // stored fraction bits; precision p = mant_bits + 1
   int bias = 0;
   bool has_inf = true;   // false: e4m3fn (no inf; only S.1111.111 is NaN)
   bool ieee_nan = true;  // true: all-ones exponent with nonzero fraction is NaN
@@ -77,8 +77,7 @@ std::uint64_t encode_float(DType t, const ExactFloat& x, RoundingMode m = Roundi
                            Overflow o = Overflow::ieee);
 // Round a finite rational to format t and return the exact result (the value an IEEE
 // operation in format t would produce). Sets `overflowed` when the result left the range.
-ExactFloat round_to_format(DType t, const Rational& v, RoundingMode m = RoundingMode::rne,
-                           Overflow o = Overflow::ieee);
+ExactFloat round_to_format(DType t, const Rational& v, RoundingMode m = RoundingMode::rne, Overflow o = Overflow::ieee);
 
 Rational max_finite(DType t);
 Rational min_subnormal(DType t);

@@ -4,17 +4,22 @@ namespace qc {
 
 std::string Arith::name() const {
   switch (kind_) {
-    case Kind::exact: return "exact";
-    case Kind::floating: return std::string(qc::name(type_));
-    case Kind::fixed: return "fixed64:" + std::to_string(frac_bits_);
+    case Kind::exact:
+      return "exact";
+    case Kind::floating:
+      return std::string(qc::name(type_));
+    case Kind::fixed:
+      return "fixed64:" + std::to_string(frac_bits_);
   }
   return "?";
 }
 
 ExactFloat Arith::round(const Rational& v) const {
   switch (kind_) {
-    case Kind::exact: return ExactFloat::finite(v);
-    case Kind::floating: return round_to_format(type_, v);
+    case Kind::exact:
+      return ExactFloat::finite(v);
+    case Kind::floating:
+      return round_to_format(type_, v);
     case Kind::fixed: {
       // int64 fixed point: truncate toward zero onto the 2^-frac grid (a C cast), saturating.
       BigInt n = round_to_integer(v * pow2(frac_bits_), RoundingMode::rtz);

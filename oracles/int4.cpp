@@ -11,9 +11,12 @@ std::string_view name(NibbleOrder o) { return o == NibbleOrder::low_first ? "low
 std::string_view name(OddLength o) { return o == OddLength::pad ? "pad" : "reject"; }
 std::string_view name(OutOfRange o) {
   switch (o) {
-    case OutOfRange::reject: return "reject";
-    case OutOfRange::clip: return "clip";
-    case OutOfRange::wrap: return "wrap";
+    case OutOfRange::reject:
+      return "reject";
+    case OutOfRange::clip:
+      return "clip";
+    case OutOfRange::wrap:
+      return "wrap";
   }
   return "?";
 }
@@ -80,11 +83,14 @@ std::uint8_t to_nibble(std::int64_t v, DType nibble_type, OutOfRange rule, std::
   if (v < lo || v > hi) {
     switch (rule) {
       case OutOfRange::reject:
-        throw InputError("pack_int4: element " + std::to_string(element) + " = " + std::to_string(v) +
-                         " is outside " + std::string(name(nibble_type)) + " [" + std::to_string(lo) + ", " +
-                         std::to_string(hi) + "] and this packing rejects out-of-range values");
-      case OutOfRange::clip: v = std::clamp(v, lo, hi); break;
-      case OutOfRange::wrap: break;  // the low 4 bits below
+        throw InputError("pack_int4: element " + std::to_string(element) + " = " + std::to_string(v) + " is outside " +
+                         std::string(name(nibble_type)) + " [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                         "] and this packing rejects out-of-range values");
+      case OutOfRange::clip:
+        v = std::clamp(v, lo, hi);
+        break;
+      case OutOfRange::wrap:
+        break;  // the low 4 bits below
     }
   }
   return static_cast<std::uint8_t>(static_cast<std::uint64_t>(v) & 0xF);

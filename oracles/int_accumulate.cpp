@@ -11,8 +11,10 @@ namespace qc {
 
 std::string_view name(ZeroPointCorrection z) {
   switch (z) {
-    case ZeroPointCorrection::subtract_first: return "subtract_first";
-    case ZeroPointCorrection::compensate: return "compensate";
+    case ZeroPointCorrection::subtract_first:
+      return "subtract_first";
+    case ZeroPointCorrection::compensate:
+      return "compensate";
   }
   return "?";
 }
@@ -54,8 +56,8 @@ void check_problem(const IntGemmProblem& p) {
   if (p.rows < 0 || p.cols < 0 || p.depth < 0) throw InputError("accumulate_gemm: negative dimensions");
   if (p.a.size() != R * K || p.bt.size() != N * K)
     throw InputError("accumulate_gemm: operand sizes " + std::to_string(p.a.size()) + " and " +
-                     std::to_string(p.bt.size()) + " do not match R*K = " + std::to_string(R * K) + " and N*K = " +
-                     std::to_string(N * K));
+                     std::to_string(p.bt.size()) + " do not match R*K = " + std::to_string(R * K) +
+                     " and N*K = " + std::to_string(N * K));
   if (p.segment_starts.empty() || p.segment_starts[0] != 0)
     throw InputError("accumulate_gemm: the first segment must start at k = 0");
   for (std::size_t s = 1; s < S; ++s)
@@ -154,7 +156,8 @@ Acc dot_1x1(const T* __restrict a, const T* __restrict b, std::int64_t len) {
 template <class T, class Acc>
 void exact_sums(const IntGemmProblem& p, const Operands<T>& o, std::vector<std::int64_t>& out) {
   const std::int64_t R = p.rows, N = p.cols, K = p.depth, S = p.segments();
-  const std::int64_t tile = std::max<std::int64_t>(4, (std::int64_t{128} * 1024) / std::max<std::int64_t>(1, K * static_cast<std::int64_t>(sizeof(T))) / 4 * 4);
+  const std::int64_t tile = std::max<std::int64_t>(
+      4, (std::int64_t{128} * 1024) / std::max<std::int64_t>(1, K * static_cast<std::int64_t>(sizeof(T))) / 4 * 4);
   for (std::int64_t n0 = 0; n0 < N; n0 += tile) {
     const std::int64_t n1 = std::min(N, n0 + tile);
     for (std::int64_t r = 0; r < R; ++r) {
@@ -239,7 +242,8 @@ std::int64_t zero_point_correction(const IntGemmProblem& p, const std::vector<st
   const std::int64_t S = p.segments();
   const __int128 za = p.a_zero_points[static_cast<std::size_t>(r * S + s)];
   const __int128 zb = p.b_zero_points[static_cast<std::size_t>(s * p.cols + n)];
-  const __int128 c = -zb * a_sums[static_cast<std::size_t>(r * S + s)] - za * b_sums[static_cast<std::size_t>(n * S + s)] +
+  const __int128 c = -zb * a_sums[static_cast<std::size_t>(r * S + s)] -
+                     za * b_sums[static_cast<std::size_t>(n * S + s)] +
                      static_cast<__int128>(p.segment_length(s)) * za * zb;
   return static_cast<std::int64_t>(c);  // |c| <= 3 * K * 2^32 for 16-bit operands
 }
@@ -262,11 +266,13 @@ std::int64_t add_in_accumulator(Accumulation acc, std::int64_t value, std::int64
         throw InputError("add_in_accumulator: the exact sum leaves int64");
       return static_cast<std::int64_t>(v);
     }
-    case Accumulation::int64: return wrapping_add_int64(value, term);
+    case Accumulation::int64:
+      return wrapping_add_int64(value, term);
     case Accumulation::int32_wrap:
     case Accumulation::int16_pair_saturate: {  // vpaddd wraps
       const BigInt v = BigInt(value) + term;
-      return v >= kInt32Lo && v <= kInt32Hi ? v.convert_to<std::int64_t>() : int_convert(DType::i32, v, IntOverflow::wrap);
+      return v >= kInt32Lo && v <= kInt32Hi ? v.convert_to<std::int64_t>()
+                                            : int_convert(DType::i32, v, IntOverflow::wrap);
     }
     case Accumulation::int32_saturate: {
       const __int128 v = static_cast<__int128>(value) + term;
@@ -283,8 +289,9 @@ void require_pair_operands(const IntGemmProblem& p, Accumulation acc, bool subtr
   const bool any_zero_point = std::any_of(p.a_zero_points.begin(), p.a_zero_points.end(), nonzero) ||
                               std::any_of(p.b_zero_points.begin(), p.b_zero_points.end(), nonzero);
   if (acc == Accumulation::int16_pair_saturate && subtract && any_zero_point)
-    throw InputError("accumulate_gemm: int16_pair_saturate (vpmaddubsw) multiplies the raw u8 x s8 bytes; with "
-                     "nonzero zero points use ZeroPointCorrection::compensate");
+    throw InputError(
+        "accumulate_gemm: int16_pair_saturate (vpmaddubsw) multiplies the raw u8 x s8 bytes; with "
+        "nonzero zero points use ZeroPointCorrection::compensate");
 }
 
 // accumulation_bound over the multiplied operands' actual ranges and the longest segment, for the
@@ -298,7 +305,8 @@ AccumulationProof prove(const IntGemmProblem& p, Accumulation acc, bool subtract
   const std::int64_t L = proof.longest_segment;
   proof.policy_exact = accumulation_bound(acc, L, proof.a_range, proof.b_range).exact;
   proof.int32_loop = accumulation_bound(Accumulation::int32_wrap, L, proof.a_range, proof.b_range).exact;
-  proof.int64_loop = !proof.int32_loop && accumulation_bound(Accumulation::int64, L, proof.a_range, proof.b_range).exact;
+  proof.int64_loop =
+      !proof.int32_loop && accumulation_bound(Accumulation::int64, L, proof.a_range, proof.b_range).exact;
   return proof;
 }
 
@@ -318,15 +326,18 @@ class LoopCoverage {
     if (all_) return true;
     switch (acc_) {
       case Accumulation::exact:
-      case Accumulation::int64: return true;  // the int64 loop is exact, and so is this accumulator
-      case Accumulation::int32_wrap: return fits_int32(sum);  // a wrap would move the result by 2^32
+      case Accumulation::int64:
+        return true;  // the int64 loop is exact, and so is this accumulator
+      case Accumulation::int32_wrap:
+        return fits_int32(sum);             // a wrap would move the result by 2^32
       case Accumulation::int32_saturate: {  // |partial sums| <= Σ|a_k||b_k| <= min(Σ|a|·max|b|, max|a|·Σ|b|)
         const auto i = static_cast<std::size_t>(r * S_ + s), j = static_cast<std::size_t>(n * S_ + s);
         const __int128 bound = std::min(static_cast<__int128>(a_abs_.sum[i]) * b_abs_.max[j],
                                         static_cast<__int128>(a_abs_.max[i]) * b_abs_.sum[j]);
         return bound <= kInt32Hi;
       }
-      case Accumulation::int16_pair_saturate: return false;
+      case Accumulation::int16_pair_saturate:
+        return false;
     }
     return false;
   }

@@ -58,12 +58,12 @@ struct IntGemmProblem {
 
 // What was proven about the accumulation, for reports and for `qconform explain`.
 struct AccumulationProof {
-  IntRange a_range, b_range;   // actual ranges of the multiplied operands (after zero points, or raw)
+  IntRange a_range, b_range;  // actual ranges of the multiplied operands (after zero points, or raw)
   std::int64_t longest_segment = 0;
-  bool policy_exact = false;   // accumulation_bound(policy, L, a_range, b_range).exact: the policy's
-                               // accumulator equals the exact sum for every input in these ranges
-  bool int32_loop = false;     // the sums were computed in an int32 loop (its bound proven)
-  bool int64_loop = false;     // ... in an int64 loop (its bound proven, the int32 one not)
+  bool policy_exact = false;                  // accumulation_bound(policy, L, a_range, b_range).exact: the policy's
+                                              // accumulator equals the exact sum for every input in these ranges
+  bool int32_loop = false;                    // the sums were computed in an int32 loop (its bound proven)
+  bool int64_loop = false;                    // ... in an int64 loop (its bound proven, the int32 one not)
   std::int64_t arbitrary_precision_dots = 0;  // dot products handed to accumulate_dot
 };
 
@@ -74,7 +74,9 @@ struct IntGemmAccumulators {
   std::unordered_map<std::int64_t, BigInt> exact_where_different;
   AccumulationProof proof;
 
-  std::int64_t at(std::int64_t r, std::int64_t n, std::int64_t s) const { return value[static_cast<std::size_t>((r * cols + n) * segments + s)]; }
+  std::int64_t at(std::int64_t r, std::int64_t n, std::int64_t s) const {
+    return value[static_cast<std::size_t>((r * cols + n) * segments + s)];
+  }
   BigInt exact(std::int64_t r, std::int64_t n, std::int64_t s) const;
   bool overflowed(std::int64_t r, std::int64_t n) const;
 };

@@ -23,11 +23,16 @@ inline constexpr double kNearTieDistance = 1.0 / 1024.0;
 
 constexpr std::string_view name(Label l) {
   switch (l) {
-    case Label::clear: return "clear";
-    case Label::near_tie: return "near_tie";
-    case Label::tie: return "tie";
-    case Label::saturated: return "saturated";
-    case Label::special: return "special";
+    case Label::clear:
+      return "clear";
+    case Label::near_tie:
+      return "near_tie";
+    case Label::tie:
+      return "tie";
+    case Label::saturated:
+      return "saturated";
+    case Label::special:
+      return "special";
   }
   return "?";
 }

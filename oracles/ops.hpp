@@ -6,8 +6,8 @@
 #include "oracles/qgemm.hpp"
 #include "oracles/qparams.hpp"
 #include "oracles/requantize.hpp"
-#include "oracles/weight_only.hpp"
 #include "oracles/tensor.hpp"
+#include "oracles/weight_only.hpp"
 
 #include <string_view>
 #include <variant>

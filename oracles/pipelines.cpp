@@ -44,8 +44,9 @@ QuantizedOperand require_format(QuantizedOperand x, DType want, const std::strin
 
 ActivationOperand as_activation(const QuantizedOperand& x, const Shape& shape) {
   if (x.q.shape() != shape)
-    throw InputError("u8 x s8 rewrite: per-row dynamic quantization of a batched activation cannot be rewritten; "
-                     "quantize a 2-D activation");
+    throw InputError(
+        "u8 x s8 rewrite: per-row dynamic quantization of a batched activation cannot be rewritten; "
+        "quantize a 2-D activation");
   ActivationOperand a;
   a.values = x.q;
   a.format = x.q.dtype();
@@ -94,7 +95,8 @@ LoweringPair compare_rewrite(const Op& op, const ActivationOperand& a, const QWe
   const bool shift_activations = quantized_format(a) == DType::i8;
   if (!shift_activations && !(quantized_format(a) == DType::u8 && quantized_format(w) == DType::u8))
     throw InputError("u8 x s8 rewrite: expects s8 activations, or u8 activations with u8 weights");
-  const Op r = shift_activations ? rewrite_s8s8_as_u8s8(op, original.quantize) : rewrite_u8u8_as_u8s8(op, original.quantize);
+  const Op r =
+      shift_activations ? rewrite_s8s8_as_u8s8(op, original.quantize) : rewrite_u8u8_as_u8s8(op, original.quantize);
   LoweringPair p;
   if constexpr (std::is_same_v<Op, QGemmOp>) {
     p.original = qgemm(op, original);
@@ -158,8 +160,8 @@ FcLowerings compare_fused_fc(const QGemmOp& fc, const IntermediateQParams& mid, 
   for (std::int64_t e = 0; e < q_mid.size(); ++e) {
     Rational v = s_mid * (q_mid.get_int(e) - mid.zero_point);
     if (fc.bias) v += Rational(fc.bias->get_int(e % N)) * f.matmul.scale_product(e);
-    const RequantizeElement q = requantize_real(v / s_out, fc.output.scale, scale_dtype, fc.output.zero_point,
-                                                fc.output.format, add);
+    const RequantizeElement q =
+        requantize_real(v / s_out, fc.output.scale, scale_dtype, fc.output.zero_point, fc.output.format, add);
     f.unfused.set_int(e, q.q);
     f.unfused_labels[static_cast<std::size_t>(e)] = q.label;
     f.unfused_exact[static_cast<std::size_t>(e)] = q.ideal;

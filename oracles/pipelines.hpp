@@ -62,12 +62,12 @@ struct IntermediateQParams {
 };
 
 struct FcLowerings {
-  QLinearResult fused;               // acc + bias, requantized once
-  QLinearResult matmul;              // the MatMul alone, requantized to the intermediate parameters
-  Tensor unfused;                    // intermediate + bias, requantized to the output
+  QLinearResult fused;   // acc + bias, requantized once
+  QLinearResult matmul;  // the MatMul alone, requantized to the intermediate parameters
+  Tensor unfused;        // intermediate + bias, requantized to the output
   std::vector<Label> unfused_labels;
   std::vector<Rational> unfused_exact;  // the bias add's exact pre-rounding values (output units)
-  std::int64_t mismatches = 0;       // fused versus unfused
+  std::int64_t mismatches = 0;          // fused versus unfused
 };
 
 // fc: a requantized output and an optional i32 bias. Throws InputError otherwise.
@@ -76,10 +76,10 @@ FcLowerings compare_fused_fc(const QGemmOp& fc, const IntermediateQParams& mid, 
 // ---- Q -> DQ -> conv versus quantized conv then dequantize -------------------------------------
 
 struct QdqConvLowerings {
-  Tensor qdq;                      // the float lowering, rounded once (RNE) into the output format
+  Tensor qdq;                       // the float lowering, rounded once (RNE) into the output format
   std::vector<Rational> qdq_exact;  // its exact values
   std::vector<Label> qdq_labels;
-  QLinearResult quantized;         // qconv2d with the dequantized output stage
+  QLinearResult quantized;  // qconv2d with the dequantized output stage
   std::int64_t mismatches = 0;
 };
 

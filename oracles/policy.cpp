@@ -22,23 +22,35 @@ OutputRange output_range(DType out, bool narrow_range,
 
 std::string to_string(const ComputeFormat& c) {
   switch (c.kind) {
-    case ComputeFormat::Kind::exact: return "exact";
-    case ComputeFormat::Kind::f64: return "f64";
-    case ComputeFormat::Kind::f32: return "f32";
-    case ComputeFormat::Kind::f16: return "f16";
-    case ComputeFormat::Kind::bf16: return "bf16";
-    case ComputeFormat::Kind::scale_type: return "scale_type";
-    case ComputeFormat::Kind::input_type: return "input_type";
-    case ComputeFormat::Kind::fixed64: return "fixed64:" + std::to_string(c.frac_bits);
+    case ComputeFormat::Kind::exact:
+      return "exact";
+    case ComputeFormat::Kind::f64:
+      return "f64";
+    case ComputeFormat::Kind::f32:
+      return "f32";
+    case ComputeFormat::Kind::f16:
+      return "f16";
+    case ComputeFormat::Kind::bf16:
+      return "bf16";
+    case ComputeFormat::Kind::scale_type:
+      return "scale_type";
+    case ComputeFormat::Kind::input_type:
+      return "input_type";
+    case ComputeFormat::Kind::fixed64:
+      return "fixed64:" + std::to_string(c.frac_bits);
   }
   return "?";
 }
 
 std::optional<ComputeFormat> parse_compute_format(std::string_view s) {
   using K = ComputeFormat::Kind;
-  static constexpr std::pair<std::string_view, K> kNames[] = {
-      {"exact", K::exact}, {"f64", K::f64}, {"f32", K::f32}, {"f16", K::f16}, {"bf16", K::bf16},
-      {"scale_type", K::scale_type}, {"input_type", K::input_type}};
+  static constexpr std::pair<std::string_view, K> kNames[] = {{"exact", K::exact},
+                                                              {"f64", K::f64},
+                                                              {"f32", K::f32},
+                                                              {"f16", K::f16},
+                                                              {"bf16", K::bf16},
+                                                              {"scale_type", K::scale_type},
+                                                              {"input_type", K::input_type}};
   for (auto [n, k] : kNames)
     if (n == s) return ComputeFormat{k, 0};
   if (s.starts_with("fixed64:")) {
@@ -53,24 +65,36 @@ std::optional<ComputeFormat> parse_compute_format(std::string_view s) {
 
 std::string_view name(QuantizeOrder o) {
   switch (o) {
-    case QuantizeOrder::div_then_add_int: return "div_then_add_int";
-    case QuantizeOrder::div_add_float: return "div_add_float";
-    case QuantizeOrder::recip_then_add_int: return "recip_then_add_int";
-    case QuantizeOrder::recip_add_float: return "recip_add_float";
-    case QuantizeOrder::fma_recip: return "fma_recip";
-    case QuantizeOrder::round_then_add_float: return "round_then_add_float";
+    case QuantizeOrder::div_then_add_int:
+      return "div_then_add_int";
+    case QuantizeOrder::div_add_float:
+      return "div_add_float";
+    case QuantizeOrder::recip_then_add_int:
+      return "recip_then_add_int";
+    case QuantizeOrder::recip_add_float:
+      return "recip_add_float";
+    case QuantizeOrder::fma_recip:
+      return "fma_recip";
+    case QuantizeOrder::round_then_add_float:
+      return "round_then_add_float";
   }
   return "?";
 }
 
 std::string_view formula(QuantizeOrder o) {
   switch (o) {
-    case QuantizeOrder::div_then_add_int: return "round(x/s) + zp";
-    case QuantizeOrder::div_add_float: return "round(x/s + zp)";
-    case QuantizeOrder::recip_then_add_int: return "round(x*(1/s)) + zp";
-    case QuantizeOrder::recip_add_float: return "round(x*(1/s) + zp)";
-    case QuantizeOrder::fma_recip: return "round(fma(x, 1/s, zp))";
-    case QuantizeOrder::round_then_add_float: return "round(x/s) +. zp";
+    case QuantizeOrder::div_then_add_int:
+      return "round(x/s) + zp";
+    case QuantizeOrder::div_add_float:
+      return "round(x/s + zp)";
+    case QuantizeOrder::recip_then_add_int:
+      return "round(x*(1/s)) + zp";
+    case QuantizeOrder::recip_add_float:
+      return "round(x*(1/s) + zp)";
+    case QuantizeOrder::fma_recip:
+      return "round(fma(x, 1/s, zp))";
+    case QuantizeOrder::round_then_add_float:
+      return "round(x/s) +. zp";
   }
   return "?";
 }
@@ -84,9 +108,12 @@ std::optional<QuantizeOrder> parse_quantize_order(std::string_view s) {
 
 std::string_view name(Clamp c) {
   switch (c) {
-    case Clamp::int_after: return "int_after";
-    case Clamp::float_before: return "float_before";
-    case Clamp::wrap: return "wrap";
+    case Clamp::int_after:
+      return "int_after";
+    case Clamp::float_before:
+      return "float_before";
+    case Clamp::wrap:
+      return "wrap";
   }
   return "?";
 }
@@ -99,12 +126,18 @@ std::optional<Clamp> parse_clamp(std::string_view s) {
 
 std::string_view name(NanRule n) {
   switch (n) {
-    case NanRule::unspecified: return "unspecified";
-    case NanRule::to_qmin: return "qmin";
-    case NanRule::to_qmax: return "qmax";
-    case NanRule::to_zero_point: return "zero_point";
-    case NanRule::to_zero: return "zero";
-    case NanRule::error: return "error";
+    case NanRule::unspecified:
+      return "unspecified";
+    case NanRule::to_qmin:
+      return "qmin";
+    case NanRule::to_qmax:
+      return "qmax";
+    case NanRule::to_zero_point:
+      return "zero_point";
+    case NanRule::to_zero:
+      return "zero";
+    case NanRule::error:
+      return "error";
   }
   return "?";
 }
@@ -118,20 +151,28 @@ std::optional<NanRule> parse_nan_rule(std::string_view s) {
 
 std::string_view name(DequantizeOrder o) {
   switch (o) {
-    case DequantizeOrder::sub_int_then_mul: return "sub_int_then_mul";
-    case DequantizeOrder::sub_float_then_mul: return "sub_float_then_mul";
-    case DequantizeOrder::mul_then_sub: return "mul_then_sub";
-    case DequantizeOrder::fma: return "fma";
+    case DequantizeOrder::sub_int_then_mul:
+      return "sub_int_then_mul";
+    case DequantizeOrder::sub_float_then_mul:
+      return "sub_float_then_mul";
+    case DequantizeOrder::mul_then_sub:
+      return "mul_then_sub";
+    case DequantizeOrder::fma:
+      return "fma";
   }
   return "?";
 }
 
 std::string_view formula(DequantizeOrder o) {
   switch (o) {
-    case DequantizeOrder::sub_int_then_mul: return "(q - zp) * s, integer subtraction";
-    case DequantizeOrder::sub_float_then_mul: return "(float(q) - float(zp)) * s";
-    case DequantizeOrder::mul_then_sub: return "q*s - zp*s";
-    case DequantizeOrder::fma: return "fma(q, s, -(zp*s))";
+    case DequantizeOrder::sub_int_then_mul:
+      return "(q - zp) * s, integer subtraction";
+    case DequantizeOrder::sub_float_then_mul:
+      return "(float(q) - float(zp)) * s";
+    case DequantizeOrder::mul_then_sub:
+      return "q*s - zp*s";
+    case DequantizeOrder::fma:
+      return "fma(q, s, -(zp*s))";
   }
   return "?";
 }

@@ -17,8 +17,11 @@ namespace qc {
 // The format intermediates are rounded to.
 struct ComputeFormat {
   enum class Kind : std::uint8_t {
-    exact,       // no intermediate rounding (the real-number definition)
-    f64, f32, f16, bf16,
+    exact,  // no intermediate rounding (the real-number definition)
+    f64,
+    f32,
+    f16,
+    bf16,
     scale_type,  // the scale's own format (ONNX: "precision of the division ... type of y_scale")
     input_type,  // the input's own format (MIGraphX reference: x type == scale type)
     fixed64,     // int64 fixed point with `frac_bits` fraction bits, truncated (a C cast)
@@ -33,11 +36,11 @@ std::optional<ComputeFormat> parse_compute_format(std::string_view s);
 
 // Quantize: float -> int.
 enum class QuantizeOrder : std::uint8_t {
-  div_then_add_int,    // round(x / s) + zp, zero point added in integers (ONNX)
-  div_add_float,       // round(x / s + zp), zero point added in the compute format
-  recip_then_add_int,  // round(x * (1/s)) + zp
-  recip_add_float,     // round(x * (1/s) + zp)
-  fma_recip,           // round(fma(x, 1/s, zp)), one rounding for the multiply-add
+  div_then_add_int,      // round(x / s) + zp, zero point added in integers (ONNX)
+  div_add_float,         // round(x / s + zp), zero point added in the compute format
+  recip_then_add_int,    // round(x * (1/s)) + zp
+  recip_add_float,       // round(x * (1/s) + zp)
+  fma_recip,             // round(fma(x, 1/s, zp)), one rounding for the multiply-add
   round_then_add_float,  // round(x / s) + zp, the add in the compute format (MLAS scalar, MIGraphX GPU)
 };
 std::string_view name(QuantizeOrder o);
@@ -54,8 +57,11 @@ std::optional<Clamp> parse_clamp(std::string_view s);
 
 enum class NanRule : std::uint8_t {
   unspecified,  // the spec leaves it open: any output is accepted, the element is labelled special
-  to_qmin, to_qmax, to_zero_point, to_zero,
-  error,        // NaN input is an input error
+  to_qmin,
+  to_qmax,
+  to_zero_point,
+  to_zero,
+  error,  // NaN input is an input error
 };
 std::string_view name(NanRule n);
 std::optional<NanRule> parse_nan_rule(std::string_view s);
@@ -65,7 +71,7 @@ struct QuantizePolicy {
   ComputeFormat compute{};
   RoundingMode rounding = RoundingMode::rne;  // the final float -> integer rounding
   Clamp clamp = Clamp::int_after;
-  bool narrow_range = false;                  // signed: drop the most negative value
+  bool narrow_range = false;                                  // signed: drop the most negative value
   std::optional<std::pair<std::int64_t, std::int64_t>> clip;  // explicit sub-range, e.g. int4 in int8
   NanRule nan = NanRule::unspecified;
 

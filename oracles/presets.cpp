@@ -53,8 +53,9 @@ std::vector<Spec> make_presets() {
   {
     Spec s;
     s.name = "onnx";
-    s.description = "ONNX spec: QuantizeLinear saturate(round(x / y_scale) + zp), division in the scale's type, "
-                    "ties to even; DequantizeLinear (x - zp) * scale in the output type; QLinear* exact, ties to even";
+    s.description =
+        "ONNX spec: QuantizeLinear saturate(round(x / y_scale) + zp), division in the scale's type, "
+        "ties to even; DequantizeLinear (x - zp) * scale in the output type; QLinear* exact, ties to even";
     s.sources = {"onnx/onnx onnx/defs/quantization/defs.cc::QuantizeLinear_ver25_doc",
                  "onnx/onnx onnx/defs/doc_strings.cc::kDoc_DequantizeLinear_ver24",
                  "onnx/onnx onnx/defs/math/utils.cc::QLinearMatMulDoc"};
@@ -68,8 +69,9 @@ std::vector<Spec> make_presets() {
   {
     Spec s;
     s.name = "onnx-reference";
-    s.description = "onnx.reference (NumPy): np.rint(x / y_scale) in the promoted dtype, astype(int32), + zp, clip; "
-                    "dequantize in f32 then cast; QLinearMatMul rint(C * (a_s*b_s/y_s) + y_zp) with an f64 product";
+    s.description =
+        "onnx.reference (NumPy): np.rint(x / y_scale) in the promoted dtype, astype(int32), + zp, clip; "
+        "dequantize in f32 then cast; QLinearMatMul rint(C * (a_s*b_s/y_s) + y_zp) with an f64 product";
     s.sources = {"onnx/onnx onnx/reference/ops/op_quantize_linear.py::_CommonQuantizeLinear._run",
                  "onnx/onnx onnx/reference/ops/op_dequantize_linear.py",
                  "onnx/onnx onnx/reference/ops/op_qlinear_matmul.py"};
@@ -86,17 +88,19 @@ std::vector<Spec> make_presets() {
   {
     Spec s;
     s.name = "ort-cpu";
-    s.description = "ONNX Runtime CPU (MLAS): f32 x / s, clamp in float to [qmin-zp, qmax-zp], cvtps2dq (ties to even), "
-                    "+ zp; NaN -> qmin; f16 input divides in f32; requantize with an f32 multiplier";
-    s.sources = {"microsoft/onnxruntime onnxruntime/core/mlas/lib/quantize.cpp::MlasQuantizeLinearVector",
-                 "microsoft/onnxruntime onnxruntime/core/util/qmath.h::ParQuantizeLinearStd (after PR #32452)",
-                 "microsoft/onnxruntime onnxruntime/core/providers/cpu/quantization/quantize_linear.cc::DequantizeLinearApply",
-                 "microsoft/onnxruntime onnxruntime/core/providers/cpu/quantization/qlinearconv.cc::ComputeOutputScale"};
+    s.description =
+        "ONNX Runtime CPU (MLAS): f32 x / s, clamp in float to [qmin-zp, qmax-zp], cvtps2dq (ties to even), "
+        "+ zp; NaN -> qmin; f16 input divides in f32; requantize with an f32 multiplier";
+    s.sources = {
+        "microsoft/onnxruntime onnxruntime/core/mlas/lib/quantize.cpp::MlasQuantizeLinearVector",
+        "microsoft/onnxruntime onnxruntime/core/util/qmath.h::ParQuantizeLinearStd (after PR #32452)",
+        "microsoft/onnxruntime onnxruntime/core/providers/cpu/quantization/quantize_linear.cc::DequantizeLinearApply",
+        "microsoft/onnxruntime onnxruntime/core/providers/cpu/quantization/qlinearconv.cc::ComputeOutputScale"};
     s.quantize = quantize(O::div_then_add_int, kF32, R::rne, Clamp::float_before, NanRule::to_qmin);
     s.quantize_half_input = quantize(O::div_then_add_int, kF32, R::rne, Clamp::int_after, NanRule::unspecified);
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
-    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding, R::rne,
-                                    Clamp::float_before);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding,
+                                    R::rne, Clamp::float_before);
     s.qparams = "ort-dynamic";
     add(s);
     Spec old = s;
@@ -109,14 +113,16 @@ std::vector<Spec> make_presets() {
   {
     Spec s;
     s.name = "ort-cuda";
-    s.description = "ONNX Runtime CUDA: __float2int_rn(v / scale) + zp (half division for f16), int clamp; "
-                    "NaN -> zero point (cvt.rni gives 0); dequantize multiplies in the output type";
-    s.sources = {"microsoft/onnxruntime onnxruntime/core/providers/cuda/tensor/quantize_linear.cu::RoundStd",
-                 "microsoft/onnxruntime onnxruntime/core/providers/cuda/tensor/quantize_linear.cu::DequantizeLinearKernel"};
+    s.description =
+        "ONNX Runtime CUDA: __float2int_rn(v / scale) + zp (half division for f16), int clamp; "
+        "NaN -> zero point (cvt.rni gives 0); dequantize multiplies in the output type";
+    s.sources = {
+        "microsoft/onnxruntime onnxruntime/core/providers/cuda/tensor/quantize_linear.cu::RoundStd",
+        "microsoft/onnxruntime onnxruntime/core/providers/cuda/tensor/quantize_linear.cu::DequantizeLinearKernel"};
     s.quantize = quantize(O::div_then_add_int, kScaleType, R::rne, Clamp::int_after, NanRule::to_zero_point);
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kScaleType);
-    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding, R::rne,
-                                    Clamp::float_before);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding,
+                                    R::rne, Clamp::float_before);
     s.qparams = "ort-dynamic";
     add(s);
   }
@@ -124,8 +130,9 @@ std::vector<Spec> make_presets() {
   {
     Spec s;
     s.name = "tflite-reference";
-    s.description = "TFLite reference: round(x / (float)scale) + zp with std::round (ties away), dequantize in double, "
-                    "requantize by gemmlowp double rounding (SRDHM then RoundingDivideByPOT)";
+    s.description =
+        "TFLite reference: round(x / (float)scale) + zp with std::round (ties away), dequantize in double, "
+        "requantize by gemmlowp double rounding (SRDHM then RoundingDivideByPOT)";
     s.sources = {"tensorflow/tensorflow tensorflow/lite/kernels/internal/reference/quantize.h::AffineQuantize",
                  "tensorflow/tensorflow tensorflow/lite/kernels/internal/reference/dequantize.h::Dequantize",
                  "tensorflow/tensorflow tensorflow/lite/kernels/internal/common.cc::MultiplyByQuantizedMultiplier",
@@ -139,10 +146,12 @@ std::vector<Spec> make_presets() {
   {
     Spec s;
     s.name = "gemmlowp";
-    s.description = "gemmlowp fixed point: Q31 multiplier from frexp (round half away), "
-                    "SaturatingRoundingDoublingHighMul (ties up) then RoundingDivideByPOT (ties away)";
-    s.sources = {"google/gemmlowp fixedpoint/fixedpoint.h::SaturatingRoundingDoublingHighMul, RoundingDivideByPOT",
-                 "tensorflow/tensorflow tensorflow/lite/kernels/internal/quantization_util.h::ChooseQuantizationParams"};
+    s.description =
+        "gemmlowp fixed point: Q31 multiplier from frexp (round half away), "
+        "SaturatingRoundingDoublingHighMul (ties up) then RoundingDivideByPOT (ties away)";
+    s.sources = {
+        "google/gemmlowp fixedpoint/fixedpoint.h::SaturatingRoundingDoublingHighMul, RoundingDivideByPOT",
+        "tensorflow/tensorflow tensorflow/lite/kernels/internal/quantization_util.h::ChooseQuantizationParams"};
     s.quantize = quantize(O::div_then_add_int, kF32, R::rna, Clamp::int_after, NanRule::unspecified);
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF64);
     s.requantize = requantize_policy_for(S::gemmlowp_double);
@@ -168,8 +177,9 @@ std::vector<Spec> make_presets() {
   {
     Spec s;
     s.name = "stablehlo-spec";
-    s.description = "StableHLO spec: quantize clamp(x / scale + zp) in float, then round_nearest_even; "
-                    "ops on quantized tensors are dequantize -> float op -> quantize";
+    s.description =
+        "StableHLO spec: quantize clamp(x / scale + zp) in float, then round_nearest_even; "
+        "ops on quantized tensors are dequantize -> float op -> quantize";
     s.sources = {"openxla/stablehlo docs/spec.md 'Quantization computations' def quantize, def dequantize",
                  "openxla/stablehlo stablehlo/transforms/StablehloLegalizeQuantToMath.cpp::matchAndRewriteQuantize"};
     s.quantize = quantize(O::div_add_float, kScaleType, R::rne, Clamp::float_before, NanRule::unspecified);
@@ -181,9 +191,11 @@ std::vector<Spec> make_presets() {
     add(s);
     Spec low = s;
     low.name = "stablehlo-lowering";
-    low.description = "StableHLO legalize-quant-to-math: as the spec for quantize; dot/conv rescale f32(acc) * f32 scale "
-                      "then convert (truncates)";
-    low.sources.push_back("openxla/stablehlo stablehlo/transforms/StablehloLegalizeQuantToMath.cpp (dot_general lowering)");
+    low.description =
+        "StableHLO legalize-quant-to-math: as the spec for quantize; dot/conv rescale f32(acc) * f32 scale "
+        "then convert (truncates)";
+    low.sources.push_back(
+        "openxla/stablehlo stablehlo/transforms/StablehloLegalizeQuantToMath.cpp (dot_general lowering)");
     low.requantize = requantize_policy_for(S::stablehlo_truncate);
     low.accumulation = Accumulation::int32_wrap;
     add(low);
@@ -208,8 +220,9 @@ std::vector<Spec> make_presets() {
   {
     Spec s;
     s.name = "onednn";
-    s.description = "oneDNN: dst = x / scale_dst + zp_dst in f32, saturate in float, nearbyintf; conv epilogue "
-                    "((float)acc * src_scale * wei_scale) / dst_scale + dst_zp, each op in f32";
+    s.description =
+        "oneDNN: dst = x / scale_dst + zp_dst in f32, saturate in float, nearbyintf; conv epilogue "
+        "((float)acc * src_scale * wei_scale) / dst_scale + dst_zp, each op in f32";
     s.sources = {"uxlfoundation/oneDNN src/cpu/simple_q10n.hpp::saturate_and_round",
                  "uxlfoundation/oneDNN src/cpu/ref_convolution_int8.cpp",
                  "uxlfoundation/oneDNN doc/functional_api/programming_model/attributes_quantization.md"};
@@ -224,30 +237,34 @@ std::vector<Spec> make_presets() {
   {
     Spec s;
     s.name = "pytorch-cpu";
-    s.description = "PyTorch CPU (FBGEMM): zp + nearbyint(x * (1.f/scale)); NaN -> qmax (AVX2 min_ps); "
-                    "requantize lrintf(acc * (in_scale*w_scale/out_scale in f32)) + zp";
+    s.description =
+        "PyTorch CPU (FBGEMM): zp + nearbyint(x * (1.f/scale)); NaN -> qmax (AVX2 min_ps); "
+        "requantize lrintf(acc * (in_scale*w_scale/out_scale in f32)) + zp";
     s.sources = {"pytorch/FBGEMM include/fbgemm/QuantUtils.h::Quantize",
                  "pytorch/FBGEMM src/QuantUtilsAvx2.cc::QuantizeAvx2",
                  "pytorch/FBGEMM include/fbgemm/OutputProcessing-inl.h::ReQuantizeOutput::f",
                  "pytorch/pytorch aten/src/ATen/native/quantized/AffineQuantizerBase.cpp::quantize_val"};
     s.quantize = quantize(O::recip_then_add_int, kF32, R::rne, Clamp::int_after, NanRule::to_qmax);
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
-    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding, R::rne,
-                                    Clamp::int_after);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding,
+                                    R::rne, Clamp::int_after);
     s.qparams = "pytorch-observer-affine";
     add(s);
   }
   {
     Spec s;
     s.name = "pytorch-cuda";
-    s.description = "PyTorch CUDA: nearbyint(x / scale) + zp with a double scale (f64 division); dequantize "
-                    "(float(q) - zp) * double scale";
-    s.sources = {"pytorch/pytorch aten/src/ATen/native/quantized/cuda/AffineQuantizer.cu::quantize_tensor_per_tensor_affine_cuda",
-                 "pytorch/pytorch issue #153340 (NaN differs from CPU)"};
+    s.description =
+        "PyTorch CUDA: nearbyint(x / scale) + zp with a double scale (f64 division); dequantize "
+        "(float(q) - zp) * double scale";
+    s.sources = {
+        "pytorch/pytorch "
+        "aten/src/ATen/native/quantized/cuda/AffineQuantizer.cu::quantize_tensor_per_tensor_affine_cuda",
+        "pytorch/pytorch issue #153340 (NaN differs from CPU)"};
     s.quantize = quantize(O::div_then_add_int, kF64, R::rne, Clamp::int_after, NanRule::unspecified);
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF64);
-    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding, R::rne,
-                                    Clamp::int_after);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding,
+                                    R::rne, Clamp::int_after);
     s.qparams = "pytorch-observer-affine";
     add(s);
   }
@@ -255,8 +272,9 @@ std::vector<Spec> make_presets() {
   {
     Spec s;
     s.name = "migraphx-ref";
-    s.description = "MIGraphX reference: nearbyint(x / s) (x type == scale type) + zp in double, clamp; "
-                    "dequantize ((double)x - zp) * scale";
+    s.description =
+        "MIGraphX reference: nearbyint(x / s) (x type == scale type) + zp in double, clamp; "
+        "dequantize ((double)x - zp) * scale";
     s.sources = {"ROCm/AMDMIGraphX src/include/migraphx/op/quantizelinear.hpp::quantizelinear::compute",
                  "ROCm/AMDMIGraphX src/include/migraphx/op/dequantizelinear.hpp",
                  "ROCm/AMDMIGraphX src/simplify_qdq.cpp::match_find_quantizable_ops"};
@@ -269,15 +287,17 @@ std::vector<Spec> make_presets() {
     Spec old = s;
     old.name = "migraphx-ref@2023.10";
     old.description = "MIGraphX reference before late 2023: std::round (ties away) into int64, + zp, clamp";
-    old.sources.push_back("ROCm/AMDMIGraphX src/include/migraphx/op/quantizelinear.hpp (history: std::round -> nearbyint)");
+    old.sources.push_back(
+        "ROCm/AMDMIGraphX src/include/migraphx/op/quantizelinear.hpp (history: std::round -> nearbyint)");
     old.quantize.rounding = R::rna;
     add(old);
   }
   {
     Spec s;
     s.name = "migraphx-gpu";
-    s.description = "MIGraphX GPU lowering: convert x to the scale type, divide, nearbyint, + convert(zp) in the scale "
-                    "type (fp16 for fp16 scales), clip, convert";
+    s.description =
+        "MIGraphX GPU lowering: convert x to the scale type, divide, nearbyint, + convert(zp) in the scale "
+        "type (fp16 for fp16 scales), clip, convert";
     s.sources = {"ROCm/AMDMIGraphX src/rewrite_quantization.cpp::apply_quantizelinear, apply_dequantizelinear",
                  "ROCm/AMDMIGraphX src/targets/gpu/kernels/include/migraphx/kernels/math.hpp"};
     s.quantize = quantize(O::round_then_add_float, kScaleType, R::rne, Clamp::int_after, NanRule::unspecified);
@@ -291,8 +311,9 @@ std::vector<Spec> make_presets() {
   for (const bool upward : {true, false}) {
     Spec s;
     s.name = upward ? "tvm-upward" : "tvm-tonearest";
-    s.description = std::string("TVM Relay QNN: Round(x / scale) + f32(zp), clip, cast (Round ties to even since PR "
-                                "#19368); requantize int64 fixed point ") +
+    s.description = std::string(
+                        "TVM Relay QNN: Round(x / scale) + f32(zp), clip, cast (Round ties to even since PR "
+                        "#19368); requantize int64 fixed point ") +
                     (upward ? "UPWARD (q_multiply_shift, ties up)" : "TONEAREST (ties away)");
     s.sources = {"apache/tvm src/relay/qnn/op/quantize.cc::QuantizeLower",
                  "apache/tvm src/relay/qnn/op/requantize.cc (rounding UPWARD/TONEAREST)",
@@ -320,14 +341,15 @@ std::vector<Spec> make_presets() {
     s.description = std::string("Glow: nearbyintf(x / scale + offset) (zp before rounding, f32), clip; requantize ") +
                     (cpu ? "libjit int32 pre-shift, multiply, post-shift (ties up, may wrap)"
                          : "std::round(float(acc) * (in*w/out) + offset) (ties away)");
-    s.sources = {"pytorch/glow include/glow/Quantization/Base/Base.h::quantize",
-                 cpu ? "pytorch/glow lib/Quantization/Base/Base.cpp::quantizeScaleOffset32To8; libjit_defs.h::libjit_scale"
-                     : "pytorch/glow lib/Backends/Interpreter/InterpreterNodes.cpp (conv)"};
+    s.sources = {
+        "pytorch/glow include/glow/Quantization/Base/Base.h::quantize",
+        cpu ? "pytorch/glow lib/Quantization/Base/Base.cpp::quantizeScaleOffset32To8; libjit_defs.h::libjit_scale"
+            : "pytorch/glow lib/Backends/Interpreter/InterpreterNodes.cpp (conv)"};
     s.quantize = quantize(O::div_add_float, kF32, R::rne, Clamp::int_after, NanRule::unspecified);
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
     s.requantize = cpu ? requantize_policy_for(S::glow_int32)
-                       : float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::float_before_rounding,
-                                          R::rna, Clamp::int_after);
+                       : float_requantize(MultiplierOrder::left_to_right, kF32, kF32,
+                                          ZeroPointAdd::float_before_rounding, R::rna, Clamp::int_after);
     s.qparams = "glow-asymmetric";
     add(s);
   }

@@ -17,8 +17,8 @@ namespace qc {
 
 // A numerics spec: a policy for every op, with its provenance.
 struct Spec {
-  std::string name;         // "onnx", "migraphx-ref@2023.10", or "<preset>+custom" for explicit policies
-  std::string description;  // one line
+  std::string name;                  // "onnx", "migraphx-ref@2023.10", or "<preset>+custom" for explicit policies
+  std::string description;           // one line
   std::vector<std::string> sources;  // repository path::function, one per citation
   QuantizePolicy quantize;
   // Some implementations take another code path for f16/bf16 inputs (ORT CPU).

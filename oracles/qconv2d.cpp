@@ -9,16 +9,20 @@ namespace qc {
 
 std::string_view name(ConvLayout l) {
   switch (l) {
-    case ConvLayout::nchw: return "nchw";
-    case ConvLayout::nhwc: return "nhwc";
+    case ConvLayout::nchw:
+      return "nchw";
+    case ConvLayout::nhwc:
+      return "nhwc";
   }
   return "?";
 }
 
 std::string_view name(ConvPadding p) {
   switch (p) {
-    case ConvPadding::real_zero: return "real_zero";
-    case ConvPadding::quantized_zero: return "quantized_zero";
+    case ConvPadding::real_zero:
+      return "real_zero";
+    case ConvPadding::quantized_zero:
+      return "quantized_zero";
   }
   return "?";
 }

@@ -68,7 +68,7 @@ Conv2dShape resolve_conv2d(const Shape& input, ConvLayout layout, const Shape& w
 struct QConv2dOp {
   ActivationOperand input;  // [N, C, H, W] or [N, H, W, C]
   ConvLayout layout = ConvLayout::nchw;
-  QWeights weight;          // OIHW
+  QWeights weight;             // OIHW
   std::optional<Tensor> bias;  // [OC]
   Conv2dGeometry geometry;
   ConvPadding padding = ConvPadding::real_zero;

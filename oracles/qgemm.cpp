@@ -10,8 +10,10 @@ namespace qc {
 
 std::string_view name(WeightLayout l) {
   switch (l) {
-    case WeightLayout::k_by_n: return "k_by_n";
-    case WeightLayout::n_by_k: return "n_by_k";
+    case WeightLayout::k_by_n:
+      return "k_by_n";
+    case WeightLayout::n_by_k:
+      return "n_by_k";
   }
   return "?";
 }
@@ -42,8 +44,7 @@ std::vector<std::int64_t> k_segment_starts(const QuantParams& a, const Shape& a_
 }
 
 GemmShape gemm_shape(const Shape& a_shape, const Shape& b_shape, WeightLayout layout) {
-  if (a_shape.size() < 2)
-    throw InputError("qgemm: A must be [batch..., M, K] (rank >= 2), got " + shape_str(a_shape));
+  if (a_shape.size() < 2) throw InputError("qgemm: A must be [batch..., M, K] (rank >= 2), got " + shape_str(a_shape));
   if (b_shape.size() != 2) throw InputError("qgemm: B must be 2-D, got " + shape_str(b_shape));
   GemmShape d;
   d.depth = a_shape.back();

@@ -41,10 +41,10 @@ enum class WeightLayout : std::uint8_t {
 std::string_view name(WeightLayout l);
 
 struct QGemmOp {
-  ActivationOperand a;             // [batch..., M, K]
-  QWeights b;                      // [K, N] or [N, K] by b_layout
+  ActivationOperand a;  // [batch..., M, K]
+  QWeights b;           // [K, N] or [N, K] by b_layout
   WeightLayout b_layout = WeightLayout::k_by_n;
-  std::optional<Tensor> bias;      // [N]: i32 (scale s_a*s_b[n], added to the accumulator) or float (added to v)
+  std::optional<Tensor> bias;  // [N]: i32 (scale s_a*s_b[n], added to the accumulator) or float (added to v)
   OutputStage output;
 };
 

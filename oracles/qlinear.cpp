@@ -16,28 +16,38 @@ namespace qc {
 
 std::string_view name(ActivationQuantization q) {
   switch (q) {
-    case ActivationQuantization::static_params: return "static";
-    case ActivationQuantization::dynamic_per_tensor: return "dynamic_per_tensor";
-    case ActivationQuantization::dynamic_per_row: return "dynamic_per_row";
+    case ActivationQuantization::static_params:
+      return "static";
+    case ActivationQuantization::dynamic_per_tensor:
+      return "dynamic_per_tensor";
+    case ActivationQuantization::dynamic_per_row:
+      return "dynamic_per_row";
   }
   return "?";
 }
 
 std::string_view name(OutputKind k) {
   switch (k) {
-    case OutputKind::int32: return "int32";
-    case OutputKind::dequantized: return "dequantized";
-    case OutputKind::requantized: return "requantized";
+    case OutputKind::int32:
+      return "int32";
+    case OutputKind::dequantized:
+      return "dequantized";
+    case OutputKind::requantized:
+      return "requantized";
   }
   return "?";
 }
 
 std::string_view name(FusedActivation a) {
   switch (a) {
-    case FusedActivation::none: return "none";
-    case FusedActivation::relu: return "relu";
-    case FusedActivation::relu6: return "relu6";
-    case FusedActivation::relu_n1_to_1: return "relu_n1_to_1";
+    case FusedActivation::none:
+      return "none";
+    case FusedActivation::relu:
+      return "relu";
+    case FusedActivation::relu6:
+      return "relu6";
+    case FusedActivation::relu_n1_to_1:
+      return "relu_n1_to_1";
   }
   return "?";
 }
@@ -62,7 +72,8 @@ void require_operand_format(DType t, const std::string& where) {
     case DType::i16:
     case DType::u16:
     case DType::i4:
-    case DType::u4: return;
+    case DType::u4:
+      return;
     default:
       throw InputError(where + ": quantized operands are i8, u8, i16, u16, i4 or u4, got " + std::string(name(t)));
   }
@@ -145,7 +156,8 @@ std::vector<Rational> dequantized_values(const QuantizedOperand& x, std::optiona
   std::vector<Rational> v;
   v.reserve(static_cast<std::size_t>(x.q.size()));
   if (format) {
-    if (!is_float(*format)) throw InputError("dequantized_values: " + std::string(name(*format)) + " is not a float format");
+    if (!is_float(*format))
+      throw InputError("dequantized_values: " + std::string(name(*format)) + " is not a float format");
     const DequantizeResult dq = dequantize(x.q, x.params, *format, policy, OraclePath::fast, false);
     for (std::int64_t i = 0; i < x.q.size(); ++i) v.push_back(exact_element(dq.y, i));
     return v;
@@ -153,7 +165,8 @@ std::vector<Rational> dequantized_values(const QuantizedOperand& x, std::optiona
   const ParamIndexer param(x.params, x.q.shape());
   for (std::int64_t i = 0; i < x.q.size(); ++i) {
     const std::int64_t pi = param(i);
-    v.push_back(Rational(x.q.get_int(i) - x.params.zero_point(pi)) * Rational(x.params.scales[static_cast<std::size_t>(pi)]));
+    v.push_back(Rational(x.q.get_int(i) - x.params.zero_point(pi)) *
+                Rational(x.params.scales[static_cast<std::size_t>(pi)]));
   }
   return v;
 }
@@ -170,9 +183,12 @@ IntRange fused_activation_range(FusedActivation a, float scale, std::int64_t zer
   };
   const std::int64_t qmin = int_min(out), qmax = int_max(out);
   switch (a) {
-    case FusedActivation::none: return {qmin, qmax};
-    case FusedActivation::relu: return {std::max(qmin, quantize_value(0.0)), qmax};
-    case FusedActivation::relu6: return {std::max(qmin, quantize_value(0.0)), std::min(qmax, quantize_value(6.0))};
+    case FusedActivation::none:
+      return {qmin, qmax};
+    case FusedActivation::relu:
+      return {std::max(qmin, quantize_value(0.0)), qmax};
+    case FusedActivation::relu6:
+      return {std::max(qmin, quantize_value(0.0)), std::min(qmax, quantize_value(6.0))};
     case FusedActivation::relu_n1_to_1:
       return {std::max(qmin, quantize_value(-1.0)), std::min(qmax, quantize_value(1.0))};
   }
@@ -201,8 +217,8 @@ struct QLinearResult::State {
   std::vector<std::int32_t> a_index, b_index, channel;
   std::vector<Rational> a_scales, b_scales;
   std::vector<double> a_scale_values, b_scale_values;  // the same scales as doubles (exact)
-  std::vector<std::int64_t> int_bias;  // per channel; empty: none
-  std::vector<Rational> float_bias;    // per channel; empty: none
+  std::vector<std::int64_t> int_bias;                  // per channel; empty: none
+  std::vector<Rational> float_bias;                    // per channel; empty: none
   OutputStage out;
 
   BigInt exact_accumulator(std::int64_t e, std::int64_t s) const {
@@ -245,9 +261,12 @@ Rational QLinearResult::exact_value(std::int64_t i) const {
   const State& st = *state;
   auto exact_acc = [&](std::int64_t s) { return st.exact_total(i, s); };
   switch (st.out.kind) {
-    case OutputKind::int32: return Rational(st.exact_total(i, 0));
-    case OutputKind::dequantized: return st.real_value(i, exact_acc);
-    case OutputKind::requantized: return st.real_value(i, exact_acc) / Rational(st.out.scale) + st.out.zero_point;
+    case OutputKind::int32:
+      return Rational(st.exact_total(i, 0));
+    case OutputKind::dequantized:
+      return st.real_value(i, exact_acc);
+    case OutputKind::requantized:
+      return st.real_value(i, exact_acc) / Rational(st.out.scale) + st.out.zero_point;
   }
   return 0;
 }
@@ -305,8 +324,9 @@ void attach_bias(QLinearResult::State& st, const std::optional<Tensor>& bias, co
                      "), got shape " + shape_str(bias->shape()));
   if (bias->dtype() == DType::i32) {
     if (st.segments != 1)
-      throw InputError("bias: an int32 bias has the scale s_a*s_b of one accumulator; with blocked quantization "
-                       "(several K segments) give a float bias");
+      throw InputError(
+          "bias: an int32 bias has the scale s_a*s_b of one accumulator; with blocked quantization "
+          "(several K segments) give a float bias");
     for (std::int64_t c = 0; c < bias->size(); ++c) st.int_bias.push_back(bias->get_int(c));
   } else if (is_float(bias->dtype())) {
     if (out.kind == OutputKind::int32) throw InputError("bias: a float bias cannot be added to an int32 output");
@@ -319,8 +339,9 @@ void attach_bias(QLinearResult::State& st, const std::optional<Tensor>& bias, co
 void int32_output(const QLinearResult::State& st, const QGemmPolicy& policy, QLinearResult& r) {
   if (st.out.format != DType::i32) throw InputError("output: an int32 output has format i32");
   if (st.segments != 1)
-    throw InputError("output: blocked quantization (several K segments, each with its own scale) has no single "
-                     "integer accumulator; request a dequantized or requantized output");
+    throw InputError(
+        "output: blocked quantization (several K segments, each with its own scale) has no single "
+        "integer accumulator; request a dequantized or requantized output");
   for (std::int64_t e = 0; e < r.y.size(); ++e) {
     const std::int64_t v = st.policy_accumulator(e, 0, policy.accumulation);
     const bool fits = v >= std::numeric_limits<std::int32_t>::min() && v <= std::numeric_limits<std::int32_t>::max();
@@ -425,10 +446,10 @@ std::optional<std::uint64_t> clear_rounding(double hi, double lo, DType out) {
   if (!std::isfinite(y) || y == 0) return std::nullopt;
   int e;
   if (std::frexp(std::abs(y), &e) == 0.5) return std::nullopt;  // a power of two: the spacing changes here
-  const double next = float_bits_to_double(out, y_bits + 1);   // one step away from zero
+  const double next = float_bits_to_double(out, y_bits + 1);    // one step away from zero
   if (!std::isfinite(next)) return std::nullopt;
-  const double ulp = std::abs(next) - std::abs(y);             // exact: neighbours of one binade
-  const double d = ((hi - y) + lo) / ulp;                      // |error| far below the margin below
+  const double ulp = std::abs(next) - std::abs(y);  // exact: neighbours of one binade
+  const double d = ((hi - y) + lo) / ulp;           // |error| far below the margin below
   if (!(std::abs(d) < 0.5 - kNearTieDistance - 0x1p-20)) return std::nullopt;
   return y_bits;
 }
@@ -465,7 +486,8 @@ std::optional<std::uint64_t> hardware_dequantize(std::int64_t acc, double sa, do
 void dequantized_output(const QLinearResult::State& st, const QGemmPolicy& policy, DType scale_dtype,
                         QLinearResult& r) {
   const DType out = st.out.format;
-  if (!is_float(out)) throw InputError("output: a dequantized output needs a float format, got " + std::string(name(out)));
+  if (!is_float(out))
+    throw InputError("output: a dequantized output needs a float format, got " + std::string(name(out)));
   const Arith A = resolve_compute(policy.dequantize.compute, DType::i32, scale_dtype);
   const std::string compute = A.name();
   const bool fast = st.segments == 1 && st.float_bias.empty();
@@ -493,15 +515,16 @@ void dequantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
       const auto k = static_cast<std::size_t>(e * st.segments + s);
       const ExactFloat sa = ExactFloat::finite(st.a_scales[static_cast<std::size_t>(st.a_index[k])]);
       const ExactFloat sb = ExactFloat::finite(st.b_scales[static_cast<std::size_t>(st.b_index[k])]);
-      const ExactFloat term = A.mul(A.convert(ExactFloat::finite(Rational(acc_of(s)))), A.mul(A.convert(sa), A.convert(sb)));
+      const ExactFloat term =
+          A.mul(A.convert(ExactFloat::finite(Rational(acc_of(s)))), A.mul(A.convert(sa), A.convert(sb)));
       sum = s == 0 ? term : A.add(sum, term);
     }
     if (!st.float_bias.empty())
       sum = A.add(sum, A.convert(ExactFloat::finite(st.float_bias[static_cast<std::size_t>(st.channel_of(e))])));
     r.y.set_bits(e, encode_float(out, sum, RoundingMode::rne, Overflow::ieee));
     const bool finite = decode_float(out, r.y.bits(e)).is_finite();
-    r.labels[static_cast<std::size_t>(e)] = (overflowed || !finite) ? Label::saturated
-                                                                   : float_grid_label(st.real_value(e, acc_of), out);
+    r.labels[static_cast<std::size_t>(e)] =
+        (overflowed || !finite) ? Label::saturated : float_grid_label(st.real_value(e, acc_of), out);
   }
 }
 
@@ -559,7 +582,8 @@ void requantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
       }
       q = requantize_element(acc, it->second.m, out.zero_point, out.format, p);
     } else {
-      const Rational v = st.real_value(e, [&](std::int64_t s) { return st.policy_accumulator(e, s, policy.accumulation); });
+      const Rational v =
+          st.real_value(e, [&](std::int64_t s) { return st.policy_accumulator(e, s, policy.accumulation); });
       q = requantize_real(v / s_out, out.scale, scale_dtype, out.zero_point, out.format, p);
     }
     r.y.set_int(e, q.q);
@@ -585,7 +609,8 @@ QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const 
   st->b_scale_values = b.scales;
   st->out = out;
   attach_bias(*st, bias, out);
-  if (out.kind == OutputKind::requantized && (out.zero_point < int_min(out.format) || out.zero_point > int_max(out.format)))
+  if (out.kind == OutputKind::requantized &&
+      (out.zero_point < int_min(out.format) || out.zero_point > int_max(out.format)))
     throw InputError("output: zero point " + std::to_string(out.zero_point) + " is outside " +
                      std::string(name(out.format)));
 
@@ -594,9 +619,15 @@ QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const 
   r.labels.assign(static_cast<std::size_t>(r.y.size()), Label::clear);
   r.proof = acc.proof;
   switch (out.kind) {
-    case OutputKind::int32: int32_output(*st, policy, r); break;
-    case OutputKind::dequantized: dequantized_output(*st, policy, a.scale_dtype, r); break;
-    case OutputKind::requantized: requantized_output(*st, policy, a.scale_dtype, r); break;
+    case OutputKind::int32:
+      int32_output(*st, policy, r);
+      break;
+    case OutputKind::dequantized:
+      dequantized_output(*st, policy, a.scale_dtype, r);
+      break;
+    case OutputKind::requantized:
+      requantized_output(*st, policy, a.scale_dtype, r);
+      break;
   }
   r.state = std::move(st);
   return r;

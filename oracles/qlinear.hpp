@@ -57,16 +57,16 @@ struct ActivationOperand {
   DType format = DType::u8;  // the quantized format (i8, u8, i16, u16, i4, u4); ignored for integer values
   QuantParams params;        // static; ignored when dynamic
   ActivationQuantization quantization = ActivationQuantization::static_params;
-  QParamsRule rule{};        // dynamic: the parameter choice (choose_qparams.hpp; default: ONNX/ORT from_min)
+  QParamsRule rule{};  // dynamic: the parameter choice (choose_qparams.hpp; default: ONNX/ORT from_min)
 };
 
 // Weights: integer values (one per element), int4 values packed two per byte (unpacked in the
 // path with `packing`), or float values quantized by the path with `params`.
 struct QWeights {
   Tensor values;
-  DType format = DType::i8;             // integer format of the quantized weights (i4/u4 for packed data)
-  std::optional<Int4Packing> packing;   // set: `values` is the u8 output of pack_int4 for a tensor of `shape`
-  Shape shape;                          // the logical shape, needed only with `packing`
+  DType format = DType::i8;            // integer format of the quantized weights (i4/u4 for packed data)
+  std::optional<Int4Packing> packing;  // set: `values` is the u8 output of pack_int4 for a tensor of `shape`
+  Shape shape;                         // the logical shape, needed only with `packing`
   QuantParams params;
 };
 
@@ -94,10 +94,10 @@ std::string_view name(OutputKind k);
 
 struct OutputStage {
   OutputKind kind = OutputKind::int32;
-  DType format = DType::i32;     // i32 | a float format (f32, f16, bf16, f64) | an integer format (i8, u8, ...)
-  double scale = 1.0;            // requantized: s_out, exactly representable in the scales' format
-  std::int64_t zero_point = 0;   // requantized
-  std::optional<IntRange> clamp; // requantized: a fused activation as output integers (fused_activation_range)
+  DType format = DType::i32;      // i32 | a float format (f32, f16, bf16, f64) | an integer format (i8, u8, ...)
+  double scale = 1.0;             // requantized: s_out, exactly representable in the scales' format
+  std::int64_t zero_point = 0;    // requantized
+  std::optional<IntRange> clamp;  // requantized: a fused activation as output integers (fused_activation_range)
 };
 
 enum class FusedActivation : std::uint8_t { none, relu, relu6, relu_n1_to_1 };
@@ -112,11 +112,11 @@ IntRange fused_activation_range(FusedActivation a, float scale, std::int64_t zer
 // ---- Policy ----------------------------------------------------------------------------------
 
 struct QGemmPolicy {
-  QuantizePolicy quantize{};                          // activations (and float weights)
+  QuantizePolicy quantize{};                             // activations (and float weights)
   Accumulation accumulation = Accumulation::int32_wrap;  // ONNX: "accumulation may overflow if and only if in 32 bits"
   ZeroPointCorrection zero_points = ZeroPointCorrection::subtract_first;
-  RequantizePolicy requantize{};                      // requantized outputs
-  DequantizePolicy dequantize{};                      // dequantized outputs: the compute format of the float stage
+  RequantizePolicy requantize{};  // requantized outputs
+  DequantizePolicy dequantize{};  // dequantized outputs: the compute format of the float stage
   bool operator==(const QGemmPolicy&) const = default;
 };
 

@@ -8,9 +8,12 @@ namespace qc {
 
 std::string_view name(Granularity g) {
   switch (g) {
-    case Granularity::per_tensor: return "per_tensor";
-    case Granularity::per_axis: return "per_axis";
-    case Granularity::blocked: return "blocked";
+    case Granularity::per_tensor:
+      return "per_tensor";
+    case Granularity::per_axis:
+      return "per_axis";
+    case Granularity::blocked:
+      return "blocked";
   }
   return "?";
 }
@@ -28,8 +31,10 @@ int resolve_axis(int axis, int rank) { return axis < 0 ? axis + rank : axis; }
 
 Shape QuantParams::param_shape(const Shape& x) const {
   switch (granularity()) {
-    case Granularity::per_tensor: return {1};
-    case Granularity::per_axis: return {x[static_cast<std::size_t>(resolve_axis(*axis, static_cast<int>(x.size())))]};
+    case Granularity::per_tensor:
+      return {1};
+    case Granularity::per_axis:
+      return {x[static_cast<std::size_t>(resolve_axis(*axis, static_cast<int>(x.size())))]};
     case Granularity::blocked: {
       Shape s = x;
       auto a = static_cast<std::size_t>(resolve_axis(*axis, static_cast<int>(x.size())));
@@ -45,10 +50,8 @@ void validate(const QuantParams& p, const Shape& x, DType q, const std::string& 
   // Every message below reads "<where>: field '<prefix><name>': ...".
   const std::string where = where_ + ": field '" + field_prefix;
   const int rank = static_cast<int>(x.size());
-  if (p.block_size < 0)
-    throw InputError(where + "block_size': must be positive, got " + std::to_string(p.block_size));
-  if (p.block_size > 0 && !p.axis)
-    throw InputError(where + "block_size': blocked quantization needs an 'axis'");
+  if (p.block_size < 0) throw InputError(where + "block_size': must be positive, got " + std::to_string(p.block_size));
+  if (p.block_size > 0 && !p.axis) throw InputError(where + "block_size': blocked quantization needs an 'axis'");
   if (p.axis) {
     const int a = resolve_axis(*p.axis, rank);
     if (a < 0 || a >= rank)
@@ -66,10 +69,9 @@ void validate(const QuantParams& p, const Shape& x, DType q, const std::string& 
     if (!(s > 0) || !std::isfinite(s))
       throw InputError(where + "scale[" + std::to_string(i) + "]': must be positive and finite, got " +
                        std::to_string(s));
-    if (is_float(p.scale_dtype) &&
-        float_bits_to_double(p.scale_dtype, double_to_float_bits(p.scale_dtype, s)) != s)
-      throw InputError(where + "scale[" + std::to_string(i) + "]': " + std::to_string(s) +
-                       " is not representable in " + std::string(name(p.scale_dtype)));
+    if (is_float(p.scale_dtype) && float_bits_to_double(p.scale_dtype, double_to_float_bits(p.scale_dtype, s)) != s)
+      throw InputError(where + "scale[" + std::to_string(i) + "]': " + std::to_string(s) + " is not representable in " +
+                       std::string(name(p.scale_dtype)));
   }
   if (!p.zero_points.empty()) {
     if (static_cast<std::int64_t>(p.zero_points.size()) != want)
@@ -79,8 +81,8 @@ void validate(const QuantParams& p, const Shape& x, DType q, const std::string& 
       for (std::size_t i = 0; i < p.zero_points.size(); ++i) {
         const std::int64_t z = p.zero_points[i];
         if (z < int_min(q) || z > int_max(q))
-          throw InputError(where + "zero_point[" + std::to_string(i) + "]': " + std::to_string(z) +
-                           " is outside " + std::string(name(q)) + " [" + std::to_string(int_min(q)) + ", " +
+          throw InputError(where + "zero_point[" + std::to_string(i) + "]': " + std::to_string(z) + " is outside " +
+                           std::string(name(q)) + " [" + std::to_string(int_min(q)) + ", " +
                            std::to_string(int_max(q)) + "]");
       }
     }

@@ -16,11 +16,11 @@ enum class Granularity : std::uint8_t { per_tensor, per_axis, blocked };
 std::string_view name(Granularity g);
 
 struct QuantParams {
-  DType scale_dtype = DType::f32;          // the scales' own format (ONNX: y_scale's type)
-  std::vector<double> scales;              // each exactly representable in scale_dtype
-  std::vector<std::int64_t> zero_points;   // empty means all zero
-  std::optional<int> axis;                 // per-axis and blocked; negative counts from the end
-  std::int64_t block_size = 0;             // > 0: blocked along `axis`
+  DType scale_dtype = DType::f32;         // the scales' own format (ONNX: y_scale's type)
+  std::vector<double> scales;             // each exactly representable in scale_dtype
+  std::vector<std::int64_t> zero_points;  // empty means all zero
+  std::optional<int> axis;                // per-axis and blocked; negative counts from the end
+  std::int64_t block_size = 0;            // > 0: blocked along `axis`
 
   Granularity granularity() const;
   // Shape the scale and zero-point tensors must have for an input of shape `x`.

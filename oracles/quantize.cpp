@@ -3,25 +3,33 @@
 #include "oracles/error.hpp"
 
 #include <algorithm>
-#include <cstring>
-#include <type_traits>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace qc {
 
 Arith resolve_compute(const ComputeFormat& c, DType x_dtype, DType scale_dtype) {
   using K = ComputeFormat::Kind;
   switch (c.kind) {
-    case K::exact: return Arith::exact();
-    case K::f64: return Arith::in(DType::f64);
-    case K::f32: return Arith::in(DType::f32);
-    case K::f16: return Arith::in(DType::f16);
-    case K::bf16: return Arith::in(DType::bf16);
-    case K::scale_type: return Arith::in(is_float(scale_dtype) ? scale_dtype : DType::f32);
-    case K::input_type: return Arith::in(is_float(x_dtype) ? x_dtype : DType::f32);
-    case K::fixed64: return Arith::fixed64(c.frac_bits);
+    case K::exact:
+      return Arith::exact();
+    case K::f64:
+      return Arith::in(DType::f64);
+    case K::f32:
+      return Arith::in(DType::f32);
+    case K::f16:
+      return Arith::in(DType::f16);
+    case K::bf16:
+      return Arith::in(DType::bf16);
+    case K::scale_type:
+      return Arith::in(is_float(scale_dtype) ? scale_dtype : DType::f32);
+    case K::input_type:
+      return Arith::in(is_float(x_dtype) ? x_dtype : DType::f32);
+    case K::fixed64:
+      return Arith::fixed64(c.frac_bits);
   }
   return Arith::exact();
 }
@@ -56,12 +64,18 @@ bool is_subnormal_in(double v, DType t) {
 
 std::int64_t nan_value(NanRule rule, Range r, std::int64_t zp) {
   switch (rule) {
-    case NanRule::to_qmin: return r.lo;
-    case NanRule::to_qmax: return r.hi;
-    case NanRule::to_zero_point: return std::clamp(zp, r.lo, r.hi);
-    case NanRule::to_zero: return std::clamp<std::int64_t>(0, r.lo, r.hi);
-    case NanRule::unspecified: return r.lo;  // placeholder; the element is marked unspecified
-    case NanRule::error: break;
+    case NanRule::to_qmin:
+      return r.lo;
+    case NanRule::to_qmax:
+      return r.hi;
+    case NanRule::to_zero_point:
+      return std::clamp(zp, r.lo, r.hi);
+    case NanRule::to_zero:
+      return std::clamp<std::int64_t>(0, r.lo, r.hi);
+    case NanRule::unspecified:
+      return r.lo;  // placeholder; the element is marked unspecified
+    case NanRule::error:
+      break;
   }
   throw InputError("NaN input where the policy's NaN rule is 'error'");
 }
@@ -75,10 +89,18 @@ Label rounding_label(Fraction f, bool near) {
 std::string fraction_note(Fraction f, RoundingMode m, const BigInt& fl, const BigInt& r) {
   std::string where;
   switch (f) {
-    case Fraction::zero: where = "already an integer"; break;
-    case Fraction::below_half: where = "below the half-way point"; break;
-    case Fraction::half: where = "exactly half-way (a tie)"; break;
-    case Fraction::above_half: where = "above the half-way point"; break;
+    case Fraction::zero:
+      where = "already an integer";
+      break;
+    case Fraction::below_half:
+      where = "below the half-way point";
+      break;
+    case Fraction::half:
+      where = "exactly half-way (a tie)";
+      break;
+    case Fraction::above_half:
+      where = "above the half-way point";
+      break;
   }
   return where + " between " + fl.str() + " and " + BigInt(fl + 1).str() + "; " + std::string(name(m)) + " (" +
          std::string(describe(m)) + ") gives " + r.str();
@@ -134,7 +156,8 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
       if (pol.order == QuantizeOrder::fma_recip) {
         const ExactFloat zc = A.convert(zpf);
         t = A.fma(xc, inv, zc);
-        if (trace) step("fma(x, 1/s, zp)" + in + " (one rounding)", "x * (1/s) + " + std::to_string(zp), X.fma(xc, inv, zc), t);
+        if (trace)
+          step("fma(x, 1/s, zp)" + in + " (one rounding)", "x * (1/s) + " + std::to_string(zp), X.fma(xc, inv, zc), t);
         break;
       }
       t = A.mul(xc, inv);
@@ -154,9 +177,10 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
     e.pre_round = t;
     e.specified = pol.nan != NanRule::unspecified;
     e.q = nan_value(pol.nan, range, zp);
-    if (trace) step("NaN rule", "", t, t,
-         e.specified ? "the policy maps NaN to " + std::string(name(pol.nan)) + ": " + std::to_string(e.q)
-                     : "the policy leaves NaN unspecified: any output is accepted");
+    if (trace)
+      step("NaN rule", "", t, t,
+           e.specified ? "the policy maps NaN to " + std::string(name(pol.nan)) + ": " + std::to_string(e.q)
+                       : "the policy leaves NaN unspecified: any output is accepted");
     return e;
   }
 
@@ -190,19 +214,23 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
     const Rational dist = abs(t.value - Rational(fl) - Rational(1, 2));
     const Label l = rounding_label(f, dist <= Rational(1, 1024));
     e.label = l;
-    if (trace) step("round to integer", to_string(t), t, ExactFloat::finite(Rational(r)), fraction_note(f, pol.rounding, fl, r));
+    if (trace)
+      step("round to integer", to_string(t), t, ExactFloat::finite(Rational(r)), fraction_note(f, pol.rounding, fl, r));
   }
 
   BigInt v = r + off;
   if (pol.order == QuantizeOrder::round_then_add_float && !t.is_inf()) {
     const ExactFloat zc = A.convert(zpf);
     const ExactFloat sum = A.add(ExactFloat::finite(Rational(r)), zc);
-    if (sum.is_inf()) v = sum.negative ? BigInt(range.lo) - 1 : BigInt(range.hi) + 1;
-    else v = numerator(sum.value);  // a sum of integers rounded to a float format is an integer
+    if (sum.is_inf())
+      v = sum.negative ? BigInt(range.lo) - 1 : BigInt(range.hi) + 1;
+    else
+      v = numerator(sum.value);  // a sum of integers rounded to a float format is an integer
     if (trace) step("+ zp" + in, r.str() + " + " + std::to_string(zp), X.add(ExactFloat::finite(Rational(r)), zc), sum);
   }
-  if (int_add && trace) step("+ zp in integers", r.str() + " + " + std::to_string(zp), ExactFloat::finite(Rational(v)),
-                    ExactFloat::finite(Rational(v)));
+  if (int_add && trace)
+    step("+ zp in integers", r.str() + " + " + std::to_string(zp), ExactFloat::finite(Rational(v)),
+         ExactFloat::finite(Rational(v)));
   std::int64_t q;
   if (pol.clamp == Clamp::wrap) {
     q = int_convert(out, v, IntOverflow::wrap);
@@ -210,7 +238,9 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
       q = std::clamp(q, range.lo, range.hi);
       saturated = true;
     }
-    if (trace) step("wrap to " + std::string(name(out)), v.str(), ExactFloat::finite(Rational(v)), ExactFloat::finite(Rational(q)));
+    if (trace)
+      step("wrap to " + std::string(name(out)), v.str(), ExactFloat::finite(Rational(v)),
+           ExactFloat::finite(Rational(q)));
   } else {
     if (v < range.lo) {
       q = range.lo;
@@ -221,8 +251,9 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
     } else {
       q = v.convert_to<std::int64_t>();
     }
-    if (trace) step("saturate to [" + std::to_string(range.lo) + ", " + std::to_string(range.hi) + "]", v.str(),
-         ExactFloat::finite(Rational(v)), ExactFloat::finite(Rational(q)));
+    if (trace)
+      step("saturate to [" + std::to_string(range.lo) + ", " + std::to_string(range.hi) + "]", v.str(),
+           ExactFloat::finite(Rational(v)), ExactFloat::finite(Rational(q)));
   }
   e.q = q;
   if (special)
@@ -270,7 +301,6 @@ struct RoundTable {
   }
 };
 
-
 constexpr double k2p62 = 4611686018427387904.0;
 
 // Fast path for f32/f64 compute: the hardware's IEEE operation in the default environment is
@@ -289,11 +319,21 @@ template <class T>
   T t = 0;
   switch (pol.order) {
     case QuantizeOrder::div_then_add_int:
-    case QuantizeOrder::round_then_add_float: t = x / s; break;
-    case QuantizeOrder::div_add_float: t = x / s + zpt; break;
-    case QuantizeOrder::recip_then_add_int: t = x * (T(1) / s); break;
-    case QuantizeOrder::recip_add_float: t = x * (T(1) / s) + zpt; break;
-    case QuantizeOrder::fma_recip: t = std::fma(x, T(1) / s, zpt); break;
+    case QuantizeOrder::round_then_add_float:
+      t = x / s;
+      break;
+    case QuantizeOrder::div_add_float:
+      t = x / s + zpt;
+      break;
+    case QuantizeOrder::recip_then_add_int:
+      t = x * (T(1) / s);
+      break;
+    case QuantizeOrder::recip_add_float:
+      t = x * (T(1) / s) + zpt;
+      break;
+    case QuantizeOrder::fma_recip:
+      t = std::fma(x, T(1) / s, zpt);
+      break;
   }
   if (!std::isfinite(t)) return false;
   bool saturated = false;
@@ -344,8 +384,8 @@ double two_sum_err(double a, double b, double s) {
 // (fma gives the residual exactly while nothing underflows). Every order is x/s [+ zp] in
 // exact arithmetic. The tie and near-tie decisions use (t, sign of residual); elements whose
 // decision the pair cannot settle go to the slow path.
-[[gnu::always_inline]] inline bool fast_exact_element(double x, double s, std::int64_t zp, const QuantizePolicy& pol, const Finish& fin,
-                        bool int_add, std::int64_t& q, Label& label) {
+[[gnu::always_inline]] inline bool fast_exact_element(double x, double s, std::int64_t zp, const QuantizePolicy& pol,
+                                                      const Finish& fin, bool int_add, std::int64_t& q, Label& label) {
   if (!std::isfinite(x)) return false;
   constexpr double kTiny = 0x1p-900, kHuge = 0x1p900;
   double t = 0;
@@ -403,9 +443,12 @@ double two_sum_err(double a, double b, double s) {
   bool near = dist <= kNearTieDistance;
   if (sticky != 0 && f != Fraction::zero) {
     const double half_ulp = std::ldexp(1.0, std::ilogb(t) - 53);
-    if (dist + half_ulp <= kNearTieDistance) near = true;
-    else if (dist > kNearTieDistance + half_ulp) near = false;
-    else return false;
+    if (dist + half_ulp <= kNearTieDistance)
+      near = true;
+    else if (dist > kNearTieDistance + half_ulp)
+      near = false;
+    else
+      return false;
   }
   const auto fli = static_cast<std::int64_t>(fl);
   const std::int64_t r = fli + (rounds_up(pol.rounding, f, (fli & 1) != 0, fli < 0) ? 1 : 0);
@@ -434,8 +477,8 @@ struct FastContext {
 // One run of elements sharing a scale and zero point: a tight loop with the input and output
 // types known at compile time. Elements the fast path declines are appended to `slow`.
 template <class In, class Out, bool kLabels>
-void fast_run(const FastContext& c, const In* x, Out* q, Label* labels, std::int64_t begin, std::int64_t end,
-              double s, std::int64_t zp, std::vector<std::int64_t>& slow) {
+void fast_run(const FastContext& c, const In* x, Out* q, Label* labels, std::int64_t begin, std::int64_t end, double s,
+              std::int64_t zp, std::vector<std::int64_t>& slow) {
   for (std::int64_t i = begin; i < end; ++i) {
     const double xd = static_cast<double>(x[i]);
     const double ax = std::fabs(xd);
@@ -444,13 +487,19 @@ void fast_run(const FastContext& c, const In* x, Out* q, Label* labels, std::int
     bool ok = ax == 0 || (ax >= c.min_normal && ax <= std::numeric_limits<double>::max());
     if (ok) {
       switch (c.kind) {
-        case FastKind::f32: ok = fast_float_element<float>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, v, l); break;
-        case FastKind::f64: ok = fast_float_element<double>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, v, l); break;
-        case FastKind::exact:  // in exact arithmetic the float add of an integer zp is an integer add
-          ok = fast_exact_element(xd, s, zp, c.pol, c.fin, c.int_add || c.pol.order == QuantizeOrder::round_then_add_float,
-                                  v, l);
+        case FastKind::f32:
+          ok = fast_float_element<float>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, v, l);
           break;
-        case FastKind::none: ok = false; break;
+        case FastKind::f64:
+          ok = fast_float_element<double>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, v, l);
+          break;
+        case FastKind::exact:  // in exact arithmetic the float add of an integer zp is an integer add
+          ok = fast_exact_element(xd, s, zp, c.pol, c.fin,
+                                  c.int_add || c.pol.order == QuantizeOrder::round_then_add_float, v, l);
+          break;
+        case FastKind::none:
+          ok = false;
+          break;
       }
     }
     if (!ok) {
@@ -471,8 +520,8 @@ void fast_run(const FastContext& c, const In* x, Out* q, Label* labels, std::int
 // beyond which every output of at most 16 bits saturates anyway.
 template <RoundingMode M, QuantizeOrder O, class Out, bool kLabels>
 void f32_kernel(const float* __restrict x, std::int32_t* __restrict q, std::int32_t* __restrict labels,
-                std::int32_t* __restrict bad, std::int64_t n, float s, std::int32_t zp,
-                float lo_f, float hi_f, bool float_before, std::int32_t lo, std::int32_t hi, float min_normal) {
+                std::int32_t* __restrict bad, std::int64_t n, float s, std::int32_t zp, float lo_f, float hi_f,
+                bool float_before, std::int32_t lo, std::int32_t hi, float min_normal) {
   constexpr bool kIntAdd = O == QuantizeOrder::div_then_add_int || O == QuantizeOrder::recip_then_add_int;
   const float inv = 1.0f / s;
   const auto zpf = static_cast<float>(zp);
@@ -481,10 +530,14 @@ void f32_kernel(const float* __restrict x, std::int32_t* __restrict q, std::int3
     const float xv = x[i];
     const float ax = std::fabs(xv);
     float t;
-    if constexpr (O == QuantizeOrder::div_then_add_int) t = xv / s;
-    else if constexpr (O == QuantizeOrder::div_add_float) t = xv / s + zpf;
-    else if constexpr (O == QuantizeOrder::recip_then_add_int) t = xv * inv;
-    else t = xv * inv + zpf;
+    if constexpr (O == QuantizeOrder::div_then_add_int)
+      t = xv / s;
+    else if constexpr (O == QuantizeOrder::div_add_float)
+      t = xv / s + zpf;
+    else if constexpr (O == QuantizeOrder::recip_then_add_int)
+      t = xv * inv;
+    else
+      t = xv * inv + zpf;
     const bool is_bad = ((ax < min_normal) & (ax != 0.0f)) | !(ax <= std::numeric_limits<float>::max()) |
                         !(std::fabs(t) <= std::numeric_limits<float>::max());
     const bool sat_f = float_before & ((t < lo_f) | (t > hi_f));
@@ -518,40 +571,43 @@ void f32_kernel(const float* __restrict x, std::int32_t* __restrict q, std::int3
 
 template <RoundingMode M, QuantizeOrder O, class Out>
 void f32_kernel_labels(bool with_labels, const float* x, std::int32_t* q, std::int32_t* labels, std::int32_t* bad,
-                       std::int64_t n,
-                       float s, std::int32_t zp, float lo_f, float hi_f, bool fb, std::int32_t lo, std::int32_t hi,
-                       float mn) {
-  if (with_labels) f32_kernel<M, O, Out, true>(x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, hi, mn);
-  else f32_kernel<M, O, Out, false>(x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, hi, mn);
+                       std::int64_t n, float s, std::int32_t zp, float lo_f, float hi_f, bool fb, std::int32_t lo,
+                       std::int32_t hi, float mn) {
+  if (with_labels)
+    f32_kernel<M, O, Out, true>(x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, hi, mn);
+  else
+    f32_kernel<M, O, Out, false>(x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, hi, mn);
 }
 
 template <RoundingMode M, class Out>
 void f32_kernel_order(QuantizeOrder o, bool with_labels, const float* x, std::int32_t* q, std::int32_t* labels,
-                      std::int32_t* bad,
-                      std::int64_t n, float s, std::int32_t zp, float lo_f, float hi_f, bool fb, std::int32_t lo,
-                      std::int32_t hi, float mn) {
+                      std::int32_t* bad, std::int64_t n, float s, std::int32_t zp, float lo_f, float hi_f, bool fb,
+                      std::int32_t lo, std::int32_t hi, float mn) {
   switch (o) {
-#define QC_ORDER(ORD) \
-  case QuantizeOrder::ORD: \
-    return f32_kernel_labels<M, QuantizeOrder::ORD, Out>(with_labels, x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, hi, mn);
+#define QC_ORDER(ORD)                                                                                                  \
+  case QuantizeOrder::ORD:                                                                                             \
+    return f32_kernel_labels<M, QuantizeOrder::ORD, Out>(with_labels, x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, \
+                                                         hi, mn);
     QC_ORDER(div_then_add_int)
     QC_ORDER(div_add_float)
     QC_ORDER(recip_then_add_int)
     QC_ORDER(recip_add_float)
 #undef QC_ORDER
     case QuantizeOrder::fma_recip:
-    case QuantizeOrder::round_then_add_float: break;  // not taken: left to the scalar path
+    case QuantizeOrder::round_then_add_float:
+      break;  // not taken: left to the scalar path
   }
 }
 
 template <class Out>
 void f32_kernel_mode(RoundingMode m, QuantizeOrder o, bool with_labels, const float* x, std::int32_t* q,
-                     std::int32_t* labels, std::int32_t* bad, std::int64_t n, float s, std::int32_t zp, float lo_f, float hi_f, bool fb,
-                     std::int32_t lo, std::int32_t hi, float mn) {
+                     std::int32_t* labels, std::int32_t* bad, std::int64_t n, float s, std::int32_t zp, float lo_f,
+                     float hi_f, bool fb, std::int32_t lo, std::int32_t hi, float mn) {
   switch (m) {
-#define QC_MODE(MODE) \
-  case RoundingMode::MODE: \
-    return f32_kernel_order<RoundingMode::MODE, Out>(o, with_labels, x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, hi, mn);
+#define QC_MODE(MODE)                                                                                                 \
+  case RoundingMode::MODE:                                                                                            \
+    return f32_kernel_order<RoundingMode::MODE, Out>(o, with_labels, x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, \
+                                                     hi, mn);
     QC_MODE(rne)
     QC_MODE(rna)
     QC_MODE(rhu)
@@ -623,8 +679,10 @@ void fast_tensor(const FastContext& c, const Tensor& x, const QuantParams& p, Te
   for_each_param_run(p, x.shape(), x.size(), [&](std::int64_t b, std::int64_t e, std::int64_t k) {
     const double s = p.scales[static_cast<std::size_t>(k)];
     const std::int64_t zp = p.zero_point(k);
-    if (labels) fast_run<In, Out, true>(c, xd, qd, labels, b, e, s, zp, slow);
-    else fast_run<In, Out, false>(c, xd, qd, labels, b, e, s, zp, slow);
+    if (labels)
+      fast_run<In, Out, true>(c, xd, qd, labels, b, e, s, zp, slow);
+    else
+      fast_run<In, Out, false>(c, xd, qd, labels, b, e, s, zp, slow);
   });
 }
 
@@ -633,13 +691,24 @@ void fast_tensor_out(const FastContext& c, const Tensor& x, const QuantParams& p
                      std::vector<std::int64_t>& slow) {
   switch (q.dtype()) {
     case DType::i8:
-    case DType::i4: fast_tensor<In, std::int8_t>(c, x, p, q, labels, slow); break;
+    case DType::i4:
+      fast_tensor<In, std::int8_t>(c, x, p, q, labels, slow);
+      break;
     case DType::u8:
-    case DType::u4: fast_tensor<In, std::uint8_t>(c, x, p, q, labels, slow); break;
-    case DType::i16: fast_tensor<In, std::int16_t>(c, x, p, q, labels, slow); break;
-    case DType::u16: fast_tensor<In, std::uint16_t>(c, x, p, q, labels, slow); break;
-    case DType::i32: fast_tensor<In, std::int32_t>(c, x, p, q, labels, slow); break;
-    default: throw InputError("quantize: output format " + std::string(name(q.dtype())) + " is not an integer format");
+    case DType::u4:
+      fast_tensor<In, std::uint8_t>(c, x, p, q, labels, slow);
+      break;
+    case DType::i16:
+      fast_tensor<In, std::int16_t>(c, x, p, q, labels, slow);
+      break;
+    case DType::u16:
+      fast_tensor<In, std::uint16_t>(c, x, p, q, labels, slow);
+      break;
+    case DType::i32:
+      fast_tensor<In, std::int32_t>(c, x, p, q, labels, slow);
+      break;
+    default:
+      throw InputError("quantize: output format " + std::string(name(q.dtype())) + " is not an integer format");
   }
 }
 
@@ -654,7 +723,11 @@ QuantizeResult quantize(const Tensor& x, const QuantParams& p, DType out, const 
   res.specified.assign(static_cast<std::size_t>(x.size()), 1);
   const Arith A = resolve_compute(pol.compute, x.dtype(), p.scale_dtype);
   const FastKind fk = path == OraclePath::fast ? A.native() : FastKind::none;
-  const FastContext ctx{pol, RoundTable(pol.rounding), Finish{out, output_range(out, pol), pol.clamp}, adds_zp_in_integers(pol.order), fk,
+  const FastContext ctx{pol,
+                        RoundTable(pol.rounding),
+                        Finish{out, output_range(out, pol), pol.clamp},
+                        adds_zp_in_integers(pol.order),
+                        fk,
                         is_float(x.dtype()) ? std::ldexp(1.0, 1 - info(x.dtype()).fl.bias) : 0.0};
 
   // The fast path takes f32 and f64 inputs from memory directly; every other input format

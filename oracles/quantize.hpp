@@ -22,9 +22,9 @@ enum class OraclePath : std::uint8_t { fast, slow };
 
 struct QuantizeResult {
   Tensor q;
-  std::vector<Label> labels;          // empty unless requested
+  std::vector<Label> labels;            // empty unless requested
   std::vector<std::uint8_t> specified;  // 0 where the policy leaves the value open (NaN, unspecified)
-  std::int64_t slow_elements = 0;     // how many elements the fast path handed to the slow path
+  std::int64_t slow_elements = 0;       // how many elements the fast path handed to the slow path
 };
 
 QuantizeResult quantize(const Tensor& x, const QuantParams& p, DType out, const QuantizePolicy& policy,
@@ -47,8 +47,8 @@ struct QuantizeElement {
   std::vector<TraceStep> steps;
 };
 
-QuantizeElement quantize_element(double x, DType x_dtype, double scale, DType scale_dtype, std::int64_t zp,
-                                 DType out, const QuantizePolicy& policy, bool trace = false);
+QuantizeElement quantize_element(double x, DType x_dtype, double scale, DType scale_dtype, std::int64_t zp, DType out,
+                                 const QuantizePolicy& policy, bool trace = false);
 
 // The compute format a policy uses for given input and scale formats.
 Arith resolve_compute(const ComputeFormat& c, DType x_dtype, DType scale_dtype);

@@ -15,47 +15,72 @@ namespace qc {
 
 std::string_view name(RequantizeScheme s) {
   switch (s) {
-    case RequantizeScheme::ideal: return "ideal";
-    case RequantizeScheme::float_multiplier: return "float_multiplier";
-    case RequantizeScheme::gemmlowp_double: return "gemmlowp_double";
-    case RequantizeScheme::tflite_single: return "tflite_single";
-    case RequantizeScheme::tflite_int64: return "tflite_int64";
-    case RequantizeScheme::tosa_single: return "tosa_single";
-    case RequantizeScheme::tosa_double: return "tosa_double";
-    case RequantizeScheme::tosa_scale16: return "tosa_scale16";
-    case RequantizeScheme::xnnpack_rndnu: return "xnnpack_rndnu";
-    case RequantizeScheme::xnnpack_fp32: return "xnnpack_fp32";
-    case RequantizeScheme::qnnpack_precise: return "qnnpack_precise";
-    case RequantizeScheme::qnnpack_q31: return "qnnpack_q31";
-    case RequantizeScheme::glow_int32: return "glow_int32";
-    case RequantizeScheme::stablehlo_truncate: return "stablehlo_truncate";
-    case RequantizeScheme::fbgemm_fixed_point: return "fbgemm_fixed_point";
+    case RequantizeScheme::ideal:
+      return "ideal";
+    case RequantizeScheme::float_multiplier:
+      return "float_multiplier";
+    case RequantizeScheme::gemmlowp_double:
+      return "gemmlowp_double";
+    case RequantizeScheme::tflite_single:
+      return "tflite_single";
+    case RequantizeScheme::tflite_int64:
+      return "tflite_int64";
+    case RequantizeScheme::tosa_single:
+      return "tosa_single";
+    case RequantizeScheme::tosa_double:
+      return "tosa_double";
+    case RequantizeScheme::tosa_scale16:
+      return "tosa_scale16";
+    case RequantizeScheme::xnnpack_rndnu:
+      return "xnnpack_rndnu";
+    case RequantizeScheme::xnnpack_fp32:
+      return "xnnpack_fp32";
+    case RequantizeScheme::qnnpack_precise:
+      return "qnnpack_precise";
+    case RequantizeScheme::qnnpack_q31:
+      return "qnnpack_q31";
+    case RequantizeScheme::glow_int32:
+      return "glow_int32";
+    case RequantizeScheme::stablehlo_truncate:
+      return "stablehlo_truncate";
+    case RequantizeScheme::fbgemm_fixed_point:
+      return "fbgemm_fixed_point";
   }
   return "?";
 }
 
 std::string_view describe(RequantizeScheme s) {
   switch (s) {
-    case RequantizeScheme::ideal: return "round(acc * s_in*s_w/s_out) on exact rationals";
-    case RequantizeScheme::float_multiplier: return "multiplier and product in IEEE formats, in a stated order";
+    case RequantizeScheme::ideal:
+      return "round(acc * s_in*s_w/s_out) on exact rationals";
+    case RequantizeScheme::float_multiplier:
+      return "multiplier and product in IEEE formats, in a stated order";
     case RequantizeScheme::gemmlowp_double:
       return "RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x * 2^ls, M), rs): round half up, then half away";
-    case RequantizeScheme::tflite_single: return "(x*M + 2^(30-shift)) >> (31-shift) in int64: round half up";
+    case RequantizeScheme::tflite_single:
+      return "(x*M + 2^(30-shift)) >> (31-shift) in int64: round half up";
     case RequantizeScheme::tflite_int64:
       return "int64 x, 16-bit reduced multiplier, (x*M16 + 2^(14-shift)) >> (15-shift)";
-    case RequantizeScheme::tosa_single: return "TOSA apply_scale_32, SINGLE_ROUND";
-    case RequantizeScheme::tosa_double: return "TOSA apply_scale_32, DOUBLE_ROUND";
-    case RequantizeScheme::tosa_scale16: return "TOSA apply_scale_16 (int16 multiplier)";
+    case RequantizeScheme::tosa_single:
+      return "TOSA apply_scale_32, SINGLE_ROUND";
+    case RequantizeScheme::tosa_double:
+      return "TOSA apply_scale_32, DOUBLE_ROUND";
+    case RequantizeScheme::tosa_scale16:
+      return "TOSA apply_scale_16 (int16 multiplier)";
     case RequantizeScheme::xnnpack_rndnu:
       return "(acc*M24 + 2^(s-1)) >> s from the f32 scale's bits: round half up, exact";
-    case RequantizeScheme::xnnpack_fp32: return "lrintf(clamp((float)acc * scale, qmin-zp, qmax-zp)) + zp";
+    case RequantizeScheme::xnnpack_fp32:
+      return "lrintf(clamp((float)acc * scale, qmin-zp, qmax-zp)) + zp";
     case RequantizeScheme::qnnpack_precise:
       return "|acc|*M24 >> s rounded half up, sign restored: round half away, exact";
-    case RequantizeScheme::qnnpack_q31: return "Q31 high multiply (round half up), then a round-half-away shift";
-    case RequantizeScheme::glow_int32: return "((((x >> pre) * S) + 2^(post-1)) >> post) + offset in int32 (wraps)";
+    case RequantizeScheme::qnnpack_q31:
+      return "Q31 high multiply (round half up), then a round-half-away shift";
+    case RequantizeScheme::glow_int32:
+      return "((((x >> pre) * S) + 2^(post-1)) >> post) + offset in int32 (wraps)";
     case RequantizeScheme::stablehlo_truncate:
       return "f32(acc) * f32 scale, convert to i32 (truncates), + zp, narrowing convert";
-    case RequantizeScheme::fbgemm_fixed_point: return "zp + ((acc*M + 2^(rs-1)) >> rs) in int64: round half up";
+    case RequantizeScheme::fbgemm_fixed_point:
+      return "zp + ((acc*M + 2^(rs-1)) >> rs) in int64: round half up";
   }
   return "?";
 }
@@ -68,9 +93,12 @@ std::optional<RequantizeScheme> parse_requantize_scheme(std::string_view s) {
 
 std::string_view name(MultiplierOrder o) {
   switch (o) {
-    case MultiplierOrder::left_to_right: return "left_to_right";
-    case MultiplierOrder::product_then_divide: return "product_then_divide";
-    case MultiplierOrder::per_op: return "per_op";
+    case MultiplierOrder::left_to_right:
+      return "left_to_right";
+    case MultiplierOrder::product_then_divide:
+      return "product_then_divide";
+    case MultiplierOrder::per_op:
+      return "per_op";
   }
   return "?";
 }
@@ -83,14 +111,22 @@ std::optional<MultiplierOrder> parse_multiplier_order(std::string_view s) {
 
 std::string_view name(MultiplierDerivation d) {
   switch (d) {
-    case MultiplierDerivation::tflite: return "tflite";
-    case MultiplierDerivation::tflite_single_round: return "tflite_single_round";
-    case MultiplierDerivation::fp32_mantissa: return "fp32_mantissa";
-    case MultiplierDerivation::qnnpack_q31: return "qnnpack_q31";
-    case MultiplierDerivation::tosa_scale32: return "tosa_scale32";
-    case MultiplierDerivation::tosa_scale16: return "tosa_scale16";
-    case MultiplierDerivation::glow: return "glow";
-    case MultiplierDerivation::fbgemm: return "fbgemm";
+    case MultiplierDerivation::tflite:
+      return "tflite";
+    case MultiplierDerivation::tflite_single_round:
+      return "tflite_single_round";
+    case MultiplierDerivation::fp32_mantissa:
+      return "fp32_mantissa";
+    case MultiplierDerivation::qnnpack_q31:
+      return "qnnpack_q31";
+    case MultiplierDerivation::tosa_scale32:
+      return "tosa_scale32";
+    case MultiplierDerivation::tosa_scale16:
+      return "tosa_scale16";
+    case MultiplierDerivation::glow:
+      return "glow";
+    case MultiplierDerivation::fbgemm:
+      return "fbgemm";
   }
   return "?";
 }
@@ -106,8 +142,10 @@ std::optional<MultiplierDerivation> parse_multiplier_derivation(std::string_view
 
 std::string_view name(ZeroPointAdd z) {
   switch (z) {
-    case ZeroPointAdd::int_after_rounding: return "int_after_rounding";
-    case ZeroPointAdd::float_before_rounding: return "float_before_rounding";
+    case ZeroPointAdd::int_after_rounding:
+      return "int_after_rounding";
+    case ZeroPointAdd::float_before_rounding:
+      return "float_before_rounding";
   }
   return "?";
 }
@@ -120,21 +158,30 @@ std::optional<ZeroPointAdd> parse_zero_point_add(std::string_view s) {
 
 std::string_view name(Accumulation a) {
   switch (a) {
-    case Accumulation::exact: return "exact";
-    case Accumulation::int32_wrap: return "int32_wrap";
-    case Accumulation::int32_saturate: return "int32_saturate";
-    case Accumulation::int64: return "int64";
-    case Accumulation::int16_pair_saturate: return "int16_pair_saturate";
+    case Accumulation::exact:
+      return "exact";
+    case Accumulation::int32_wrap:
+      return "int32_wrap";
+    case Accumulation::int32_saturate:
+      return "int32_saturate";
+    case Accumulation::int64:
+      return "int64";
+    case Accumulation::int16_pair_saturate:
+      return "int16_pair_saturate";
   }
   return "?";
 }
 
 std::string_view describe(Accumulation a) {
   switch (a) {
-    case Accumulation::exact: return "arbitrary precision";
-    case Accumulation::int32_wrap: return "int32, two's-complement wrap";
-    case Accumulation::int32_saturate: return "int32, saturating adds in index order";
-    case Accumulation::int64: return "int64, two's-complement wrap";
+    case Accumulation::exact:
+      return "arbitrary precision";
+    case Accumulation::int32_wrap:
+      return "int32, two's-complement wrap";
+    case Accumulation::int32_saturate:
+      return "int32, saturating adds in index order";
+    case Accumulation::int64:
+      return "int64, two's-complement wrap";
     case Accumulation::int16_pair_saturate:
       return "u8 x s8 pairs (2j, 2j+1) summed and saturated to int16 (vpmaddubsw), then added in int32";
   }
@@ -162,8 +209,10 @@ bool scheme_uses_derivation(RequantizeScheme s) {
     case RequantizeScheme::ideal:
     case RequantizeScheme::float_multiplier:
     case RequantizeScheme::xnnpack_fp32:
-    case RequantizeScheme::stablehlo_truncate: return false;
-    default: return true;
+    case RequantizeScheme::stablehlo_truncate:
+      return false;
+    default:
+      return true;
   }
 }
 
@@ -194,23 +243,47 @@ RequantizePolicy requantize_policy_for(RequantizeScheme s) {
       break;  // ORT MLAS: f32 left to right, f32 product, RNE
     // TFLite per-channel: double(s_in) * double(s_w) / double(s_out)
     // (kernel_util.cc::PopulateConvolutionQuantizationParams).
-    case RequantizeScheme::gemmlowp_double: fixed(kF64, D::tflite); break;
-    case RequantizeScheme::tflite_single: fixed(kF64, D::tflite_single_round); break;
-    case RequantizeScheme::tflite_int64: fixed(kF64, D::tflite); break;
+    case RequantizeScheme::gemmlowp_double:
+      fixed(kF64, D::tflite);
+      break;
+    case RequantizeScheme::tflite_single:
+      fixed(kF64, D::tflite_single_round);
+      break;
+    case RequantizeScheme::tflite_int64:
+      fixed(kF64, D::tflite);
+      break;
     // MLIR TFLite->TOSA lowerings compute the scale in double, then computeMultiplierAndShift.
     case RequantizeScheme::tosa_single:
-    case RequantizeScheme::tosa_double: fixed(kF64, D::tosa_scale32); break;
-    case RequantizeScheme::tosa_scale16: fixed(kF64, D::tosa_scale16); break;
+    case RequantizeScheme::tosa_double:
+      fixed(kF64, D::tosa_scale32);
+      break;
+    case RequantizeScheme::tosa_scale16:
+      fixed(kF64, D::tosa_scale16);
+      break;
     // XNNPACK convolution-nhwc.c::init_requantization_scale: input_scale * kernel_scale / output_scale in f32.
-    case RequantizeScheme::xnnpack_rndnu: fixed(kF32, D::fp32_mantissa); break;
-    case RequantizeScheme::xnnpack_fp32: p.clamp = Clamp::float_before; break;
-    case RequantizeScheme::qnnpack_precise: fixed(kF32, D::fp32_mantissa); break;
-    case RequantizeScheme::qnnpack_q31: fixed(kF32, D::qnnpack_q31); break;
-    case RequantizeScheme::glow_int32: fixed(kF32, D::glow); break;
+    case RequantizeScheme::xnnpack_rndnu:
+      fixed(kF32, D::fp32_mantissa);
+      break;
+    case RequantizeScheme::xnnpack_fp32:
+      p.clamp = Clamp::float_before;
+      break;
+    case RequantizeScheme::qnnpack_precise:
+      fixed(kF32, D::fp32_mantissa);
+      break;
+    case RequantizeScheme::qnnpack_q31:
+      fixed(kF32, D::qnnpack_q31);
+      break;
+    case RequantizeScheme::glow_int32:
+      fixed(kF32, D::glow);
+      break;
     // StableHLO: combinedScaleFp = lhs_scale * rhs_scale / res_scale in double.
-    case RequantizeScheme::stablehlo_truncate: p.multiplier_format = kF64; break;
+    case RequantizeScheme::stablehlo_truncate:
+      p.multiplier_format = kF64;
+      break;
     // PyTorch/caffe2: float real_multiplier = in_scale * w_scale / out_scale.
-    case RequantizeScheme::fbgemm_fixed_point: fixed(kF32, D::fbgemm); break;
+    case RequantizeScheme::fbgemm_fixed_point:
+      fixed(kF32, D::fbgemm);
+      break;
   }
   return p;
 }
@@ -318,16 +391,26 @@ void derive(RequantizeMultiplier& m, const RequantizePolicy& p, Tracer& t) {
       m.fixed = ScaleShift{q.multiplier, 31 - q.shift};
       break;
     }
-    case D::fp32_mantissa: m.fixed = fp32_mantissa_scale(real_f32); break;
+    case D::fp32_mantissa:
+      m.fixed = fp32_mantissa_scale(real_f32);
+      break;
     case D::qnnpack_q31: {
       const Q31Multiplier q = qnnpack_q31_multiplier(real_f32);
       m.fixed = ScaleShift{q.multiplier, 31 - q.shift};
       break;
     }
-    case D::tosa_scale32: m.fixed = tosa_compute_multiplier_and_shift_scale32(real); break;
-    case D::tosa_scale16: m.fixed = tosa_compute_multiplier_and_shift_scale16(real); break;
-    case D::glow: m.glow = glow_quantize_scale_offset_32_to_8(real_f32); break;
-    case D::fbgemm: m.fixed = fbgemm_choose_requantization_multiplier(real_f32); break;
+    case D::tosa_scale32:
+      m.fixed = tosa_compute_multiplier_and_shift_scale32(real);
+      break;
+    case D::tosa_scale16:
+      m.fixed = tosa_compute_multiplier_and_shift_scale16(real);
+      break;
+    case D::glow:
+      m.glow = glow_quantize_scale_offset_32_to_8(real_f32);
+      break;
+    case D::fbgemm:
+      m.fixed = fbgemm_choose_requantization_multiplier(real_f32);
+      break;
   }
   if (m.fixed) {
     t.real("derive the integer multiplier (" + std::string(name(p.derivation)) + ")", "M * 2^-shift", m.formed,
@@ -414,10 +497,18 @@ Label ideal_label(const Rational& v, std::int64_t zp, Range r) {
 std::string fraction_note(Fraction f, RoundingMode m, const BigInt& result) {
   std::string where;
   switch (f) {
-    case Fraction::zero: where = "an integer"; break;
-    case Fraction::below_half: where = "below the half-way point"; break;
-    case Fraction::half: where = "exactly half-way (a tie)"; break;
-    case Fraction::above_half: where = "above the half-way point"; break;
+    case Fraction::zero:
+      where = "an integer";
+      break;
+    case Fraction::below_half:
+      where = "below the half-way point";
+      break;
+    case Fraction::half:
+      where = "exactly half-way (a tie)";
+      break;
+    case Fraction::above_half:
+      where = "above the half-way point";
+      break;
   }
   return where + "; " + std::string(name(m)) + " (" + std::string(describe(m)) + ") gives " + result.str();
 }
@@ -679,7 +770,8 @@ std::int64_t eval_mantissa(std::int32_t x, const RequantizeMultiplier& m, std::i
     case RequantizeScheme::qnnpack_q31:
       v = qnnpack_q31_multiply_shift(x, to_q31(s, p.scheme));
       break;
-    default: break;
+    default:
+      break;
   }
   if (t.on()) {
     const Rational exact = Rational(x) * s.multiplier * pow2(-s.right_shift);
@@ -760,21 +852,41 @@ RequantizeElement requantize_element(std::int64_t acc, const RequantizeMultiplie
   e.label = ideal_label(v, zp, r);
   using S = RequantizeScheme;
   switch (p.scheme) {
-    case S::ideal: e.q = eval_ideal(acc, m, zp, out, r, p, t); break;
+    case S::ideal:
+      e.q = eval_ideal(acc, m, zp, out, r, p, t);
+      break;
     case S::float_multiplier:
-    case S::xnnpack_fp32: e.q = eval_float(acc, m, zp, out, r, p, t); break;
-    case S::gemmlowp_double: e.q = eval_gemmlowp_double(require_int32(acc, p.scheme), m, zp, r, t); break;
-    case S::tflite_single: e.q = eval_tflite_single(require_int32(acc, p.scheme), m, zp, r, t); break;
-    case S::tflite_int64: e.q = eval_tflite_int64(acc, m, zp, r, t); break;
+    case S::xnnpack_fp32:
+      e.q = eval_float(acc, m, zp, out, r, p, t);
+      break;
+    case S::gemmlowp_double:
+      e.q = eval_gemmlowp_double(require_int32(acc, p.scheme), m, zp, r, t);
+      break;
+    case S::tflite_single:
+      e.q = eval_tflite_single(require_int32(acc, p.scheme), m, zp, r, t);
+      break;
+    case S::tflite_int64:
+      e.q = eval_tflite_int64(acc, m, zp, r, t);
+      break;
     case S::tosa_single:
     case S::tosa_double:
-    case S::tosa_scale16: e.q = eval_tosa(acc, m, zp, r, p, t); break;
+    case S::tosa_scale16:
+      e.q = eval_tosa(acc, m, zp, r, p, t);
+      break;
     case S::xnnpack_rndnu:
     case S::qnnpack_precise:
-    case S::qnnpack_q31: e.q = eval_mantissa(require_int32(acc, p.scheme), m, zp, r, p, t); break;
-    case S::glow_int32: e.q = eval_glow(require_int32(acc, p.scheme), m, zp, r, t); break;
-    case S::stablehlo_truncate: e.q = eval_stablehlo(require_int32(acc, p.scheme), m, zp, out, r, t); break;
-    case S::fbgemm_fixed_point: e.q = eval_fbgemm(require_int32(acc, p.scheme), m, zp, r, t); break;
+    case S::qnnpack_q31:
+      e.q = eval_mantissa(require_int32(acc, p.scheme), m, zp, r, p, t);
+      break;
+    case S::glow_int32:
+      e.q = eval_glow(require_int32(acc, p.scheme), m, zp, r, t);
+      break;
+    case S::stablehlo_truncate:
+      e.q = eval_stablehlo(require_int32(acc, p.scheme), m, zp, out, r, t);
+      break;
+    case S::fbgemm_fixed_point:
+      e.q = eval_fbgemm(require_int32(acc, p.scheme), m, zp, r, t);
+      break;
   }
   return e;
 }
@@ -1561,11 +1673,15 @@ DotProduct accumulate_dot(std::span<const std::int32_t> a, std::span<const std::
   DotProduct d;
   for (std::size_t k = 0; k < a.size(); ++k) d.exact += BigInt(std::int64_t{a[k]} * b[k]);
   switch (acc) {
-    case Accumulation::exact: d.value = d.exact; break;
+    case Accumulation::exact:
+      d.value = d.exact;
+      break;
     case Accumulation::int32_wrap:  // modular: wrapping each add equals wrapping the exact sum
       d.value = int_convert(DType::i32, d.exact, IntOverflow::wrap);
       break;
-    case Accumulation::int64: d.value = wrap_int64(d.exact); break;
+    case Accumulation::int64:
+      d.value = wrap_int64(d.exact);
+      break;
     case Accumulation::int32_saturate: {
       std::int64_t s = 0;
       for (std::size_t k = 0; k < a.size(); ++k) s = std::clamp(s + std::int64_t{a[k]} * b[k], kInt32Min, kInt32Max);
@@ -1600,9 +1716,13 @@ AccumulationBound accumulation_bound(Accumulation acc, std::int64_t k, IntRange 
   auto fits = [&](const BigInt& lo, const BigInt& hi) { return partial_lo >= lo && partial_hi <= hi; };
   const BigInt i32_lo(kInt32Min), i32_hi(kInt32Max);
   switch (acc) {
-    case Accumulation::exact: r.exact = true; break;
+    case Accumulation::exact:
+      r.exact = true;
+      break;
     case Accumulation::int32_wrap:
-    case Accumulation::int32_saturate: r.exact = fits(i32_lo, i32_hi); break;
+    case Accumulation::int32_saturate:
+      r.exact = fits(i32_lo, i32_hi);
+      break;
     case Accumulation::int64:
       r.exact =
           fits(BigInt(std::numeric_limits<std::int64_t>::min()), BigInt(std::numeric_limits<std::int64_t>::max()));

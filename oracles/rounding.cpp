@@ -4,26 +4,40 @@ namespace qc {
 
 std::string_view name(RoundingMode m) {
   switch (m) {
-    case RoundingMode::rne: return "rne";
-    case RoundingMode::rna: return "rna";
-    case RoundingMode::rhu: return "rhu";
-    case RoundingMode::rhd: return "rhd";
-    case RoundingMode::rtz: return "rtz";
-    case RoundingMode::floor: return "floor";
-    case RoundingMode::ceil: return "ceil";
+    case RoundingMode::rne:
+      return "rne";
+    case RoundingMode::rna:
+      return "rna";
+    case RoundingMode::rhu:
+      return "rhu";
+    case RoundingMode::rhd:
+      return "rhd";
+    case RoundingMode::rtz:
+      return "rtz";
+    case RoundingMode::floor:
+      return "floor";
+    case RoundingMode::ceil:
+      return "ceil";
   }
   return "?";
 }
 
 std::string_view describe(RoundingMode m) {
   switch (m) {
-    case RoundingMode::rne: return "round to nearest, ties to even";
-    case RoundingMode::rna: return "round to nearest, ties away from zero";
-    case RoundingMode::rhu: return "round to nearest, ties toward +inf (floor(x+0.5))";
-    case RoundingMode::rhd: return "round to nearest, ties toward -inf (ceil(x-0.5))";
-    case RoundingMode::rtz: return "toward zero (truncate)";
-    case RoundingMode::floor: return "toward -inf (floor)";
-    case RoundingMode::ceil: return "toward +inf (ceil)";
+    case RoundingMode::rne:
+      return "round to nearest, ties to even";
+    case RoundingMode::rna:
+      return "round to nearest, ties away from zero";
+    case RoundingMode::rhu:
+      return "round to nearest, ties toward +inf (floor(x+0.5))";
+    case RoundingMode::rhd:
+      return "round to nearest, ties toward -inf (ceil(x-0.5))";
+    case RoundingMode::rtz:
+      return "toward zero (truncate)";
+    case RoundingMode::floor:
+      return "toward -inf (floor)";
+    case RoundingMode::ceil:
+      return "toward +inf (ceil)";
   }
   return "?";
 }

@@ -28,8 +28,7 @@ std::string_view describe(RoundingMode m);
 std::optional<RoundingMode> parse_rounding_mode(std::string_view s);
 
 constexpr bool is_nearest(RoundingMode m) {
-  return m == RoundingMode::rne || m == RoundingMode::rna || m == RoundingMode::rhu ||
-         m == RoundingMode::rhd;
+  return m == RoundingMode::rne || m == RoundingMode::rna || m == RoundingMode::rhu || m == RoundingMode::rhd;
 }
 
 // Where a value v lies between floor(v) and floor(v) + 1.
@@ -43,13 +42,20 @@ enum class Fraction : std::uint8_t { zero, below_half, half, above_half };
 template <class I>
 constexpr I rounds_up_bits(RoundingMode m, I f_zero, I f_half, I f_above, I floor_is_odd, I floor_is_negative) {
   switch (m) {
-    case RoundingMode::rne: return f_above | (f_half & floor_is_odd);
-    case RoundingMode::rna: return f_above | (f_half & (I{1} ^ floor_is_negative));
-    case RoundingMode::rhu: return f_above | f_half;
-    case RoundingMode::rhd: return f_above;
-    case RoundingMode::rtz: return (I{1} ^ f_zero) & floor_is_negative;
-    case RoundingMode::floor: return I{0};
-    case RoundingMode::ceil: return I{1} ^ f_zero;
+    case RoundingMode::rne:
+      return f_above | (f_half & floor_is_odd);
+    case RoundingMode::rna:
+      return f_above | (f_half & (I{1} ^ floor_is_negative));
+    case RoundingMode::rhu:
+      return f_above | f_half;
+    case RoundingMode::rhd:
+      return f_above;
+    case RoundingMode::rtz:
+      return (I{1} ^ f_zero) & floor_is_negative;
+    case RoundingMode::floor:
+      return I{0};
+    case RoundingMode::ceil:
+      return I{1} ^ f_zero;
   }
   return I{0};
 }

@@ -43,9 +43,13 @@ class Tensor {
   std::span<std::byte> bytes() { return data_; }
   std::span<const std::byte> bytes() const { return data_; }
   template <class T>
-  T* data() { return reinterpret_cast<T*>(data_.data()); }
+  T* data() {
+    return reinterpret_cast<T*>(data_.data());
+  }
   template <class T>
-  const T* data() const { return reinterpret_cast<const T*>(data_.data()); }
+  const T* data() const {
+    return reinterpret_cast<const T*>(data_.data());
+  }
 
  private:
   DType dtype_ = DType::f32;

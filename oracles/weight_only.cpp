@@ -10,12 +10,13 @@ namespace qc {
 namespace {
 
 void require_float_tensor(const Tensor& t, const std::string& what) {
-  if (!is_float(t.dtype())) throw InputError("weight_only_gemm: " + what + " must be a float tensor, got " +
-                                             std::string(name(t.dtype())));
+  if (!is_float(t.dtype()))
+    throw InputError("weight_only_gemm: " + what + " must be a float tensor, got " + std::string(name(t.dtype())));
 }
 
 // The weights as multiplied, [K][N] row-major exact values.
-std::vector<Rational> multiplied_weights(const QuantizedOperand& qb, const GemmShape& d, const WeightOnlyPolicy& policy) {
+std::vector<Rational> multiplied_weights(const QuantizedOperand& qb, const GemmShape& d,
+                                         const WeightOnlyPolicy& policy) {
   const std::vector<Rational> values = dequantized_values(qb, policy.weight_format, policy.dequantize);
   if (d.b_k_axis == 0) return values;
   std::vector<Rational> w(values.size());
@@ -29,8 +30,8 @@ double nearest_double(const Rational& v) { return round_to_format(DType::f64, v)
 
 struct Prepared {
   GemmShape d;
-  std::vector<Rational> a;  // [R][K]
-  std::vector<Rational> w;  // [K][N]
+  std::vector<Rational> a;     // [R][K]
+  std::vector<Rational> w;     // [K][N]
   std::vector<Rational> bias;  // [N] or empty
 };
 
@@ -61,7 +62,8 @@ std::vector<double> bounds(const Prepared& p, AbsA a_abs) {
   for (std::int64_t r = 0; r < d.rows; ++r)
     for (std::int64_t n = 0; n < d.cols; ++n) {
       Rational s = p.bias.empty() ? Rational(0) : Rational(abs(p.bias[static_cast<std::size_t>(n)]));
-      for (std::int64_t k = 0; k < d.depth; ++k) s += Rational(a_abs(r, k)) * Rational(abs(p.w[static_cast<std::size_t>(k * d.cols + n)]));
+      for (std::int64_t k = 0; k < d.depth; ++k)
+        s += Rational(a_abs(r, k)) * Rational(abs(p.w[static_cast<std::size_t>(k * d.cols + n)]));
       b[static_cast<std::size_t>(r * d.cols + n)] = nearest_double(s);
     }
   return b;
@@ -89,7 +91,9 @@ WeightOnlyResult weight_only_gemm(const WeightOnlyGemmOp& op, const WeightOnlyPo
       res.labels[static_cast<std::size_t>(e)] = finite ? float_grid_label(v, op.out) : Label::saturated;
       res.exact[static_cast<std::size_t>(e)] = std::move(v);
     }
-  res.bound = bounds(p, [&](std::int64_t r, std::int64_t k) -> Rational { return abs(p.a[static_cast<std::size_t>(r * d.depth + k)]); });
+  res.bound = bounds(p, [&](std::int64_t r, std::int64_t k) -> Rational {
+    return abs(p.a[static_cast<std::size_t>(r * d.depth + k)]);
+  });
   // The weights as a [K, N] f64 tensor when every value is exact in f64.
   Tensor w(DType::f64, {d.depth, d.cols});
   bool exact_in_f64 = true;
@@ -105,7 +109,9 @@ WeightOnlyResult weight_only_gemm(const WeightOnlyGemmOp& op, const WeightOnlyPo
 std::vector<double> weight_only_bounds(const WeightOnlyGemmOp& op, const WeightOnlyPolicy& policy, BoundKind kind) {
   const Prepared p = prepare(op, policy);
   if (kind == BoundKind::local)
-    return bounds(p, [&](std::int64_t r, std::int64_t k) -> Rational { return abs(p.a[static_cast<std::size_t>(r * p.d.depth + k)]); });
+    return bounds(p, [&](std::int64_t r, std::int64_t k) -> Rational {
+      return abs(p.a[static_cast<std::size_t>(r * p.d.depth + k)]);
+    });
   Rational max_abs = 0;
   for (const Rational& a : p.a) max_abs = std::max(max_abs, Rational(abs(a)));
   return bounds(p, [&](std::int64_t, std::int64_t) { return max_abs; });
@@ -128,12 +134,12 @@ Limits tosa_limits(const DotProductCheck& c, std::int64_t T) {
   const double k = static_cast<double>(c.kernel_size_bound), t = static_cast<double>(T);
   Limits l;
   if (c.revision == TosaDotProductRevision::ks) {
-    l.abs = k;                       // REQUIRE(abs(out_err) <= KS)
+    l.abs = k;                         // REQUIRE(abs(out_err) <= KS)
     l.variance_per_element = 0.4 * k;  // REQUIRE(out_err_sumsq <= 0.4 * KS * T)
-    l.bias = 2 * std::sqrt(k * t);   // REQUIRE(abs(out_err_sum) <= 2 * sqrt(KS * T))
+    l.bias = 2 * std::sqrt(k * t);     // REQUIRE(abs(out_err_sum) <= 2 * sqrt(KS * T))
   } else {
-    l.abs = 2 * k;                   // absBound = 2 * ksb
-    l.variance_per_element = 4 * 0.4 * k;  // varianceErrorBound = 4 * 0.4 * ksb
+    l.abs = 2 * k;                                        // absBound = 2 * ksb
+    l.variance_per_element = 4 * 0.4 * k;                 // varianceErrorBound = 4 * 0.4 * ksb
     l.bias = std::sqrt(10 * l.variance_per_element * t);  // max_bias = sqrt(10 * varianceErrorBound * T)
   }
   return l;
@@ -180,7 +186,7 @@ DotProductVerdict check_dot_product(std::span<const Rational> reference, std::sp
     if (std::isnan(bnd)) continue;  // "No further accuracy requirements for a NaN bound"
     if (check.revision == TosaDotProductRevision::ksb &&
         overflows_in(implementation.dtype(), bnd * (1 + lim.abs * std::ldexp(1.0, -1 - frac))))
-      continue;  // "dot product can overflow and there is no accuracy limit"
+      continue;      // "dot product can overflow and there is no accuracy limit"
     if (bnd == 0) {  // "All products in the dot product are zero"
       if (ref != 0 || imp != 0) fail(i, at + "the bound is 0 but the reference or the implementation is not");
       continue;

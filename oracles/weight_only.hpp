@@ -48,7 +48,7 @@
 namespace qc {
 
 struct WeightOnlyGemmOp {
-  Tensor a;  // float activations [batch..., M, K] (f32, f16, bf16, f64), used exactly
+  Tensor a;    // float activations [batch..., M, K] (f32, f16, bf16, f64), used exactly
   QWeights b;  // i8/u8/i4/u4 values, packed int4, or float weights quantized first; params per tensor,
                // per column, or blocked along K
   WeightLayout b_layout = WeightLayout::k_by_n;
@@ -69,12 +69,12 @@ enum class BoundKind : std::uint8_t {
 };
 
 struct WeightOnlyResult {
-  Tensor y;                     // exact results correctly rounded (RNE, IEEE overflow) into `out`
-  std::vector<Rational> exact;  // per element: Σ_k a_k * w_k + bias, exactly
-  std::vector<double> bound;    // per element: Σ_k |a_k| * |w_k| + |bias|, rounded to f64 (local bound)
-  std::vector<Label> labels;    // tie / near_tie / clear of `exact` on the output grid; saturated: y not finite
-  Tensor weights;               // the weights as multiplied, [K, N] f64 (every value exact in f64) -- or empty
-                                // when weight_format is empty and some (q - zp) * s is not exact in f64
+  Tensor y;                      // exact results correctly rounded (RNE, IEEE overflow) into `out`
+  std::vector<Rational> exact;   // per element: Σ_k a_k * w_k + bias, exactly
+  std::vector<double> bound;     // per element: Σ_k |a_k| * |w_k| + |bias|, rounded to f64 (local bound)
+  std::vector<Label> labels;     // tie / near_tie / clear of `exact` on the output grid; saturated: y not finite
+  Tensor weights;                // the weights as multiplied, [K, N] f64 (every value exact in f64) -- or empty
+                                 // when weight_format is empty and some (q - zp) * s is not exact in f64
   std::int64_t kernel_size = 0;  // K
   bool nonzero_bias = false;
 };

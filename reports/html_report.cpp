@@ -25,7 +25,9 @@ std::string verdict_class(Verdict v) {
 
 // A small inline SVG bar chart of the |delta| histogram.
 std::string histogram_svg(const std::array<std::int64_t, 5>& h, const std::string& title) {
-  const char* labels[] = {"0", "1", "2", "3", "\xE2\x89\xA5" "4"};
+  const char* labels[] = {"0", "1", "2", "3",
+                          "\xE2\x89\xA5"
+                          "4"};
   std::int64_t mx = 1;
   for (auto c : h) mx = std::max(mx, c);
   std::ostringstream o;
@@ -70,8 +72,8 @@ std::string render_html(const RunReport& r) {
   o << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>qconform report</title><style>" << kStyle
     << "</style></head><body>";
   o << "<h1>qconform conformance report</h1><div class=\"meta\">qconform " << esc(r.meta.tool_version) << " ("
-    << esc(r.meta.git_revision) << ") &middot; " << esc(r.meta.started_at) << " &middot; " << esc(r.meta.host) << " &middot; "
-    << esc(r.meta.cpu) << " &middot; " << esc(r.meta.compiler) << "</div>";
+    << esc(r.meta.git_revision) << ") &middot; " << esc(r.meta.started_at) << " &middot; " << esc(r.meta.host)
+    << " &middot; " << esc(r.meta.cpu) << " &middot; " << esc(r.meta.compiler) << "</div>";
   o << "<p class=\"summary\" id=\"summary\">";
   for (const auto& [v, n] : r.verdict_counts()) {
     std::string cls = v;
@@ -86,12 +88,14 @@ std::string render_html(const RunReport& r) {
   for (const CaseResult& c : r.cases) {
     o << "<tr><td><a href=\"#" << anchor(c.id) << "\">" << esc(c.id) << "</a></td><td>" << esc(c.spec) << "</td>";
     for (const auto& bn : backends) {
-      auto it = std::find_if(c.backends.begin(), c.backends.end(), [&](const BackendResult& b) { return b.backend == bn; });
+      auto it =
+          std::find_if(c.backends.begin(), c.backends.end(), [&](const BackendResult& b) { return b.backend == bn; });
       if (it == c.backends.end()) {
         o << "<td></td>";
         continue;
       }
-      o << "<td class=\"" << verdict_class(it->verdict) << "\" title=\"" << esc(it->reason) << "\">" << name(it->verdict);
+      o << "<td class=\"" << verdict_class(it->verdict) << "\" title=\"" << esc(it->reason) << "\">"
+        << name(it->verdict);
       if (it->verdict != Verdict::skip && it->verdict != Verdict::crash && it->verdict != Verdict::timeout)
         o << " <span class=\"mono\">" << it->metrics.exact << "/" << it->metrics.compared << "</span>";
       o << "</td>";
@@ -105,11 +109,12 @@ std::string render_html(const RunReport& r) {
     o << "<div class=\"case\" id=\"" << anchor(c.id) << "\"><h3>" << esc(c.id) << "</h3>";
     if (!c.description.empty()) o << "<p>" << esc(c.description) << "</p>";
     o << "<p class=\"meta\">" << esc(c.op) << " &middot; " << esc(c.input_dtype) << " " << esc(c.shape) << " &rarr; "
-      << esc(c.output_dtype) << " &middot; " << esc(c.granularity) << " &middot; spec <b>" << esc(c.spec) << "</b>: "
-      << esc(c.spec_description) << " &middot; <code>" << esc(c.file) << ":" << c.line << "</code></p>";
+      << esc(c.output_dtype) << " &middot; " << esc(c.granularity) << " &middot; spec <b>" << esc(c.spec)
+      << "</b>: " << esc(c.spec_description) << " &middot; <code>" << esc(c.file) << ":" << c.line << "</code></p>";
     for (const BackendResult& b : c.backends) {
-      o << "<p><span class=\"badge " << verdict_class(b.verdict) << "\">" << name(b.verdict) << "</span> <b>" << esc(b.backend)
-        << "</b> (claims " << esc(b.claim) << ", expected " << esc(b.expectation) << "): " << esc(b.reason) << "</p>";
+      o << "<p><span class=\"badge " << verdict_class(b.verdict) << "\">" << name(b.verdict) << "</span> <b>"
+        << esc(b.backend) << "</b> (claims " << esc(b.claim) << ", expected " << esc(b.expectation)
+        << "): " << esc(b.reason) << "</p>";
       if (b.verdict == Verdict::skip || b.verdict == Verdict::crash || b.verdict == Verdict::timeout) continue;
       const Metrics& m = b.metrics;
       const std::string unit = m.unit == "ulp" ? "ULP" : "LSB";
@@ -120,8 +125,7 @@ std::string render_html(const RunReport& r) {
         << "</td>" << (m.unit == "ulp" ? "<td>" + std::to_string(m.signed_zero_mismatches) + "</td>" : "")
         << "</tr></table>";
       o << histogram_svg(m.histogram, "|\xCE\x94| to the spec, in " + unit);
-      if (m.has_to_exact)
-        o << histogram_svg(m.histogram_to_exact, "|\xCE\x94| to the exact value rounded, in ULP");
+      if (m.has_to_exact) o << histogram_svg(m.histogram_to_exact, "|\xCE\x94| to the exact value rounded, in ULP");
       o << "<table><tr><th>label</th>";
       for (int l = 0; l < kLabelCount; ++l) o << "<th>" << name(static_cast<Label>(l)) << "</th>";
       o << "</tr><tr><td>total</td>";
@@ -130,13 +134,14 @@ std::string render_html(const RunReport& r) {
       for (auto n : m.label_mismatch) o << "<td>" << n << "</td>";
       o << "</tr></table>";
       if (!m.worst.empty()) {
-        o << "<table><tr><th>index</th><th>input</th><th>exact value before rounding</th><th>expected</th><th>actual</th>"
+        o << "<table><tr><th>index</th><th>input</th><th>exact value before "
+             "rounding</th><th>expected</th><th>actual</th>"
              "<th>&Delta;</th><th>label</th></tr>";
         for (const ElementDiff& d : m.worst) {
-          o << "<tr><td class=\"mono\">" << d.index << "</td><td class=\"mono\">" << esc(d.input) << "</td><td class=\"mono\">"
-            << esc(d.exact) << "</td><td class=\"mono\">" << esc(d.expected) << "</td><td class=\"mono\">" << esc(d.actual)
-            << "</td><td>" << d.delta
-            << "</td><td>" << name(d.label) << "</td></tr>";
+          o << "<tr><td class=\"mono\">" << d.index << "</td><td class=\"mono\">" << esc(d.input)
+            << "</td><td class=\"mono\">" << esc(d.exact) << "</td><td class=\"mono\">" << esc(d.expected)
+            << "</td><td class=\"mono\">" << esc(d.actual) << "</td><td>" << d.delta << "</td><td>" << name(d.label)
+            << "</td></tr>";
         }
         o << "</table>";
       }

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <unistd.h>
+#include <fstream>
 
 namespace qc {
 
@@ -19,7 +19,7 @@ json metrics_json(const Metrics& m) {
   json labels = json::object();
   for (int l = 0; l < kLabelCount; ++l)
     labels[std::string(name(static_cast<Label>(l)))] = {{"total", m.label_total[static_cast<std::size_t>(l)]},
-                                                         {"mismatched", m.label_mismatch[static_cast<std::size_t>(l)]}};
+                                                        {"mismatched", m.label_mismatch[static_cast<std::size_t>(l)]}};
   const bool integers = m.unit == "lsb";
   auto value = [&](const std::string& text) -> json {
     if (integers) return std::stoll(text);  // integer outputs stay numbers
@@ -27,9 +27,9 @@ json metrics_json(const Metrics& m) {
   };
   json worst = json::array();
   for (const ElementDiff& d : m.worst) {
-    json e = {{"index", d.index},        {"coords", d.coords},         {"input", d.input},
-              {"expected", value(d.expected)}, {"actual", value(d.actual)}, {"delta", d.delta},
-              {"exact", d.exact},        {"label", std::string(name(d.label))}};
+    json e = {
+        {"index", d.index},          {"coords", d.coords}, {"input", d.input}, {"expected", value(d.expected)},
+        {"actual", value(d.actual)}, {"delta", d.delta},   {"exact", d.exact}, {"label", std::string(name(d.label))}};
     worst.push_back(e);
   }
   json j = {{"unit", m.unit},
@@ -58,8 +58,9 @@ json metrics_json(const Metrics& m) {
 namespace {
 
 json backend_json(const BackendResult& b) {
-  json jb = {{"backend", b.backend}, {"claim", b.claim},   {"expectation", b.expectation},
-             {"verdict", std::string(name(b.verdict))}, {"reason", b.reason}, {"seconds", b.seconds}};
+  json jb = {{"backend", b.backend},         {"claim", b.claim},
+             {"expectation", b.expectation}, {"verdict", std::string(name(b.verdict))},
+             {"reason", b.reason},           {"seconds", b.seconds}};
   if (b.verdict != Verdict::skip && b.verdict != Verdict::crash && b.verdict != Verdict::timeout)
     jb["metrics"] = metrics_json(b.metrics);
   if (b.claim_mismatches >= 0) jb["claim_mismatches"] = b.claim_mismatches;

@@ -29,7 +29,8 @@ std::string render_junit(const RunReport& r) {
              << "\" time=\"" << b.seconds << "\" file=\"" << xml(c.file) << "\" line=\"" << c.line << "\">";
       switch (b.verdict) {
         case Verdict::pass:
-        case Verdict::xfail: break;  // an accepted, unchanged known mismatch passes the gate
+        case Verdict::xfail:
+          break;  // an accepted, unchanged known mismatch passes the gate
         case Verdict::skip:
           ++s.skipped;
           s.body << "<skipped message=\"" << xml(b.reason) << "\"/>";
@@ -37,8 +38,8 @@ std::string render_junit(const RunReport& r) {
         case Verdict::fail:
         case Verdict::xpass:
           ++s.failures;
-          s.body << "<failure type=\"" << name(b.verdict) << "\" message=\"" << xml(b.reason) << "\">"
-                 << xml(b.reason) << "</failure>";
+          s.body << "<failure type=\"" << name(b.verdict) << "\" message=\"" << xml(b.reason) << "\">" << xml(b.reason)
+                 << "</failure>";
           break;
         case Verdict::crash:
         case Verdict::timeout:

@@ -4,13 +4,20 @@ namespace qc {
 
 std::string_view name(Verdict v) {
   switch (v) {
-    case Verdict::pass: return "PASS";
-    case Verdict::fail: return "FAIL";
-    case Verdict::xfail: return "XFAIL";
-    case Verdict::xpass: return "XPASS";
-    case Verdict::skip: return "SKIP";
-    case Verdict::crash: return "CRASH";
-    case Verdict::timeout: return "TIMEOUT";
+    case Verdict::pass:
+      return "PASS";
+    case Verdict::fail:
+      return "FAIL";
+    case Verdict::xfail:
+      return "XFAIL";
+    case Verdict::xpass:
+      return "XPASS";
+    case Verdict::skip:
+      return "SKIP";
+    case Verdict::crash:
+      return "CRASH";
+    case Verdict::timeout:
+      return "TIMEOUT";
   }
   return "?";
 }

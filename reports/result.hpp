@@ -19,23 +19,23 @@ std::string_view name(Verdict v);  // "PASS", "FAIL", ...
 struct ElementDiff {
   std::int64_t index = 0;
   std::vector<std::int64_t> coords;
-  std::string input;     // the input value (decimal and hex float for floats)
-  std::string expected;  // the spec's output, as text (decimal and hex for floats)
-  std::string actual;    // the backend's output
+  std::string input;       // the input value (decimal and hex float for floats)
+  std::string expected;    // the spec's output, as text (decimal and hex for floats)
+  std::string actual;      // the backend's output
   std::int64_t delta = 0;  // actual - expected in LSB (integers) or ULP (floats)
-  std::string exact;     // the exact value under the spec (before its final rounding)
+  std::string exact;       // the exact value under the spec (before its final rounding)
   Label label = Label::clear;
 };
 
 struct Metrics {
-  std::string unit = "lsb";      // "lsb" for integer outputs, "ulp" (of the output format) for floats
+  std::string unit = "lsb";  // "lsb" for integer outputs, "ulp" (of the output format) for floats
   std::int64_t elements = 0;
-  std::int64_t compared = 0;     // elements whose expected value the spec defines
-  std::int64_t unspecified = 0;  // elements the spec leaves open (e.g. NaN under ONNX)
-  std::int64_t exact = 0;        // compared elements that match bit for bit (NaN matches NaN)
+  std::int64_t compared = 0;                // elements whose expected value the spec defines
+  std::int64_t unspecified = 0;             // elements the spec leaves open (e.g. NaN under ONNX)
+  std::int64_t exact = 0;                   // compared elements that match bit for bit (NaN matches NaN)
   std::array<std::int64_t, 5> histogram{};  // |delta| = 0, 1, 2, 3, >= 4 (in `unit`)
-  std::int64_t max_abs = 0;      // largest |delta|
-  std::int64_t signed_sum = 0;   // sum of (actual - expected): the bias
+  std::int64_t max_abs = 0;                 // largest |delta|
+  std::int64_t signed_sum = 0;              // sum of (actual - expected): the bias
   std::int64_t signed_zero_mismatches = 0;  // floats: +0 against -0 (a mismatch at distance 0)
   // Floats: distance of the backend's output to the exact real value correctly rounded.
   bool has_to_exact = false;
@@ -52,8 +52,8 @@ struct BackendResult {
   std::string claim;        // the preset the backend claims
   std::string expectation;  // "exact", "max_lsb:1", "claim"
   Verdict verdict = Verdict::skip;
-  std::string reason;       // one line: why this verdict
-  Metrics metrics;          // against the case's spec
+  std::string reason;                  // one line: why this verdict
+  Metrics metrics;                     // against the case's spec
   std::int64_t claim_mismatches = -1;  // against the claimed preset; -1 if not evaluated
   double seconds = 0;
 };

@@ -20,9 +20,7 @@
 namespace qc::cpu_ref {
 namespace {
 
-bool per_output_channel(const QuantParams& p) {
-  return p.block_size == 0 && p.axis && (*p.axis == 0 || *p.axis == -4);
-}
+bool per_output_channel(const QuantParams& p) { return p.block_size == 0 && p.axis && (*p.axis == 0 || *p.axis == -4); }
 
 }  // namespace
 
@@ -36,9 +34,10 @@ Availability supports_qconv2d(const QConv2dOp& op) {
   if (const Availability w = check_weights(op.weight); !w.available) return w;
   if (op.weight.params.granularity() != Granularity::per_tensor && !per_output_channel(op.weight.params))
     return {false, "cpu-ref takes convolution weights per tensor or per output channel (axis 0 of OIHW)"};
-  const DType scale_dtype = op.input.quantization == ActivationQuantization::static_params || is_int(op.input.values.dtype())
-                                ? op.input.params.scale_dtype
-                                : DType::f32;
+  const DType scale_dtype =
+      op.input.quantization == ActivationQuantization::static_params || is_int(op.input.values.dtype())
+          ? op.input.params.scale_dtype
+          : DType::f32;
   return check_output(op.output, op.bias, 1, scale_dtype);
 }
 
@@ -47,7 +46,8 @@ Tensor run_qconv2d(const QConv2dOp& op) {
   const IntOperand w = weight_integers(op.weight);
   const bool nhwc = op.layout == ConvLayout::nhwc;
   const Conv2dGeometry& g = op.geometry;
-  if (x.shape.size() != 4 || w.shape.size() != 4) throw std::invalid_argument("cpu-ref qconv2d: 4-D input and OIHW weights");
+  if (x.shape.size() != 4 || w.shape.size() != 4)
+    throw std::invalid_argument("cpu-ref qconv2d: 4-D input and OIHW weights");
   const std::int64_t N = x.shape[0], C = nhwc ? x.shape[3] : x.shape[1];
   const std::int64_t H = nhwc ? x.shape[1] : x.shape[2], W = nhwc ? x.shape[2] : x.shape[3];
   const std::int64_t OC = w.shape[0], CG = w.shape[1], KH = w.shape[2], KW = w.shape[3];

@@ -34,9 +34,11 @@ void quantize_into(const QuantizeOp& op, Tensor& y) {
     } else {
       float xf = static_cast<float>(x.get_double(i));
       const auto sf = static_cast<float>(p.scales[static_cast<std::size_t>(k)]);
-      if (narrow_scale) xf = static_cast<float>(float_bits_to_double(p.scale_dtype, double_to_float_bits(p.scale_dtype, xf)));
+      if (narrow_scale)
+        xf = static_cast<float>(float_bits_to_double(p.scale_dtype, double_to_float_bits(p.scale_dtype, xf)));
       float qf = xf / sf;
-      if (narrow_scale) qf = static_cast<float>(float_bits_to_double(p.scale_dtype, double_to_float_bits(p.scale_dtype, qf)));
+      if (narrow_scale)
+        qf = static_cast<float>(float_bits_to_double(p.scale_dtype, double_to_float_bits(p.scale_dtype, qf)));
       q = qf;
     }
     std::int64_t v;
@@ -56,12 +58,21 @@ Tensor quantize_linear(const QuantizeOp& q) {
   Tensor y(q.out, q.x.shape());
   switch (q.out) {
     case DType::i8:
-    case DType::i4: quantize_into<std::int8_t>(q, y); break;
+    case DType::i4:
+      quantize_into<std::int8_t>(q, y);
+      break;
     case DType::u8:
-    case DType::u4: quantize_into<std::uint8_t>(q, y); break;
-    case DType::i16: quantize_into<std::int16_t>(q, y); break;
-    case DType::u16: quantize_into<std::uint16_t>(q, y); break;
-    default: throw std::invalid_argument("cpu-ref: unsupported output " + std::string(qc::name(q.out)));
+    case DType::u4:
+      quantize_into<std::uint8_t>(q, y);
+      break;
+    case DType::i16:
+      quantize_into<std::int16_t>(q, y);
+      break;
+    case DType::u16:
+      quantize_into<std::uint16_t>(q, y);
+      break;
+    default:
+      throw std::invalid_argument("cpu-ref: unsupported output " + std::string(qc::name(q.out)));
   }
   return y;
 }
@@ -83,8 +94,10 @@ Tensor dequantize_linear(const DequantizeOp& op) {
   for (std::int64_t i = 0; i < op.q.size(); ++i) {
     const std::int64_t k = index(i);
     const double diff = in_scale_type(static_cast<double>(op.q.get_int(i) - p.zero_point(k)));
-    const long double prod = static_cast<long double>(diff) * static_cast<long double>(p.scales[static_cast<std::size_t>(k)]);
-    const double in_t = p.scale_dtype == DType::f64 ? static_cast<double>(prod) : in_scale_type(static_cast<double>(prod));
+    const long double prod =
+        static_cast<long double>(diff) * static_cast<long double>(p.scales[static_cast<std::size_t>(k)]);
+    const double in_t =
+        p.scale_dtype == DType::f64 ? static_cast<double>(prod) : in_scale_type(static_cast<double>(prod));
     y.set_bits(i, double_to_float_bits(op.out, in_t));
   }
   return y;

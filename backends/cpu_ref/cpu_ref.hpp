@@ -11,7 +11,9 @@ namespace qc {
 class CpuRefBackend final : public Backend {
  public:
   std::string name() const override { return "cpu-ref"; }
-  std::string description() const override { return "plain C++ reference (float arithmetic, nearbyint, clamp; Eigen int32 GEMM, direct conv)"; }
+  std::string description() const override {
+    return "plain C++ reference (float arithmetic, nearbyint, clamp; Eigen int32 GEMM, direct conv)";
+  }
   std::string claim() const override { return "onnx"; }
   Availability supports(const OpRequest& op) const override;
   Tensor run(const OpRequest& op) override;

@@ -79,7 +79,8 @@ IntOperand dynamic_activation(const ActivationOperand& a, bool per_row) {
 Availability check_activation(const ActivationOperand& a) {
   const DType t = a.values.dtype();
   if (is_int(t)) {
-    if (!quantizable(t)) return {false, "cpu-ref takes i8, u8, i16, u16, i4 or u4 activations, got " + std::string(name(t))};
+    if (!quantizable(t))
+      return {false, "cpu-ref takes i8, u8, i16, u16, i4 or u4 activations, got " + std::string(name(t))};
     return {};
   }
   if (!quantizable(a.format))
@@ -103,8 +104,10 @@ IntOperand activation_integers(const ActivationOperand& a) {
   switch (a.quantization) {
     case ActivationQuantization::static_params:
       return {x.shape(), integers(quantize_linear(QuantizeOp{x, a.params, a.format})), a.params};
-    case ActivationQuantization::dynamic_per_tensor: return dynamic_activation(a, false);
-    case ActivationQuantization::dynamic_per_row: return dynamic_activation(a, true);
+    case ActivationQuantization::dynamic_per_tensor:
+      return dynamic_activation(a, false);
+    case ActivationQuantization::dynamic_per_row:
+      return dynamic_activation(a, true);
   }
   throw std::invalid_argument("cpu-ref: unknown activation quantization");
 }
@@ -116,12 +119,14 @@ Availability check_weights(const QWeights& w) {
   }
   const DType t = w.values.dtype();
   if (is_int(t)) {
-    if (!quantizable(t)) return {false, "cpu-ref takes i8, u8, i16, u16, i4 or u4 weights, got " + std::string(name(t))};
+    if (!quantizable(t))
+      return {false, "cpu-ref takes i8, u8, i16, u16, i4 or u4 weights, got " + std::string(name(t))};
     return {};
   }
   if (!quantizable(w.format))
     return {false, "cpu-ref quantizes weights to i8, u8, i16, u16, i4 or u4, not " + std::string(name(w.format))};
-  if (!plain_float_scale(w.params.scale_dtype)) return {false, "cpu-ref quantizes with f64, f32, f16 or bf16 scales only"};
+  if (!plain_float_scale(w.params.scale_dtype))
+    return {false, "cpu-ref quantizes with f64, f32, f16 or bf16 scales only"};
   return {};
 }
 
@@ -158,7 +163,8 @@ Availability check_output(const OutputStage& out, const std::optional<Tensor>& b
                           DType scale_dtype) {
   if (bias && bias->dtype() == DType::i32 && segments > 1)
     return {false, "an int32 bias needs one accumulator per output (blocked weights have several)"};
-  if (bias && bias->dtype() != DType::i32 && !is_float(bias->dtype())) return {false, "cpu-ref adds an i32 or float bias"};
+  if (bias && bias->dtype() != DType::i32 && !is_float(bias->dtype()))
+    return {false, "cpu-ref adds an i32 or float bias"};
   switch (out.kind) {
     case OutputKind::int32:
       if (segments > 1) return {false, "blocked quantization has no single int32 accumulator"};
@@ -184,7 +190,8 @@ Tensor output_stage(const Accumulators& acc, const std::optional<Tensor>& bias, 
   const bool float_bias = bias && is_float(bias->dtype());
   const ScaleTypeArithmetic T{scale_dtype};
   std::int64_t lo = int_min(out.format), hi = int_max(out.format);
-  if (out.kind == OutputKind::requantized && out.clamp) lo = std::max(lo, out.clamp->lo), hi = std::min(hi, out.clamp->hi);
+  if (out.kind == OutputKind::requantized && out.clamp)
+    lo = std::max(lo, out.clamp->lo), hi = std::min(hi, out.clamp->hi);
   std::vector<ScaledTerm> terms;
   for (std::int64_t e = 0; e < y.size(); ++e) {
     const std::int64_t c = acc.channel[static_cast<std::size_t>(e)];
@@ -196,7 +203,9 @@ Tensor output_stage(const Accumulators& acc, const std::optional<Tensor>& bias, 
     auto s_a = [&](std::int64_t s) { return acc.scale_a[static_cast<std::size_t>(e * S + s)]; };
     auto s_b = [&](std::int64_t s) { return acc.scale_b[static_cast<std::size_t>(e * S + s)]; };
     switch (out.kind) {
-      case OutputKind::int32: y.set_int(e, accumulator(0)); break;
+      case OutputKind::int32:
+        y.set_int(e, accumulator(0));
+        break;
       case OutputKind::dequantized: {
         // float(acc) * (s_a * s_b) in the scale's type, one term per K block summed in order, + bias.
         double sum = 0;

@@ -27,7 +27,7 @@ Tensor run_weight_only(const WeightOnlyGemmOp& op) {
       const std::int64_t i = k_by_n ? k * N + n : n * K + k;
       const std::int64_t p = index(i);
       w[static_cast<std::size_t>(k * N + n)] = static_cast<float>(q.get_int(i) - op.b.params.zero_point(p)) *
-                                              static_cast<float>(op.b.params.scales[static_cast<std::size_t>(p)]);
+                                               static_cast<float>(op.b.params.scales[static_cast<std::size_t>(p)]);
     }
   }
   Shape ys(op.a.shape().begin(), op.a.shape().end() - 1);

@@ -50,13 +50,19 @@ vnni::QuantSpec quant_spec(const ActivationOperand& a, const QWeights& w, const 
   for (std::int64_t z : w.params.zero_points) q.w_zero_points.push_back(static_cast<std::int32_t>(z));
   if (bias) {
     for (std::int64_t i = 0; i < channels; ++i) {
-      if (bias->dtype() == DType::i32) q.bias.push_back(static_cast<std::int32_t>(bias->get_int(i)));
-      else q.bias_f32.push_back(static_cast<float>(bias->get_double(i)));
+      if (bias->dtype() == DType::i32)
+        q.bias.push_back(static_cast<std::int32_t>(bias->get_int(i)));
+      else
+        q.bias_f32.push_back(static_cast<float>(bias->get_double(i)));
     }
   }
   switch (out.kind) {
-    case OutputKind::int32: q.output.kind = vnni::OutputKind::int32; break;
-    case OutputKind::dequantized: q.output.kind = vnni::OutputKind::f32; break;
+    case OutputKind::int32:
+      q.output.kind = vnni::OutputKind::int32;
+      break;
+    case OutputKind::dequantized:
+      q.output.kind = vnni::OutputKind::f32;
+      break;
     case OutputKind::requantized:
       q.output.kind = out.format == DType::u8 ? vnni::OutputKind::u8 : vnni::OutputKind::s8;
       q.output.scale = static_cast<float>(out.scale);
@@ -77,16 +83,20 @@ Availability check_common(vnni::Isa isa, const ActivationOperand& a, const QWeig
   if (a.format != DType::u8 && a.format != DType::i8) return {false, "activations must be u8 or s8"};
   if (!per_tensor(a.params)) return {false, "activations must be quantized per tensor"};
   if (isa == vnni::Isa::avx2_maddubs && a.format == DType::i8)
-    return {false, "avx2-maddubs pairs the +128-shifted s8 activations, which its claimed preset does not model; use u8"};
-  if (w.format != DType::i8 && w.format != DType::i4 && w.format != DType::u4) return {false, "weights must be s8, s4 or u4"};
+    return {false,
+            "avx2-maddubs pairs the +128-shifted s8 activations, which its claimed preset does not model; use u8"};
+  if (w.format != DType::i8 && w.format != DType::i4 && w.format != DType::u4)
+    return {false, "weights must be s8, s4 or u4"};
   if (!w.packing && !is_int(w.values.dtype())) return {false, "weights must be given quantized (integers)"};
-  if (w.params.granularity() == Granularity::blocked) return {false, "blocked (K-group) weight scales are not supported"};
+  if (w.params.granularity() == Granularity::blocked)
+    return {false, "blocked (K-group) weight scales are not supported"};
   if (w.params.granularity() == Granularity::per_axis) {
     const int rank = static_cast<int>(w.shape.size());
     const int axis = *w.params.axis < 0 ? *w.params.axis + rank : *w.params.axis;
     if (axis != n_axis) return {false, "per-channel weight scales must run along the output channels"};
   }
-  if (w.packing && w.packing->nibbles != NibbleOrder::low_first) return {false, "int4 weights must be packed low nibble first"};
+  if (w.packing && w.packing->nibbles != NibbleOrder::low_first)
+    return {false, "int4 weights must be packed low nibble first"};
   if (bias && bias->dtype() != DType::i32 && !(is_float(bias->dtype()) && out.kind == OutputKind::dequantized))
     return {false, "bias must be int32 (or float for a dequantized output)"};
   if (out.kind == OutputKind::dequantized && out.format != DType::f32) return {false, "dequantized output is f32 only"};
@@ -99,13 +109,15 @@ Availability check_common(vnni::Isa isa, const ActivationOperand& a, const QWeig
 
 std::vector<std::int8_t> weight_bytes(const QWeights& w) {
   std::vector<std::int8_t> v(static_cast<std::size_t>(w.values.size()));
-  for (std::int64_t i = 0; i < w.values.size(); ++i) v[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(w.values.get_int(i));
+  for (std::int64_t i = 0; i < w.values.size(); ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(w.values.get_int(i));
   return v;
 }
 
 std::vector<std::uint8_t> packed_bytes(const QWeights& w) {
   std::vector<std::uint8_t> v(static_cast<std::size_t>(w.values.size()));
-  for (std::int64_t i = 0; i < w.values.size(); ++i) v[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(w.values.bits(i));
+  for (std::int64_t i = 0; i < w.values.size(); ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(w.values.bits(i));
   return v;
 }
 
@@ -119,22 +131,40 @@ template <class A>
 void dispatch_gemm(const vnni::PackedWeights& pw, std::int64_t m, const std::vector<A>& a, std::int64_t k, Tensor& y,
                    std::int64_t n) {
   switch (y.dtype()) {
-    case DType::i32: gemm_into<A, std::int32_t>(pw, m, a, k, y, n); break;
-    case DType::f32: gemm_into<A, float>(pw, m, a, k, y, n); break;
-    case DType::u8: gemm_into<A, std::uint8_t>(pw, m, a, k, y, n); break;
-    case DType::i8: gemm_into<A, std::int8_t>(pw, m, a, k, y, n); break;
-    default: throw std::invalid_argument("vnni: unsupported output format");
+    case DType::i32:
+      gemm_into<A, std::int32_t>(pw, m, a, k, y, n);
+      break;
+    case DType::f32:
+      gemm_into<A, float>(pw, m, a, k, y, n);
+      break;
+    case DType::u8:
+      gemm_into<A, std::uint8_t>(pw, m, a, k, y, n);
+      break;
+    case DType::i8:
+      gemm_into<A, std::int8_t>(pw, m, a, k, y, n);
+      break;
+    default:
+      throw std::invalid_argument("vnni: unsupported output format");
   }
 }
 
 template <class A>
 void dispatch_conv(const vnni::PackedConv2d& pc, const std::vector<A>& a, Tensor& y) {
   switch (y.dtype()) {
-    case DType::i32: vnni::conv2d<A, std::int32_t>(pc, a.data(), y.data<std::int32_t>()); break;
-    case DType::f32: vnni::conv2d<A, float>(pc, a.data(), y.data<float>()); break;
-    case DType::u8: vnni::conv2d<A, std::uint8_t>(pc, a.data(), y.data<std::uint8_t>()); break;
-    case DType::i8: vnni::conv2d<A, std::int8_t>(pc, a.data(), y.data<std::int8_t>()); break;
-    default: throw std::invalid_argument("vnni: unsupported output format");
+    case DType::i32:
+      vnni::conv2d<A, std::int32_t>(pc, a.data(), y.data<std::int32_t>());
+      break;
+    case DType::f32:
+      vnni::conv2d<A, float>(pc, a.data(), y.data<float>());
+      break;
+    case DType::u8:
+      vnni::conv2d<A, std::uint8_t>(pc, a.data(), y.data<std::uint8_t>());
+      break;
+    case DType::i8:
+      vnni::conv2d<A, std::int8_t>(pc, a.data(), y.data<std::int8_t>());
+      break;
+    default:
+      throw std::invalid_argument("vnni: unsupported output format");
   }
 }
 
@@ -153,8 +183,10 @@ Tensor run_gemm(vnni::Isa isa, const QGemmOp& op) {
   Shape ys(as.begin(), as.end() - 1);
   ys.push_back(n);
   Tensor y(op.output.format, ys);
-  if (op.a.format == DType::i8) dispatch_gemm(pw, m, quantize_activations<std::int8_t>(op.a), k, y, n);
-  else dispatch_gemm(pw, m, quantize_activations<std::uint8_t>(op.a), k, y, n);
+  if (op.a.format == DType::i8)
+    dispatch_gemm(pw, m, quantize_activations<std::int8_t>(op.a), k, y, n);
+  else
+    dispatch_gemm(pw, m, quantize_activations<std::uint8_t>(op.a), k, y, n);
   return y;
 }
 
@@ -184,21 +216,29 @@ Tensor run_conv(vnni::Isa isa, const QConv2dOp& op) {
   const vnni::PackedConv2d pc = op.weight.packing ? vnni::pack_conv2d_int4(cp, packed_bytes(op.weight), isa)
                                                   : vnni::pack_conv2d(cp, weight_bytes(op.weight), isa);
   Tensor y(op.output.format, {cp.batch, pc.out_h, pc.out_w, cp.out_channels});
-  if (op.input.format == DType::i8) dispatch_conv(pc, quantize_activations<std::int8_t>(op.input), y);
-  else dispatch_conv(pc, quantize_activations<std::uint8_t>(op.input), y);
+  if (op.input.format == DType::i8)
+    dispatch_conv(pc, quantize_activations<std::int8_t>(op.input), y);
+  else
+    dispatch_conv(pc, quantize_activations<std::uint8_t>(op.input), y);
   return y;
 }
 
 }  // namespace
 
-std::string VnniBackend::name() const { return isa_ == vnni::Isa::avx2_maddubs ? "avx2-maddubs" : std::string(vnni::name(isa_)); }
+std::string VnniBackend::name() const {
+  return isa_ == vnni::Isa::avx2_maddubs ? "avx2-maddubs" : std::string(vnni::name(isa_));
+}
 
 std::string VnniBackend::description() const {
   switch (isa_) {
-    case vnni::Isa::vnni512: return "AVX512-VNNI vpdpbusd int8 GEMM/conv, 12x32 register tile, f32 epilogue";
-    case vnni::Isa::avxvnni: return "AVX-VNNI (256-bit) vpdpbusd int8 GEMM/conv, f32 epilogue";
-    case vnni::Isa::avx2_maddubs: return "AVX2 vpmaddubsw+vpmaddwd int8 GEMM/conv (int16 pair saturation), f32 epilogue";
-    case vnni::Isa::scalar: return "portable model of the vnni512 arithmetic";
+    case vnni::Isa::vnni512:
+      return "AVX512-VNNI vpdpbusd int8 GEMM/conv, 12x32 register tile, f32 epilogue";
+    case vnni::Isa::avxvnni:
+      return "AVX-VNNI (256-bit) vpdpbusd int8 GEMM/conv, f32 epilogue";
+    case vnni::Isa::avx2_maddubs:
+      return "AVX2 vpmaddubsw+vpmaddwd int8 GEMM/conv (int16 pair saturation), f32 epilogue";
+    case vnni::Isa::scalar:
+      return "portable model of the vnni512 arithmetic";
   }
   return "";
 }

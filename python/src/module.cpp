@@ -25,10 +25,15 @@ qc::Tensor tensor_from_numpy(const py::array& a) {
   qc::Shape shape(a.shape(), a.shape() + a.ndim());
   const py::dtype dt = a.dtype();
   qc::DType t;
-  if (dt.is(py::dtype::of<double>())) t = qc::DType::f64;
-  else if (dt.is(py::dtype::of<float>())) t = qc::DType::f32;
-  else if (dt.kind() == 'f' && dt.itemsize() == 2) t = qc::DType::f16;
-  else throw qc::InputError("quantize: input must be a float64, float32 or float16 array, got " + py::cast<std::string>(py::str(static_cast<const py::handle&>(dt))));
+  if (dt.is(py::dtype::of<double>()))
+    t = qc::DType::f64;
+  else if (dt.is(py::dtype::of<float>()))
+    t = qc::DType::f32;
+  else if (dt.kind() == 'f' && dt.itemsize() == 2)
+    t = qc::DType::f16;
+  else
+    throw qc::InputError("quantize: input must be a float64, float32 or float16 array, got " +
+                         py::cast<std::string>(py::str(static_cast<const py::handle&>(dt))));
   py::array c = py::array::ensure(a, py::array::c_style);
   qc::Tensor x(t, shape);
   std::memcpy(x.bytes().data(), c.data(), x.bytes().size());
@@ -44,16 +49,24 @@ py::array tensor_to_numpy(const qc::Tensor& t) {
     return py::array(out);
   };
   switch (t.dtype()) {
-    case qc::DType::i32: return copy(std::int32_t{});
-    case qc::DType::i16: return copy(std::int16_t{});
-    case qc::DType::u16: return copy(std::uint16_t{});
+    case qc::DType::i32:
+      return copy(std::int32_t{});
+    case qc::DType::i16:
+      return copy(std::int16_t{});
+    case qc::DType::u16:
+      return copy(std::uint16_t{});
     case qc::DType::i8:
-    case qc::DType::i4: return copy(std::int8_t{});
+    case qc::DType::i4:
+      return copy(std::int8_t{});
     case qc::DType::u8:
-    case qc::DType::u4: return copy(std::uint8_t{});
-    case qc::DType::f64: return copy(double{});
-    case qc::DType::f32: return copy(float{});
-    default: return copy(std::uint16_t{});  // f16/bf16 bit patterns; f8 not reached here
+    case qc::DType::u4:
+      return copy(std::uint8_t{});
+    case qc::DType::f64:
+      return copy(double{});
+    case qc::DType::f32:
+      return copy(float{});
+    default:
+      return copy(std::uint16_t{});  // f16/bf16 bit patterns; f8 not reached here
   }
 }
 

@@ -3,12 +3,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 
 namespace fs = std::filesystem;
 
@@ -53,7 +53,9 @@ class Cli : public ::testing::Test {
     s << in.rdbuf();
     return s.str();
   }
-  Result run_file(const fs::path& f) { return run("run " + f.string() + " --report-dir " + (dir_ / "reports").string()); }
+  Result run_file(const fs::path& f) {
+    return run("run " + f.string() + " --report-dir " + (dir_ / "reports").string());
+  }
 
   // Expects exit 2, each fragment in the message, and the previous report intact.
   void expect_input_error(const std::string& text, std::initializer_list<std::string> fragments) {
@@ -61,7 +63,8 @@ class Cli : public ::testing::Test {
     const Result r = run_file(f);
     EXPECT_EQ(r.code, 2) << r.output;
     EXPECT_NE(r.output.find(f.string()), std::string::npos) << "message must name the file: " << r.output;
-    for (const std::string& frag : fragments) EXPECT_NE(r.output.find(frag), std::string::npos) << frag << " in: " << r.output;
+    for (const std::string& frag : fragments)
+      EXPECT_NE(r.output.find(frag), std::string::npos) << frag << " in: " << r.output;
     EXPECT_EQ(previous_report(), "previous report");
     EXPECT_FALSE(fs::exists(dir_ / "reports" / "report.html"));
   }
@@ -71,17 +74,16 @@ class Cli : public ::testing::Test {
 
 // A valid case with one field replaced; `field` and `value` are raw JSON.
 std::string case_with(const std::string& field, const std::string& value) {
-  nlohmann::json c = {{"name", "c1"},
-                      {"op", "quantize"},
-                      {"spec", "onnx"},
-                      {"input", {{"dtype", "f32"}, {"shape", {2}}, {"data", {0.5, 1.5}}}},
-                      {"scale", 1.0},
-                      {"zero_point", 0},
+  nlohmann::json c = {{"name", "c1"},        {"op", "quantize"},
+                      {"spec", "onnx"},      {"input", {{"dtype", "f32"}, {"shape", {2}}, {"data", {0.5, 1.5}}}},
+                      {"scale", 1.0},        {"zero_point", 0},
                       {"output_dtype", "i8"}};
   if (!field.empty()) {
     nlohmann::json v = nlohmann::json::parse(value);
-    if (field == "input.data") c["input"]["data"] = v;
-    else c[field] = v;
+    if (field == "input.data")
+      c["input"]["data"] = v;
+    else
+      c[field] = v;
   }
   nlohmann::json s = {{"suite", "t"}, {"cases", {c}}};
   return s.dump(1);
@@ -119,7 +121,8 @@ TEST_F(Cli, ZeroPointOutsideItsType) {
 }
 
 TEST_F(Cli, ShapeDoesNotMatchData) {
-  expect_input_error(case_with("input.data", "[0.5, 1.5, 2.5]"), {"case 'c1'", "field 'input.data'", "shape [2] needs 2"});
+  expect_input_error(case_with("input.data", "[0.5, 1.5, 2.5]"),
+                     {"case 'c1'", "field 'input.data'", "shape [2] needs 2"});
 }
 
 TEST_F(Cli, UnknownPresetAndAxisOutOfRange) {
@@ -150,7 +153,8 @@ TEST_F(Cli, MissingFileAndUnknownBackend) {
   Result r = run("run " + (dir_ / "missing.json").string() + " --report-dir " + (dir_ / "reports").string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("missing.json: no such file"), std::string::npos) << r.output;
-  r = run("run " + write_case(case_with("", "")).string() + " --backend nope --report-dir " + (dir_ / "reports").string());
+  r = run("run " + write_case(case_with("", "")).string() + " --backend nope --report-dir " +
+          (dir_ / "reports").string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("unknown backend 'nope'"), std::string::npos) << r.output;
   EXPECT_EQ(previous_report(), "previous report");
@@ -184,7 +188,8 @@ TEST_F(Cli, VersionAndList) {
 
 TEST_F(Cli, OracleQuantizeToJson) {
   // s = 0.5, zp = 1: 0.25/0.5 = 0.5 -> 0 (even) + 1; 0.75/0.5 = 1.5 -> 2 + 1; -1/0.5 = -2 + 1.
-  const Result r = run("oracle quantize --policy onnx --scale 0.5 --zero-point 1 --to i8 --values '[0.25, 0.75, -1.0]' --labels");
+  const Result r =
+      run("oracle quantize --policy onnx --scale 0.5 --zero-point 1 --to i8 --values '[0.25, 0.75, -1.0]' --labels");
   EXPECT_EQ(r.code, 0) << r.output;
   const nlohmann::json j = nlohmann::json::parse(r.output);
   EXPECT_EQ(j["values"], nlohmann::json::parse("[1, 3, -1]"));
@@ -194,7 +199,8 @@ TEST_F(Cli, OracleQuantizeToJson) {
 TEST_F(Cli, OracleNpyRoundTrip) {
   // Quantize to a .npy file, then dequantize it: (q - zp) * s gives back the grid points.
   const fs::path q = dir_ / "q.npy";
-  Result r = run("oracle quantize --scale 0.25 --to u8 --zero-point 10 --values '[0.5, 1.25, -2.5]' --output " + q.string());
+  Result r =
+      run("oracle quantize --scale 0.25 --to u8 --zero-point 10 --values '[0.5, 1.25, -2.5]' --output " + q.string());
   ASSERT_EQ(r.code, 0) << r.output;
   r = run("oracle dequantize --scale 0.25 --from u8 --zero-point 10 --to f32 --input " + q.string());
   ASSERT_EQ(r.code, 0) << r.output;

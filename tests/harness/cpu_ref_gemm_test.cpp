@@ -353,7 +353,6 @@ TEST(CpuRefConv, DepthwisePerChannelZeroPointsAndScales) {
   EXPECT_EQ(int_values(run(c)), (std::vector<std::int64_t>{0, 0, 0, 0, 2, 5, 8, 10}));
 }
 
-
 // ---- The pipelines suite's pairs ----------------------------------------------------------------
 // cases/pipelines.json writes two lowerings of one graph as separate cases; the case format cannot
 // say that their outputs agree, so this checks it: the u8 x s8 rewrite (data and zero point + 128)
@@ -363,11 +362,11 @@ TEST(CpuRefPipelines, LoweringsThatMustAgree) {
   const Suite suite = load_suite(std::string(QCONFORM_SOURCE_DIR) + "/cases/pipelines.json");
   std::map<std::string, std::vector<double>> out;
   for (const Case& c : suite.cases) out[c.name] = double_values(run(c.op));
-  for (const auto& [a, b] : std::vector<std::pair<std::string, std::string>>{
-           {"s8s8_gemm", "u8s8_rewrite_gemm"},
-           {"s8s8_gemm_from_float", "u8s8_gemm_from_float"},
-           {"s8s8_conv", "u8s8_rewrite_conv"},
-           {"fc_fused", "fc_bias_then_requantize"}}) {
+  for (const auto& [a, b] :
+       std::vector<std::pair<std::string, std::string>>{{"s8s8_gemm", "u8s8_rewrite_gemm"},
+                                                        {"s8s8_gemm_from_float", "u8s8_gemm_from_float"},
+                                                        {"s8s8_conv", "u8s8_rewrite_conv"},
+                                                        {"fc_fused", "fc_bias_then_requantize"}}) {
     ASSERT_TRUE(out.count(a) && out.count(b)) << a << ", " << b;
     EXPECT_EQ(out[a], out[b]) << a << " vs " << b;
   }

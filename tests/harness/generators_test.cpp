@@ -1,6 +1,6 @@
 // Input generators and sweeps: values derived by hand from the generators' stated definitions.
-#include "cases/case.hpp"
 #include "cases/generators.hpp"
+#include "cases/case.hpp"
 #include "oracles/error.hpp"
 
 #include <gtest/gtest.h>
@@ -51,12 +51,12 @@ TEST(Generators, SpecialsOfF16) {
   Tensor t(DType::f16, {15});
   fill_specials(t);
   EXPECT_TRUE(std::isnan(t.get_double(0)));
-  EXPECT_EQ(t.bits(1), 0x0000u);                 // +0
-  EXPECT_EQ(t.bits(2), 0x8000u);                 // -0
-  EXPECT_EQ(t.get_double(3), std::ldexp(1, -24));  // min subnormal 2^-24
+  EXPECT_EQ(t.bits(1), 0x0000u);                      // +0
+  EXPECT_EQ(t.bits(2), 0x8000u);                      // -0
+  EXPECT_EQ(t.get_double(3), std::ldexp(1, -24));     // min subnormal 2^-24
   EXPECT_EQ(t.get_double(5), std::ldexp(1023, -24));  // max subnormal (2^10 - 1) * 2^-24
-  EXPECT_EQ(t.get_double(7), std::ldexp(1, -14));  // min normal
-  EXPECT_EQ(t.get_double(11), 65504.0);            // max finite
+  EXPECT_EQ(t.get_double(7), std::ldexp(1, -14));     // min normal
+  EXPECT_EQ(t.get_double(11), 65504.0);               // max finite
   EXPECT_TRUE(std::isinf(t.get_double(13)));
 }
 

@@ -238,8 +238,8 @@ TEST(ChooseQParams, EveryPresetIsNamedOnceAndRuns) {
     SCOPED_TRACE(std::string(p.name));
     EXPECT_TRUE(names.insert(p.name).second);
     EXPECT_FALSE(p.source.empty());
-    const bool int8_only = p.name.find("int8") != std::string_view::npos || p.name.find("glow-sym") == 0 ||
-                           p.name == "glow-power2";
+    const bool int8_only =
+        p.name.find("int8") != std::string_view::npos || p.name.find("glow-sym") == 0 || p.name == "glow-power2";
     const DType q = int8_only ? DType::i8 : DType::u8;
     const ChosenQParams c = choose_qparams(-0.75f, 3.25f, q, p.rule);
     EXPECT_GT(c.scale, 0);

@@ -122,8 +122,8 @@ TEST(DequantizeLabels, TieOnAnF32Midpoint) {
 
 TEST(DequantizeLabels, OverflowIsSaturated) {
   // 127 * 1024 = 130048 > f16 max 65504 (+ half step 16): +inf 0x7C00.
-  const DequantizeElement e = dequantize_element(127, DType::i8, 1024, DType::f32, 0, DType::f16,
-                                                 policy(O::sub_int_then_mul, K::f32));
+  const DequantizeElement e =
+      dequantize_element(127, DType::i8, 1024, DType::f32, 0, DType::f16, policy(O::sub_int_then_mul, K::f32));
   EXPECT_EQ(e.bits, 0x7C00u);
   EXPECT_EQ(e.label, Label::saturated);
   // e4m3fn has no inf: 127 * 4 = 508 > 464 overflows to NaN (0x7F).
@@ -181,8 +181,8 @@ TEST(DequantizeTensor, InputErrors) {
 }
 
 TEST(DequantizeTrace, StepsEndWithTheCast) {
-  const DequantizeElement e = dequantize_element(3, DType::i8, kTenthF, DType::f32, 1, DType::f16,
-                                                 policy(O::mul_then_sub, K::f32), true);
+  const DequantizeElement e =
+      dequantize_element(3, DType::i8, kTenthF, DType::f32, 1, DType::f16, policy(O::mul_then_sub, K::f32), true);
   ASSERT_GE(e.steps.size(), 5u);
   EXPECT_NE(e.steps.back().what.find("cast to f16"), std::string::npos);
   EXPECT_TRUE(e.exact.is_finite());

@@ -32,16 +32,16 @@ ExactFloat neg_zero() { return ExactFloat::finite(0, true); }
 // Hand-written facts of one float format.
 struct Facts {
   DType t;
-  int m;                    // stored fraction bits
-  int emin;                 // 1 - bias
-  std::uint64_t one;        // pattern of 1.0
-  std::uint64_t sign;       // the sign bit
-  std::uint64_t max_pat;    // pattern of the largest finite value
-  Rational max_value;       // its value
-  int max_exp;              // exponent of the top binade (ulp there is 2^(max_exp - m))
+  int m;                  // stored fraction bits
+  int emin;               // 1 - bias
+  std::uint64_t one;      // pattern of 1.0
+  std::uint64_t sign;     // the sign bit
+  std::uint64_t max_pat;  // pattern of the largest finite value
+  Rational max_value;     // its value
+  int max_exp;            // exponent of the top binade (ulp there is 2^(max_exp - m))
   bool has_inf;
-  std::uint64_t inf_pat;    // +inf (only when has_inf)
-  std::uint64_t nan_pat;    // one NaN pattern
+  std::uint64_t inf_pat;  // +inf (only when has_inf)
+  std::uint64_t nan_pat;  // one NaN pattern
 };
 
 std::vector<Facts> all_facts() {
@@ -154,9 +154,9 @@ void expect_modes(DType t, const Rational& v, std::uint64_t lo, std::uint64_t hi
 // A tie whose lower neighbour is even: rne and rhd and the toward-zero/-inf modes keep it; rna,
 // rhu and ceil take the upper neighbour. (rne: the even neighbour; rna: away from zero; rhu:
 // toward +inf; rhd: toward -inf.)
-constexpr std::initializer_list<ModeCase> kTieLowerEvenPositive = {
-    {R::rne, false}, {R::rna, true}, {R::rhu, true}, {R::rhd, false},
-    {R::rtz, false}, {R::floor, false}, {R::ceil, true}};
+constexpr std::initializer_list<ModeCase> kTieLowerEvenPositive = {{R::rne, false}, {R::rna, true},  {R::rhu, true},
+                                                                   {R::rhd, false}, {R::rtz, false}, {R::floor, false},
+                                                                   {R::ceil, true}};
 
 TEST(FormatEncode, TiesAndOneStepEitherSideUnderEveryMode) {
   for (const Facts& f : all_facts()) {
@@ -169,25 +169,45 @@ TEST(FormatEncode, TiesAndOneStepEitherSideUnderEveryMode) {
     expect_modes(f.t, 1 + ulp / 2, p1, p1u, kTieLowerEvenPositive, "1 + ulp/2");
     // Just above the tie every nearest mode goes up; rtz/floor still truncate; ceil goes up.
     expect_modes(f.t, 1 + ulp / 2 + eps, p1, p1u,
-                 {{R::rne, true}, {R::rna, true}, {R::rhu, true}, {R::rhd, true},
-                  {R::rtz, false}, {R::floor, false}, {R::ceil, true}},
+                 {{R::rne, true},
+                  {R::rna, true},
+                  {R::rhu, true},
+                  {R::rhd, true},
+                  {R::rtz, false},
+                  {R::floor, false},
+                  {R::ceil, true}},
                  "1 + ulp/2 + eps");
     // Just below the tie every nearest mode goes down; ceil still goes up.
     expect_modes(f.t, 1 + ulp / 2 - eps, p1, p1u,
-                 {{R::rne, false}, {R::rna, false}, {R::rhu, false}, {R::rhd, false},
-                  {R::rtz, false}, {R::floor, false}, {R::ceil, true}},
+                 {{R::rne, false},
+                  {R::rna, false},
+                  {R::rhu, false},
+                  {R::rhd, false},
+                  {R::rtz, false},
+                  {R::floor, false},
+                  {R::ceil, true}},
                  "1 + ulp/2 - eps");
     // 1 + 3ulp/2: between 1 + ulp (odd) and 1 + 2ulp (even): rne now goes up, rhd stays down.
     expect_modes(f.t, 1 + 3 * ulp / 2, p1u, p1uu,
-                 {{R::rne, true}, {R::rna, true}, {R::rhu, true}, {R::rhd, false},
-                  {R::rtz, false}, {R::floor, false}, {R::ceil, true}},
+                 {{R::rne, true},
+                  {R::rna, true},
+                  {R::rhu, true},
+                  {R::rhd, false},
+                  {R::rtz, false},
+                  {R::floor, false},
+                  {R::ceil, true}},
                  "1 + 3ulp/2");
     // Negative tie -(1 + ulp/2): "up" here means the larger magnitude -(1 + ulp).
     // rne: even -1; rna: away, -(1+ulp); rhu: toward +inf, -1; rhd: toward -inf, -(1+ulp);
     // rtz: -1; floor: -(1+ulp); ceil: -1.
     expect_modes(f.t, -(1 + ulp / 2), f.sign | p1, f.sign | p1u,
-                 {{R::rne, false}, {R::rna, true}, {R::rhu, false}, {R::rhd, true},
-                  {R::rtz, false}, {R::floor, true}, {R::ceil, false}},
+                 {{R::rne, false},
+                  {R::rna, true},
+                  {R::rhu, false},
+                  {R::rhd, true},
+                  {R::rtz, false},
+                  {R::floor, true},
+                  {R::ceil, false}},
                  "-(1 + ulp/2)");
     // Representable values encode exactly under every mode.
     for (RoundingMode m : kAllRoundingModes) {
@@ -206,20 +226,35 @@ TEST(FormatEncode, SubnormalBoundaryUnderEveryMode) {
     expect_modes(f.t, min_sub / 2, 0, 1, kTieLowerEvenPositive, "min_sub/2");
     // Its negative: the zero results keep the sign (-0 = the sign bit).
     expect_modes(f.t, -min_sub / 2, f.sign, f.sign | 1,
-                 {{R::rne, false}, {R::rna, true}, {R::rhu, false}, {R::rhd, true},
-                  {R::rtz, false}, {R::floor, true}, {R::ceil, false}},
+                 {{R::rne, false},
+                  {R::rna, true},
+                  {R::rhu, false},
+                  {R::rhd, true},
+                  {R::rtz, false},
+                  {R::floor, true},
+                  {R::ceil, false}},
                  "-min_sub/2");
     // A quarter of min_sub: below every tie, so only ceil leaves zero.
     expect_modes(f.t, min_sub / 4, 0, 1,
-                 {{R::rne, false}, {R::rna, false}, {R::rhu, false}, {R::rhd, false},
-                  {R::rtz, false}, {R::floor, false}, {R::ceil, true}},
+                 {{R::rne, false},
+                  {R::rna, false},
+                  {R::rhu, false},
+                  {R::rhd, false},
+                  {R::rtz, false},
+                  {R::floor, false},
+                  {R::ceil, true}},
                  "min_sub/4");
     // Between the largest subnormal (fraction all ones, odd) and the smallest normal (even):
     // (2^m - 1/2) * min_sub ties; rne goes up to the normal.
     const std::uint64_t max_sub_pat = (std::uint64_t{1} << f.m) - 1;
     expect_modes(f.t, (Rational(BigInt(max_sub_pat)) + Rational(1, 2)) * min_sub, max_sub_pat, max_sub_pat + 1,
-                 {{R::rne, true}, {R::rna, true}, {R::rhu, true}, {R::rhd, false},
-                  {R::rtz, false}, {R::floor, false}, {R::ceil, true}},
+                 {{R::rne, true},
+                  {R::rna, true},
+                  {R::rhu, true},
+                  {R::rhd, false},
+                  {R::rtz, false},
+                  {R::floor, false},
+                  {R::ceil, true}},
                  "max_sub + min_sub/2");
     // 1.5 * min_sub: between min_sub (odd) and 2 min_sub (even): rne up.
     EXPECT_EQ(encode_float(f.t, exact(3 * min_sub / 2), R::rne), 2u);
@@ -236,19 +271,34 @@ TEST(FormatEncode, OverflowBoundaryFollowsIeee754Section7_4) {
     // toward-zero / toward -inf modes keep max; ceil overflows (IEEE 7.4: roundTowardPositive
     // carries positive overflow to +inf).
     expect_modes(f.t, f.max_value + top_ulp / 2, f.max_pat, f.inf_pat,
-                 {{R::rne, true}, {R::rna, true}, {R::rhu, true}, {R::rhd, false},
-                  {R::rtz, false}, {R::floor, false}, {R::ceil, true}},
+                 {{R::rne, true},
+                  {R::rna, true},
+                  {R::rhu, true},
+                  {R::rhd, false},
+                  {R::rtz, false},
+                  {R::floor, false},
+                  {R::ceil, true}},
                  "max + ulp/2");
     // Just below that tie: nearest modes keep max; ceil still leaves the range.
     expect_modes(f.t, f.max_value + top_ulp / 4, f.max_pat, f.inf_pat,
-                 {{R::rne, false}, {R::rna, false}, {R::rhu, false}, {R::rhd, false},
-                  {R::rtz, false}, {R::floor, false}, {R::ceil, true}},
+                 {{R::rne, false},
+                  {R::rna, false},
+                  {R::rhu, false},
+                  {R::rhd, false},
+                  {R::rtz, false},
+                  {R::floor, false},
+                  {R::ceil, true}},
                  "max + ulp/4");
     // Negative side: -(max + ulp/2). rne/rna: -inf; rhu (toward +inf): -max; rhd: -inf;
     // rtz: -max; floor (roundTowardNegative): -inf; ceil: -max.
     expect_modes(f.t, -(f.max_value + top_ulp / 2), f.sign | f.max_pat, f.sign | f.inf_pat,
-                 {{R::rne, true}, {R::rna, true}, {R::rhu, false}, {R::rhd, true},
-                  {R::rtz, false}, {R::floor, true}, {R::ceil, false}},
+                 {{R::rne, true},
+                  {R::rna, true},
+                  {R::rhu, false},
+                  {R::rhd, true},
+                  {R::rtz, false},
+                  {R::floor, true},
+                  {R::ceil, false}},
                  "-(max + ulp/2)");
     // Saturate: every overflow gives max finite, and so does an infinite input.
     for (RoundingMode m : kAllRoundingModes) {
@@ -370,8 +420,7 @@ TEST(FormatEncode, F32EncodeMatchesTheHardwareCastOnRandomDoubles) {
       const float a = std::bit_cast<float>(f32_bits(rng));
       const float b = std::nextafter(a, std::numeric_limits<float>::infinity());
       double mid = (static_cast<double>(a) + static_cast<double>(b)) / 2;  // exact in f64
-      for (int k = offset(rng); k != 0; k += k > 0 ? -1 : 1)
-        mid = std::nextafter(mid, k > 0 ? 2 * mid + 1 : -1.0);
+      for (int k = offset(rng); k != 0; k += k > 0 ? -1 : 1) mid = std::nextafter(mid, k > 0 ? 2 * mid + 1 : -1.0);
       v = mid;
     }
     if (i % 3 == 0) v = -v;
@@ -442,13 +491,13 @@ TEST(FormatIntConvert, SaturateWrapAndNarrowRange) {
       {DType::i32, std::int64_t{1} << 40, IntOverflow::saturate, false, 2147483647},
       {DType::i32, -(std::int64_t{1} << 40), IntOverflow::saturate, false, -2147483648LL},
       // Wrap: two's complement modulo 2^bits, as a cast of the low bits.
-      {DType::i8, 200, IntOverflow::wrap, false, -56},     // 200 - 256
-      {DType::i8, -129, IntOverflow::wrap, false, 127},    // -129 + 256
+      {DType::i8, 200, IntOverflow::wrap, false, -56},   // 200 - 256
+      {DType::i8, -129, IntOverflow::wrap, false, 127},  // -129 + 256
       {DType::i8, 128, IntOverflow::wrap, false, -128},
       {DType::u8, -1, IntOverflow::wrap, false, 255},
       {DType::u8, 256 + 17, IntOverflow::wrap, false, 17},
-      {DType::i4, 8, IntOverflow::wrap, false, -8},        // 8 - 16
-      {DType::i4, -9, IntOverflow::wrap, false, 7},        // -9 + 16
+      {DType::i4, 8, IntOverflow::wrap, false, -8},  // 8 - 16
+      {DType::i4, -9, IntOverflow::wrap, false, 7},  // -9 + 16
       {DType::u4, 16, IntOverflow::wrap, false, 0},
       {DType::u4, -1, IntOverflow::wrap, false, 15},
       {DType::i16, 40000, IntOverflow::wrap, false, -25536},  // 40000 - 65536

@@ -1,7 +1,7 @@
 // Pipelines: two lowerings side by side. The u8 x s8 rewrite must be bit-exact with the direct
 // s8 x s8 (or u8 x u8) path; the other pairs are checked on hand-derived elements.
-#include "oracles/error.hpp"
 #include "oracles/pipelines.hpp"
+#include "oracles/error.hpp"
 #include "qlinear_test_util.hpp"
 
 #include <gtest/gtest.h>
@@ -128,7 +128,8 @@ TEST(Pipelines, U8U8RewriteShiftsTheWeights) {
   const QGemmOp r = rewrite_u8u8_as_u8s8(op, QuantizePolicy{});
   EXPECT_EQ(r.b.values.dtype(), DType::i8);
   EXPECT_EQ(r.b.params.zero_points, (std::vector<std::int64_t>{0, -128, 127}));
-  for (const QGemmPolicy& p : exact_rewrite_policies()) EXPECT_EQ(compare_u8s8_rewrite(op, ideal_policy(), p).mismatches, 0);
+  for (const QGemmPolicy& p : exact_rewrite_policies())
+    EXPECT_EQ(compare_u8s8_rewrite(op, ideal_policy(), p).mismatches, 0);
 }
 
 TEST(Pipelines, ConvRewriteIsExactUnderRealZeroPaddingOnly) {
@@ -145,7 +146,8 @@ TEST(Pipelines, ConvRewriteIsExactUnderRealZeroPaddingOnly) {
   op.geometry.stride_h = op.geometry.stride_w = 2;
   op.geometry.groups = 2;
   op.output = int32_out();
-  for (const QGemmPolicy& p : exact_rewrite_policies()) EXPECT_EQ(compare_u8s8_rewrite(op, ideal_policy(), p).mismatches, 0);
+  for (const QGemmPolicy& p : exact_rewrite_policies())
+    EXPECT_EQ(compare_u8s8_rewrite(op, ideal_policy(), p).mismatches, 0);
   op.layout = ConvLayout::nhwc;
   op.input.values = ints(DType::i8, {1, 5, 5, 4}, random_ints(rng, 100, -128, 127));
   EXPECT_EQ(compare_u8s8_rewrite(op, ideal_policy(), ideal_policy()).mismatches, 0);

@@ -72,7 +72,7 @@ TEST(Presets, OnnxReference) {
 }
 
 TEST(Presets, OrtCpu) {
-  EXPECT_EQ(quant("ort-cpu", kNan), -128);  // max_ps(NaN, m) returns m: NaN -> qmin
+  EXPECT_EQ(quant("ort-cpu", kNan), -128);       // max_ps(NaN, m) returns m: NaN -> qmin
   EXPECT_EQ(quant("ort-cpu", kHalfDiv), 10002);  // f16 input divides in f32 (onnx: f16, 10000)
   // f32 multiplier 1.2f*0.5625/0.75 and f32 product at acc = -25 land on -22.5 -> -22; the exact
   // value -22.5000009 gives -23 (the helper-derived case in requantize_test.cpp).
@@ -143,8 +143,8 @@ TEST(Presets, PyTorch) {
 }
 
 TEST(Presets, MIGraphX) {
-  EXPECT_EQ(quant("migraphx-ref", kTie), 2);          // nearbyint
-  EXPECT_EQ(quant("migraphx-ref@2023.10", kTie), 3);  // std::round before late 2023
+  EXPECT_EQ(quant("migraphx-ref", kTie), 2);                                // nearbyint
+  EXPECT_EQ(quant("migraphx-ref@2023.10", kTie), 3);                        // std::round before late 2023
   EXPECT_EQ(requant("migraphx-ref", 5, static_cast<float>(0.1), 1, 1), 0);  // per op in f32 (onnx: 1)
   // GPU: round(2000 / 1) = 2000, + f16(1001) in f16: 3001 lies between 3000 and 3002 (ulp 2) -> even 3000.
   const Q q{2000, 1, 1001, DType::i16, DType::f16, DType::f16};
@@ -156,7 +156,7 @@ TEST(Presets, Tvm) {
   EXPECT_EQ(quant("tvm-upward", kTie), 2);          // tir.round is ties-to-even since PR #19368
   EXPECT_EQ(quant("tvm-upward@2026.03", kTie), 3);  // llvm.round before
   EXPECT_EQ(quant("tvm-tonearest@2026.03", Q{-2.5, 1, 0, DType::i8}), -3);
-  EXPECT_EQ(requant("tvm-upward", -6, 1, 1, 4), -1);    // q_multiply_shift: ties up
+  EXPECT_EQ(requant("tvm-upward", -6, 1, 1, 4), -1);     // q_multiply_shift: ties up
   EXPECT_EQ(requant("tvm-tonearest", -2, 1, 1, 4), -1);  // ties away: -0.5 -> -1 (onnx: 0)
   EXPECT_EQ(requant("onnx", -2, 1, 1, 4), 0);
 }
@@ -176,9 +176,10 @@ TEST(Presets, EveryPresetIsCitedDescribedAndDiffersFromOnnxSomewhere) {
     EXPECT_TRUE(find_preset(s.name).has_value());
   }
   for (const char* required :
-       {"onnx", "onnx-reference", "ort-cpu", "ort-cuda", "tflite-reference", "gemmlowp", "tosa-single", "tosa-double",
-        "stablehlo-spec", "xnnpack-fp32", "xnnpack-rndnu", "onednn", "pytorch-cpu", "pytorch-cuda", "migraphx-ref",
-        "migraphx-gpu", "tvm-upward", "tvm-tonearest", "glow-interpreter", "glow-cpu"})
+       {"onnx",          "onnx-reference", "ort-cpu",       "ort-cuda",         "tflite-reference",
+        "gemmlowp",      "tosa-single",    "tosa-double",   "stablehlo-spec",   "xnnpack-fp32",
+        "xnnpack-rndnu", "onednn",         "pytorch-cpu",   "pytorch-cuda",     "migraphx-ref",
+        "migraphx-gpu",  "tvm-upward",     "tvm-tonearest", "glow-interpreter", "glow-cpu"})
     EXPECT_TRUE(names.contains(required)) << required;
   EXPECT_FALSE(find_preset("no-such-preset").has_value());
 }

@@ -1,6 +1,6 @@
 // qconv2d: hand-derived vectors. Each expected value is derived in the comment above it.
-#include "oracles/error.hpp"
 #include "oracles/qconv2d.hpp"
+#include "oracles/error.hpp"
 #include "qlinear_test_util.hpp"
 
 #include <gtest/gtest.h>
@@ -98,8 +98,8 @@ TEST(QConv2d, SingleChannelWithBiasAndDequantizedOutput) {
 // oc 1 = 3 * (P over the inside taps) - 4 * 4:
 //   (0,0): 1+1+0+2 = 4 -> -4;  (0,1): 1+1+0+0 = 2 -> -10;  (1,0): 1+0+1+1 = 3 -> -7;  (1,1): 0+1+1+1 = 3 -> -7
 const std::vector<std::int64_t> kGroupedWeights = {
-    1, 1, 1, 1, 1, 1, 1, 1, 1,  1, 2, 3, 4, 5, 6, 7, 8, 9,         // oc 0
-    0, 1, 0, 1, 1, 1, 0, 0, 2,  -1, -1, -1, -1, -1, -1, -1, -1, -1  // oc 1
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1,  2,  3,  4,  5,  6,  7,  8,  9,  // oc 0
+    0, 1, 0, 1, 1, 1, 0, 0, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1  // oc 1
 };
 
 QConv2dOp grouped_conv(ConvLayout layout) {
@@ -188,8 +188,8 @@ TEST(QConv2d, AsymmetricPadding) {
 // from the ONNX Conv definition, on random NCHW data with groups, stride, dilation, asymmetric
 // padding and both padding conventions; and NHWC against NCHW on the same numbers.
 std::vector<std::int64_t> direct_conv(const std::vector<std::int64_t>& x, std::int64_t zx,
-                                      const std::vector<std::int64_t>& w, const std::vector<std::int64_t>& zw,
-                                      Shape in, Shape ws, const Conv2dGeometry& g, ConvPadding padding) {
+                                      const std::vector<std::int64_t>& w, const std::vector<std::int64_t>& zw, Shape in,
+                                      Shape ws, const Conv2dGeometry& g, ConvPadding padding) {
   const std::int64_t N = in[0], C = in[1], H = in[2], W = in[3], OC = ws[0], Cg = ws[1], KH = ws[2], KW = ws[3];
   const std::int64_t OH = (H + g.pad_top + g.pad_bottom - g.dilation_h * (KH - 1) - 1) / g.stride_h + 1;
   const std::int64_t OW = (W + g.pad_left + g.pad_right - g.dilation_w * (KW - 1) - 1) / g.stride_w + 1;
@@ -252,7 +252,8 @@ TEST(QConv2d, MatchesADirectConvolution) {
       for (std::int64_t c = 0; c < 6; ++c)
         for (std::int64_t h = 0; h < 7; ++h)
           for (std::int64_t ww = 0; ww < 6; ++ww)
-            x_nhwc[static_cast<std::size_t>(((n * 7 + h) * 6 + ww) * 6 + c)] = x[static_cast<std::size_t>(((n * 6 + c) * 7 + h) * 6 + ww)];
+            x_nhwc[static_cast<std::size_t>(((n * 7 + h) * 6 + ww) * 6 + c)] =
+                x[static_cast<std::size_t>(((n * 6 + c) * 7 + h) * 6 + ww)];
     op.layout = ConvLayout::nhwc;
     op.input.values = ints(DType::u8, {2, 7, 6, 6}, x_nhwc);
     const QLinearResult nhwc = qconv2d(op, QGemmPolicy{});

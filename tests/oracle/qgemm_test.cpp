@@ -1,8 +1,8 @@
 // qgemm: hand-derived vectors. Each expected value is derived in the comment above it from the
 // inputs (never copied from the code's output).
+#include "oracles/qgemm.hpp"
 #include "oracles/dequantize.hpp"
 #include "oracles/error.hpp"
-#include "oracles/qgemm.hpp"
 #include "qlinear_test_util.hpp"
 
 #include <gtest/gtest.h>
@@ -104,7 +104,8 @@ TEST(QGemm, BatchedActivations) {
   op.a.values = floats(DType::f32, {2, 2, 3}, {1.0, -0.5, 2.0, 0.0, 3.0, -1.0, 0.0, 3.0, -1.0, 1.0, -0.5, 2.0});
   const QGemmResult r = qgemm(op, QGemmPolicy{});
   EXPECT_EQ(r.y.shape(), (Shape{2, 2, 4}));
-  EXPECT_EQ(int_values(r.y), (std::vector<std::int64_t>{-5, 10, 6, -13, 20, -14, -4, 12, 20, -14, -4, 12, -5, 10, 6, -13}));
+  EXPECT_EQ(int_values(r.y),
+            (std::vector<std::int64_t>{-5, 10, 6, -13, 20, -14, -4, 12, 20, -14, -4, 12, -5, 10, 6, -13}));
 }
 
 TEST(QGemm, TransposedWeightsMatch) {
@@ -164,8 +165,9 @@ TEST(QGemm, PerChannelUsesEachChannelsMultiplier) {
   const std::vector<std::int64_t> acc{-5, 5, 6, -13, 20, -18, -4, 12};
   const std::vector<double> sb{0.25, 0.5, 0.125, 1.0};
   for (std::size_t e = 0; e < acc.size(); ++e)
-    EXPECT_EQ(r.y.get_int(static_cast<std::int64_t>(e)),
-              requantize_element(acc[e], RequantizeScales{0.5, sb[e % 4], 0.5, DType::f32}, -1, DType::i8, p.requantize).q)
+    EXPECT_EQ(
+        r.y.get_int(static_cast<std::int64_t>(e)),
+        requantize_element(acc[e], RequantizeScales{0.5, sb[e % 4], 0.5, DType::f32}, -1, DType::i8, p.requantize).q)
         << "element " << e;
 }
 
@@ -247,7 +249,8 @@ TEST(QGemm, PackedInt4WeightsWithOddK) {
 
 // ---- Accumulators ----------------------------------------------------------------------------
 
-QGemmOp u8s8_gemm(Shape a_shape, const std::vector<std::int64_t>& a, Shape b_shape, const std::vector<std::int64_t>& b) {
+QGemmOp u8s8_gemm(Shape a_shape, const std::vector<std::int64_t>& a, Shape b_shape,
+                  const std::vector<std::int64_t>& b) {
   QGemmOp op;
   op.a.values = ints(DType::u8, std::move(a_shape), a);
   op.a.params = per_tensor(1.0);
@@ -264,7 +267,8 @@ TEST(QGemm, Int32WrapAndInt16PairSaturationDifferWhereVpmaddubswSaturates) {
   //   (0,1): -255*128*2 = -65280 -> -32768, + 2: -32766;                  exact -65280 + 2 = -65278
   //   (1,0): 255*127 + 127 = 32512 fits, twice: 65024 = exact
   //   (1,1): -255*128 - 128 = -32768 fits exactly, + 255 + 1: -32512 = exact
-  const QGemmOp op = u8s8_gemm({2, 4}, {255, 255, 1, 1, 255, 1, 255, 1}, {4, 2}, {127, -128, 127, -128, 127, 1, 127, 1});
+  const QGemmOp op =
+      u8s8_gemm({2, 4}, {255, 255, 1, 1, 255, 1, 255, 1}, {4, 2}, {127, -128, 127, -128, 127, 1, 127, 1});
   QGemmPolicy wrap;
   wrap.accumulation = Accumulation::int32_wrap;
   const QGemmResult w = qgemm(op, wrap);
@@ -361,7 +365,8 @@ TEST(QGemm, DynamicPerRowActivations) {
   // ONNX/ORT rule per row: scale = (max(0, xmax) - min(0, xmin)) / 255, zp = round(0 - xmin / scale).
   //   row 0 [0, 1.9921875]:     scale = 1.9921875 / 255 = 2^-7, zp = 0;  q = [0, 255]
   //   row 1 [-0.5, 1.4921875]:  scale = 1.9921875 / 255 = 2^-7, zp = 64; q = [-64 + 64, 191 + 64] = [0, 255]
-  // B = [[1], [1]], s_b = 1: acc = [255 - 0, (0 - 64) + (255 - 64)] = [255, 127]; y = acc * 2^-7 = [1.9921875, 0.9921875].
+  // B = [[1], [1]], s_b = 1: acc = [255 - 0, (0 - 64) + (255 - 64)] = [255, 127]; y = acc * 2^-7 = [1.9921875,
+  // 0.9921875].
   QGemmOp op;
   op.a.values = floats(DType::f32, {2, 2}, {0.0, 1.9921875, -0.5, 1.4921875});
   op.a.format = DType::u8;

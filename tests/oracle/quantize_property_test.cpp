@@ -42,10 +42,18 @@ double adversarial_value(SplitMix64& rng, DType t, double s, std::int64_t zp, DT
   const double lo = static_cast<double>(int_min(out) - zp), hi = static_cast<double>(int_max(out) - zp);
   double target;
   switch (rng.below(4)) {
-    case 0: target = (std::floor(lo + (hi - lo) * rng.uniform01()) + 0.5) * s; break;  // a tie
-    case 1: target = (rng.below(2) ? lo - 0.5 : hi + 0.5) * s; break;                  // saturation edge
-    case 2: target = (std::floor(lo + (hi - lo) * rng.uniform01()) + rng.uniform01()) * s; break;
-    default: target = (static_cast<double>(rng.below(7)) - 3.0 + 0.5) * s; break;     // small ties
+    case 0:
+      target = (std::floor(lo + (hi - lo) * rng.uniform01()) + 0.5) * s;
+      break;  // a tie
+    case 1:
+      target = (rng.below(2) ? lo - 0.5 : hi + 0.5) * s;
+      break;  // saturation edge
+    case 2:
+      target = (std::floor(lo + (hi - lo) * rng.uniform01()) + rng.uniform01()) * s;
+      break;
+    default:
+      target = (static_cast<double>(rng.below(7)) - 3.0 + 0.5) * s;
+      break;  // small ties
   }
   double v = round_into(t, target);
   // Step a few ulps of t either way.
@@ -70,9 +78,9 @@ Config random_config(SplitMix64& rng) {
   c.in = pick(rng, {DType::f32, DType::f32, DType::f32, DType::f64, DType::f16, DType::bf16});
   c.out = pick(rng, {DType::i8, DType::u8, DType::i16, DType::u16, DType::i32, DType::i4, DType::u4});
   c.scale_dtype = pick(rng, {DType::f32, DType::f32, DType::f64});
-  c.pol.order = pick(rng, {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float,
-                           QuantizeOrder::recip_then_add_int, QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip,
-                           QuantizeOrder::round_then_add_float});
+  c.pol.order =
+      pick(rng, {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float, QuantizeOrder::recip_then_add_int,
+                 QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float});
   using K = ComputeFormat::Kind;
   c.pol.compute = {pick(rng, {K::scale_type, K::f32, K::f64, K::exact, K::exact}), 0};
   c.pol.rounding = kAllRoundingModes[rng.below(kAllRoundingModes.size())];
@@ -91,7 +99,8 @@ Config random_config(SplitMix64& rng) {
     const double m = rng.below(4) == 0 ? 1.0 : 1.0 + rng.uniform01();
     c.params.scales.push_back(round_into(c.scale_dtype == DType::f64 ? DType::f64 : DType::f32, std::ldexp(m, e)));
     const std::int64_t lo = int_min(c.out), hi = int_max(c.out);
-    const std::int64_t zp = rng.below(3) == 0 ? 0 : lo + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(hi - lo + 1)));
+    const std::int64_t zp =
+        rng.below(3) == 0 ? 0 : lo + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(hi - lo + 1)));
     c.params.zero_points.push_back(zp);
   }
   return c;
@@ -104,8 +113,12 @@ Tensor random_input(SplitMix64& rng, const Config& c) {
     const std::int64_t k = index(i);
     double v;
     switch (rng.below(8)) {
-      case 0: v = random_bits_value(rng, c.in); break;
-      case 1: v = round_into(c.in, (rng.uniform01() - 0.5) * 1e3 * c.params.scales[static_cast<std::size_t>(k)]); break;
+      case 0:
+        v = random_bits_value(rng, c.in);
+        break;
+      case 1:
+        v = round_into(c.in, (rng.uniform01() - 0.5) * 1e3 * c.params.scales[static_cast<std::size_t>(k)]);
+        break;
       default:
         v = adversarial_value(rng, c.in, c.params.scales[static_cast<std::size_t>(k)], c.params.zero_point(k), c.out);
     }
@@ -135,13 +148,14 @@ TEST(QuantizeProperty, FastPathEqualsSlowPath) {
           std::lock_guard<std::mutex> lock(m);
           if (!failed.exchange(true)) {
             const std::int64_t k = ParamIndexer(c.params, c.shape)(i);
-            first_failure = "x=" + std::to_string(x.get_double(i)) + " (" + to_hexfloat(Rational(x.get_double(i))) +
-                            ") in " + std::string(name(c.in)) + ", s=" + to_hexfloat(Rational(c.params.scales[static_cast<std::size_t>(k)])) +
-                            ", zp=" + std::to_string(c.params.zero_point(k)) + ", out=" + std::string(name(c.out)) +
-                            ", order=" + std::string(name(c.pol.order)) + ", compute=" + to_string(c.pol.compute) +
-                            ", rounding=" + std::string(name(c.pol.rounding)) + ", clamp=" + std::string(name(c.pol.clamp)) +
-                            ": fast " + std::to_string(fast.q.get_int(i)) + "/" + std::string(name(fast.labels[u])) +
-                            ", slow " + std::to_string(slow.q.get_int(i)) + "/" + std::string(name(slow.labels[u]));
+            first_failure =
+                "x=" + std::to_string(x.get_double(i)) + " (" + to_hexfloat(Rational(x.get_double(i))) + ") in " +
+                std::string(name(c.in)) + ", s=" + to_hexfloat(Rational(c.params.scales[static_cast<std::size_t>(k)])) +
+                ", zp=" + std::to_string(c.params.zero_point(k)) + ", out=" + std::string(name(c.out)) +
+                ", order=" + std::string(name(c.pol.order)) + ", compute=" + to_string(c.pol.compute) +
+                ", rounding=" + std::string(name(c.pol.rounding)) + ", clamp=" + std::string(name(c.pol.clamp)) +
+                ": fast " + std::to_string(fast.q.get_int(i)) + "/" + std::string(name(fast.labels[u])) + ", slow " +
+                std::to_string(slow.q.get_int(i)) + "/" + std::string(name(slow.labels[u]));
           }
           return;
         }
@@ -152,8 +166,8 @@ TEST(QuantizeProperty, FastPathEqualsSlowPath) {
   a.join();
   b.join();
   EXPECT_FALSE(failed) << first_failure;
-  std::printf("checked %lld elements, %lld of them on the fast path\n", static_cast<long long>(std::min(done.load(), budget)),
-              static_cast<long long>(fast_elements.load()));
+  std::printf("checked %lld elements, %lld of them on the fast path\n",
+              static_cast<long long>(std::min(done.load(), budget)), static_cast<long long>(fast_elements.load()));
   // The fast path must actually have been exercised.
   EXPECT_GT(fast_elements.load(), budget / 2);
 }

@@ -1,8 +1,8 @@
 // Hand-derived vectors for quantize under the ONNX definition and its variants. Every
 // expected value below is worked out from the definition in the comment next to it
 // (y = saturate(round(x / s) + zp), NUMERICS.md §2.1), not taken from the code's output.
-#include "oracles/presets.hpp"
 #include "oracles/quantize.hpp"
+#include "oracles/presets.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@ namespace {
 
 QuantizePolicy onnx() { return find_preset("onnx")->quantize; }
 
-std::int64_t q(double x, double s, std::int64_t zp, DType out, const QuantizePolicy& p = onnx(),
-               DType xt = DType::f32, DType st = DType::f32) {
+std::int64_t q(double x, double s, std::int64_t zp, DType out, const QuantizePolicy& p = onnx(), DType xt = DType::f32,
+               DType st = DType::f32) {
   return quantize_element(x, xt, s, st, zp, out, p).q;
 }
 
@@ -33,44 +33,44 @@ struct Vec {
 // Ties at +-0.5, +-1.5, +-2.5 go to the even neighbour; one f32 ulp either side decides.
 TEST(QuantizeOnnx, HandDerivedVectors) {
   const Vec vecs[] = {
-      {0.5, 1, 0, DType::i8, 0},     // tie between 0 and 1: even is 0
-      {-0.5, 1, 0, DType::i8, 0},    // tie between -1 and 0: even is 0
-      {1.5, 1, 0, DType::i8, 2},     // tie between 1 and 2: even is 2
-      {-1.5, 1, 0, DType::i8, -2},   // tie between -2 and -1: even is -2
-      {2.5, 1, 0, DType::i8, 2},     // tie between 2 and 3: even is 2
-      {-2.5, 1, 0, DType::i8, -2},   // even is -2
-      {3.5, 1, 0, DType::i8, 4},     // even is 4
-      {0x1.fffffep-2, 1, 0, DType::i8, 0},   // 0.5 - 2^-25: below the tie
-      {0x1.000002p-1, 1, 0, DType::i8, 1},   // 0.5 + 2^-24: above the tie
-      {0x1.7ffffep+0, 1, 0, DType::i8, 1},   // 1.5 - 2^-23
-      {0x1.800002p+0, 1, 0, DType::i8, 2},   // 1.5 + 2^-23
-      {-0x1.3ffffep+1, 1, 0, DType::i8, -2},  // -(2.5 - 2^-22): magnitude below the tie
-      {-0x1.400002p+1, 1, 0, DType::i8, -3},  // -(2.5 + 2^-22)
-      {0.375, 0.25, 0, DType::i8, 2},   // 0.375 / 0.25 = 1.5 exactly: even is 2
-      {0.625, 0.25, 0, DType::i8, 2},   // 2.5 exactly: even is 2
-      {127.0, 1, 0, DType::i8, 127},    // the top of int8
-      {127.5, 1, 0, DType::i8, 127},    // tie to 128, saturates to 127
-      {128.0, 1, 0, DType::i8, 127},    // saturates
-      {-128.5, 1, 0, DType::i8, -128},  // tie between -129 and -128: even is -128
-      {-129.5, 1, 0, DType::i8, -128},  // tie to -130, saturates to -128
-      {-1e30, 1, 0, DType::i8, -128},   // far below
-      {254.5, 1, 0, DType::u8, 254},    // tie between 254 and 255: even is 254
-      {255.5, 1, 0, DType::u8, 255},    // tie to 256, saturates
-      {-0.5, 1, 0, DType::u8, 0},       // tie to 0
-      {-0.6, 1, 0, DType::u8, 0},       // -1 saturates to 0
-      {-0.5, 1, -128, DType::i8, -128}, // round(-0.5) = 0, + zp = -128
-      {-0.6, 1, -128, DType::i8, -128}, // round = -1, -129 saturates
-      {0.6, 1, 127, DType::i8, 127},    // round = 1, 128 saturates
-      {-1.0, 1, 255, DType::u8, 254},   // 255 - 1
-      {1.0, 1, 255, DType::u8, 255},    // 256 saturates
-      {0.75, 0.5, -100, DType::i8, -98},  // 0.75 / 0.5 = 1.5 -> 2, -100 + 2
-      {-28.0, 0.5, -100, DType::i8, -128},  // -56 - 100 = -156 saturates
-      {7.5, 1, 0, DType::i4, 7},        // tie to 8, int4 saturates at 7
-      {-8.5, 1, 0, DType::i4, -8},      // tie between -9 and -8: even is -8
-      {15.5, 1, 0, DType::u4, 15},      // tie to 16, saturates
-      {-32768.5, 1, 0, DType::i16, -32768},  // tie: even is -32768
-      {32766.5, 1, 0, DType::i16, 32766},    // tie between 32766 and 32767: even is 32766
-      {65535.5, 1, 0, DType::u16, 65535},    // tie to 65536, saturates
+      {0.5, 1, 0, DType::i8, 0},                     // tie between 0 and 1: even is 0
+      {-0.5, 1, 0, DType::i8, 0},                    // tie between -1 and 0: even is 0
+      {1.5, 1, 0, DType::i8, 2},                     // tie between 1 and 2: even is 2
+      {-1.5, 1, 0, DType::i8, -2},                   // tie between -2 and -1: even is -2
+      {2.5, 1, 0, DType::i8, 2},                     // tie between 2 and 3: even is 2
+      {-2.5, 1, 0, DType::i8, -2},                   // even is -2
+      {3.5, 1, 0, DType::i8, 4},                     // even is 4
+      {0x1.fffffep-2, 1, 0, DType::i8, 0},           // 0.5 - 2^-25: below the tie
+      {0x1.000002p-1, 1, 0, DType::i8, 1},           // 0.5 + 2^-24: above the tie
+      {0x1.7ffffep+0, 1, 0, DType::i8, 1},           // 1.5 - 2^-23
+      {0x1.800002p+0, 1, 0, DType::i8, 2},           // 1.5 + 2^-23
+      {-0x1.3ffffep+1, 1, 0, DType::i8, -2},         // -(2.5 - 2^-22): magnitude below the tie
+      {-0x1.400002p+1, 1, 0, DType::i8, -3},         // -(2.5 + 2^-22)
+      {0.375, 0.25, 0, DType::i8, 2},                // 0.375 / 0.25 = 1.5 exactly: even is 2
+      {0.625, 0.25, 0, DType::i8, 2},                // 2.5 exactly: even is 2
+      {127.0, 1, 0, DType::i8, 127},                 // the top of int8
+      {127.5, 1, 0, DType::i8, 127},                 // tie to 128, saturates to 127
+      {128.0, 1, 0, DType::i8, 127},                 // saturates
+      {-128.5, 1, 0, DType::i8, -128},               // tie between -129 and -128: even is -128
+      {-129.5, 1, 0, DType::i8, -128},               // tie to -130, saturates to -128
+      {-1e30, 1, 0, DType::i8, -128},                // far below
+      {254.5, 1, 0, DType::u8, 254},                 // tie between 254 and 255: even is 254
+      {255.5, 1, 0, DType::u8, 255},                 // tie to 256, saturates
+      {-0.5, 1, 0, DType::u8, 0},                    // tie to 0
+      {-0.6, 1, 0, DType::u8, 0},                    // -1 saturates to 0
+      {-0.5, 1, -128, DType::i8, -128},              // round(-0.5) = 0, + zp = -128
+      {-0.6, 1, -128, DType::i8, -128},              // round = -1, -129 saturates
+      {0.6, 1, 127, DType::i8, 127},                 // round = 1, 128 saturates
+      {-1.0, 1, 255, DType::u8, 254},                // 255 - 1
+      {1.0, 1, 255, DType::u8, 255},                 // 256 saturates
+      {0.75, 0.5, -100, DType::i8, -98},             // 0.75 / 0.5 = 1.5 -> 2, -100 + 2
+      {-28.0, 0.5, -100, DType::i8, -128},           // -56 - 100 = -156 saturates
+      {7.5, 1, 0, DType::i4, 7},                     // tie to 8, int4 saturates at 7
+      {-8.5, 1, 0, DType::i4, -8},                   // tie between -9 and -8: even is -8
+      {15.5, 1, 0, DType::u4, 15},                   // tie to 16, saturates
+      {-32768.5, 1, 0, DType::i16, -32768},          // tie: even is -32768
+      {32766.5, 1, 0, DType::i16, 32766},            // tie between 32766 and 32767: even is 32766
+      {65535.5, 1, 0, DType::u16, 65535},            // tie to 65536, saturates
       {2147483520.0, 1, 0, DType::i32, 2147483520},  // an f32 value just below 2^31
       {3e9, 1, 0, DType::i32, 2147483647},           // saturates to INT32_MAX
   };
@@ -104,7 +104,7 @@ TEST(QuantizeOnnx, WrapInsteadOfSaturate) {
   EXPECT_EQ(q(200, 1, 0, DType::i8, p), -56);
   EXPECT_EQ(q(127.5, 1, 0, DType::i8, p), -128);  // tie -> 128 -> wraps
   EXPECT_EQ(q(-129, 1, 0, DType::i8, p), 127);
-  EXPECT_EQ(q(256.5, 1, 0, DType::u8, p), 0);     // 256 (even) wraps to 0
+  EXPECT_EQ(q(256.5, 1, 0, DType::u8, p), 0);  // 256 (even) wraps to 0
 }
 
 TEST(QuantizeRounding, EveryModeAtTiesAndOffTies) {
@@ -114,9 +114,9 @@ TEST(QuantizeRounding, EveryModeAtTiesAndOffTies) {
     std::int64_t at_2_5, at_m2_5, at_2_2, at_m2_2, at_2_7, at_m2_7;
   };
   const M modes[] = {
-      {RoundingMode::rne, 2, -2, 2, -2, 3, -3},   {RoundingMode::rna, 3, -3, 2, -2, 3, -3},
-      {RoundingMode::rhu, 3, -2, 2, -2, 3, -3},   {RoundingMode::rhd, 2, -3, 2, -2, 3, -3},
-      {RoundingMode::rtz, 2, -2, 2, -2, 2, -2},   {RoundingMode::floor, 2, -3, 2, -3, 2, -3},
+      {RoundingMode::rne, 2, -2, 2, -2, 3, -3},  {RoundingMode::rna, 3, -3, 2, -2, 3, -3},
+      {RoundingMode::rhu, 3, -2, 2, -2, 3, -3},  {RoundingMode::rhd, 2, -3, 2, -2, 3, -3},
+      {RoundingMode::rtz, 2, -2, 2, -2, 2, -2},  {RoundingMode::floor, 2, -3, 2, -3, 2, -3},
       {RoundingMode::ceil, 3, -2, 3, -2, 3, -2},
   };
   for (const M& m : modes) {
@@ -187,8 +187,7 @@ TEST(QuantizeCompute, F16DivisionRoundsTheQuotient) {
 
 // An f16 quotient above 65504 overflows to inf and saturates.
 TEST(QuantizeCompute, F16OverflowToInfinitySaturates) {
-  const QuantizeElement e =
-      quantize_element(60000.0, DType::f16, 0x1p-4, DType::f16, 0, DType::i32, onnx());
+  const QuantizeElement e = quantize_element(60000.0, DType::f16, 0x1p-4, DType::f16, 0, DType::i32, onnx());
   EXPECT_EQ(e.q, 2147483647);
   EXPECT_EQ(e.label, Label::special);
 }

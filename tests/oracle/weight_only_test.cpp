@@ -1,7 +1,7 @@
 // Weight-only (hybrid) GEMM and the TOSA dot-product check: hand-derived vectors; the statistical
 // check is exercised with real summation orders.
-#include "oracles/error.hpp"
 #include "oracles/weight_only.hpp"
+#include "oracles/error.hpp"
 #include "qlinear_test_util.hpp"
 
 #include <gtest/gtest.h>
@@ -44,7 +44,8 @@ TEST(WeightOnly, BlockedInt4WeightsWithShortLastBlock) {
   EXPECT_EQ(float_values(r.y), (std::vector<double>{-6.25, -2.53125}));
   EXPECT_EQ(r.bound, (std::vector<double>{7.75, 2.96875}));
   EXPECT_EQ(float_values(r.weights), (std::vector<double>{0.5, -0.5, 1.5, 1.0, -16.0, 0.875}));
-  // Global-max bound (local_bound = false): max |a| = 2 for every k: 2*(0.5 + 1.5 + 16) = 36, 2*(0.5 + 1 + 0.875) = 4.75.
+  // Global-max bound (local_bound = false): max |a| = 2 for every k: 2*(0.5 + 1.5 + 16) = 36, 2*(0.5 + 1 + 0.875)
+  // = 4.75.
   EXPECT_EQ(weight_only_bounds(op, WeightOnlyPolicy{}, BoundKind::global_max), (std::vector<double>{36.0, 4.75}));
 }
 
@@ -87,7 +88,8 @@ DotProductCase random_case() {
   c.op.b.params = per_axis(1, scales);
   c.oracle = weight_only_gemm(c.op, WeightOnlyPolicy{});
   for (const double v : a) c.a.push_back(static_cast<float>(v));
-  for (std::int64_t i = 0; i < c.oracle.weights.size(); ++i) c.w.push_back(static_cast<float>(c.oracle.weights.get_double(i)));
+  for (std::int64_t i = 0; i < c.oracle.weights.size(); ++i)
+    c.w.push_back(static_cast<float>(c.oracle.weights.get_double(i)));
   return c;
 }
 
@@ -97,8 +99,7 @@ template <class Order>
 Tensor f32_kernel(const DotProductCase& c, Order order) {
   Tensor y(DType::f32, {c.M, c.N});
   for (std::int64_t m = 0; m < c.M; ++m)
-    for (std::int64_t n = 0; n < c.N; ++n)
-      y.set_double(m * c.N + n, order(c, m, n));
+    for (std::int64_t n = 0; n < c.N; ++n) y.set_double(m * c.N + n, order(c, m, n));
   return y;
 }
 
@@ -138,7 +139,7 @@ TEST(WeightOnly, DotProductCheckAcceptsReorderedF32Sums) {
   for (const auto& y : {f32_kernel(c, reversed_sum), f32_kernel(c, blocked_sum)}) {
     const DotProductVerdict v = check_dot_product(c.oracle.exact, c.oracle.bound, y, ksb_check(c));
     EXPECT_TRUE(v.pass) << v.reason;
-    EXPECT_EQ(v.abs_limit, 128);          // 2 * ksb
+    EXPECT_EQ(v.abs_limit, 128);                          // 2 * ksb
     EXPECT_DOUBLE_EQ(v.variance_limit, 1.6 * 64 * 1024);  // 4 * 0.4 * ksb * T
     // A correct f32 sum errs by at most (K - 1) f32 roundings of the bound: |out_err| <= 2 * 63 << 128.
     for (const double e : v.errors) EXPECT_LE(std::abs(e), 126.0);
@@ -168,8 +169,10 @@ TEST(WeightOnly, DotProductCheckRejectsHalfPrecisionAccumulation) {
     for (std::int64_t n = 0; n < c.N; ++n) {
       double s = 0;
       for (std::int64_t k = 0; k < c.K; ++k)
-        s = float_bits_to_double(DType::f16, double_to_float_bits(DType::f16, s + static_cast<double>(c.a[static_cast<std::size_t>(m * c.K + k)]) *
-                                                                                  c.w[static_cast<std::size_t>(k * c.N + n)]));
+        s = float_bits_to_double(
+            DType::f16,
+            double_to_float_bits(DType::f16, s + static_cast<double>(c.a[static_cast<std::size_t>(m * c.K + k)]) *
+                                                     c.w[static_cast<std::size_t>(k * c.N + n)]));
       y.set_double(m * c.N + n, s);
     }
   EXPECT_FALSE(check_dot_product(c.oracle.exact, c.oracle.bound, y, ksb_check(c)).pass);
