@@ -87,21 +87,7 @@ Label rounding_label(Fraction f, bool near) {
 }
 
 std::string fraction_note(Fraction f, RoundingMode m, const BigInt& fl, const BigInt& r) {
-  std::string where;
-  switch (f) {
-    case Fraction::zero:
-      where = "already an integer";
-      break;
-    case Fraction::below_half:
-      where = "below the half-way point";
-      break;
-    case Fraction::half:
-      where = "exactly half-way (a tie)";
-      break;
-    case Fraction::above_half:
-      where = "above the half-way point";
-      break;
-  }
+  const std::string where(describe(f));
   return where + " between " + fl.str() + " and " + BigInt(fl + 1).str() + "; " + std::string(name(m)) + " (" +
          std::string(describe(m)) + ") gives " + r.str();
 }

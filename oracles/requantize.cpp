@@ -495,21 +495,7 @@ Label ideal_label(const Rational& v, std::int64_t zp, Range r) {
 }
 
 std::string fraction_note(Fraction f, RoundingMode m, const BigInt& result) {
-  std::string where;
-  switch (f) {
-    case Fraction::zero:
-      where = "an integer";
-      break;
-    case Fraction::below_half:
-      where = "below the half-way point";
-      break;
-    case Fraction::half:
-      where = "exactly half-way (a tie)";
-      break;
-    case Fraction::above_half:
-      where = "above the half-way point";
-      break;
-  }
+  const std::string where(describe(f));
   return where + "; " + std::string(name(m)) + " (" + std::string(describe(m)) + ") gives " + result.str();
 }
 

@@ -53,6 +53,20 @@ std::optional<RoundingMode> parse_rounding_mode(std::string_view s) {
   return std::nullopt;
 }
 
+std::string_view describe(Fraction f) {
+  switch (f) {
+    case Fraction::zero:
+      return "an integer";
+    case Fraction::below_half:
+      return "below the half-way point";
+    case Fraction::half:
+      return "exactly half-way (a tie)";
+    case Fraction::above_half:
+      return "above the half-way point";
+  }
+  return "?";
+}
+
 BigInt floor_with_fraction(const Rational& r, Fraction& where) {
   const BigInt& n = numerator(r);
   const BigInt& d = denominator(r);  // always > 0 in cpp_rational

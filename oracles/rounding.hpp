@@ -70,6 +70,9 @@ constexpr bool rounds_up(RoundingMode m, Fraction f, bool floor_is_odd, bool flo
                    floor_is_negative);
 }
 
+// Where a value lies, in words ("exactly half-way (a tie)"), for traces.
+std::string_view describe(Fraction f);
+
 // Exact: r rounded to an integer under m. Optionally reports where r lay (the label source).
 BigInt round_to_integer(const Rational& r, RoundingMode m, Fraction* where = nullptr);
 
