@@ -25,6 +25,19 @@ struct ElementDiff {
   std::int64_t delta = 0;  // actual - expected in LSB (integers) or ULP (floats)
   std::string exact;       // the exact value under the spec (before its final rounding)
   Label label = Label::clear;
+  std::vector<std::string> causes;  // the single policy changes that reproduce `actual`
+};
+
+// A policy change (one dimension of the spec) that reproduces some of a backend's mismatching
+// elements: the harness re-evaluates the spec with that one change and counts the elements
+// whose new value equals the backend's.
+struct CauseCount {
+  std::string cause;        // "rounding=rna", "accumulation=int16_pair_saturate", ...
+  std::string description;  // one sentence a kernel engineer can act on
+  std::int64_t count = 0;   // mismatching elements this change reproduces
+  // Where the output has channels (per-axis parameters, GEMM columns, conv output channels):
+  // channel -> count. Empty otherwise.
+  std::map<std::int64_t, std::int64_t> per_channel;
 };
 
 struct Metrics {
@@ -55,6 +68,12 @@ struct BackendResult {
   std::string reason;                  // one line: why this verdict
   Metrics metrics;                     // against the case's spec
   std::int64_t claim_mismatches = -1;  // against the claimed preset; -1 if not evaluated
+  std::vector<CauseCount> causes;      // most elements first
+  std::int64_t unexplained = 0;        // mismatches that no single policy change reproduces
+  // Identifies this set of mismatches for a baseline: "<count>:<hash of the mismatching indices>".
+  std::string fingerprint;
+  std::string reproducer;         // path of a standalone case file for the smallest failing unit
+  std::string reproduce_command;  // the one-line command that re-runs it
   double seconds = 0;
 };
 
