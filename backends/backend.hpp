@@ -4,6 +4,7 @@
 
 #include "oracles/ops.hpp"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ class Backend {
   // The preset this backend claims to implement bit-exactly.
   virtual std::string claim() const = 0;
   virtual Availability availability() const { return {}; }
+  // Facts about the device and build that affect numerics, for the report's metadata: GPU name,
+  // driver and runtime versions, compile flags (contraction, fast math), ISA. Empty by default.
+  virtual std::map<std::string, std::string> facts() const { return {}; }
   // Whether this backend implements this request at all (op, dtypes, granularity); the reason
   // is reported with a SKIP verdict.
   virtual Availability supports(const OpRequest& op) const = 0;

@@ -131,6 +131,10 @@ RunReport run_cases(const std::vector<Suite>& suites, const std::vector<Backend*
   for (Backend* b : backends) {
     const Availability a = b->availability();
     report.meta.backends.push_back(b->name() + (a.available ? "" : " (unavailable: " + a.reason + ")"));
+    if (a.available) {
+      auto facts = b->facts();
+      if (!facts.empty()) report.meta.backend_facts[b->name()] = std::move(facts);
+    }
   }
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t total = 0, done = 0;

@@ -108,6 +108,7 @@ json to_json(const RunReport& r) {
             {"cpu", m.cpu},
             {"cpu_features", m.cpu_features},
             {"backends", m.backends},
+            {"backend_facts", m.backend_facts},
             {"command_line", m.command_line},
             {"started_at", m.started_at},
             {"seconds", m.seconds}}},

@@ -90,6 +90,8 @@ struct RunMetadata {
   std::string tool_version, git_revision, compiler, host, cpu, started_at;
   std::vector<std::string> cpu_features;
   std::vector<std::string> backends;  // every backend considered, with availability
+  // Per available backend: its device and build facts (Backend::facts()).
+  std::map<std::string, std::map<std::string, std::string>> backend_facts;
   std::vector<std::string> command_line;
   double seconds = 0;
 };
