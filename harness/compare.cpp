@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace qc {
@@ -22,18 +23,17 @@ std::string value_text(const Tensor& t, std::int64_t i) {
   return describe_value(t.get_double(i));
 }
 
-// True when the two elements are the same value bit for bit (any NaN equals any NaN).
-bool same(const Tensor& a, const Tensor& b, std::int64_t i) {
+std::size_t bucket(std::int64_t d) { return static_cast<std::size_t>(std::min<std::int64_t>(std::abs(d), 4)); }
+
+}  // namespace
+
+bool same_element(const Tensor& a, const Tensor& b, std::int64_t i) {
   if (is_int(a.dtype())) return a.get_int(i) == b.get_int(i);
   const std::uint64_t x = a.bits(i), y = b.bits(i);
   if (is_nan_bits(a.dtype(), x) || is_nan_bits(a.dtype(), y))
     return is_nan_bits(a.dtype(), x) && is_nan_bits(a.dtype(), y);
   return x == y;
 }
-
-std::size_t bucket(std::int64_t d) { return static_cast<std::size_t>(std::min<std::int64_t>(std::abs(d), 4)); }
-
-}  // namespace
 
 std::int64_t ulp_delta(DType t, std::uint64_t expected, std::uint64_t actual) {
   const bool ne = is_nan_bits(t, expected), na = is_nan_bits(t, actual);
@@ -73,7 +73,7 @@ Metrics compare(const Reference& ref, const Tensor& actual, int max_worst) {
       d = actual.get_int(i) - exp.get_int(i);
     }
     ++m.histogram[bucket(d)];
-    if (same(exp, actual, i)) {
+    if (same_element(exp, actual, i)) {
       ++m.exact;
       continue;
     }
@@ -102,10 +102,33 @@ Metrics compare(const Reference& ref, const Tensor& actual, int max_worst) {
   return m;
 }
 
+std::vector<std::int64_t> mismatch_indices(const Tensor& a, const Tensor& b, const std::vector<std::uint8_t>& specified) {
+  std::vector<std::int64_t> v;
+  for (std::int64_t i = 0; i < a.size(); ++i)
+    if (specified[static_cast<std::size_t>(i)] && !same_element(a, b, i)) v.push_back(i);
+  return v;
+}
+
+std::string fingerprint(const std::vector<std::int64_t>& indices) {
+  // FNV-1a (64 bit) over the indices as 8 little-endian bytes each: stable across hosts and
+  // runs, so a baseline written on one machine matches a run on another.
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (std::int64_t i : indices) {
+    auto u = static_cast<std::uint64_t>(i);
+    for (int byte = 0; byte < 8; ++byte, u >>= 8) {
+      h ^= u & 0xff;
+      h *= 0x100000001b3ULL;
+    }
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::to_string(indices.size()) + ":" + hex;
+}
+
 std::int64_t count_mismatches(const Tensor& a, const Tensor& b, const std::vector<std::uint8_t>& specified) {
   std::int64_t n = 0;
   for (std::int64_t i = 0; i < a.size(); ++i)
-    if (specified[static_cast<std::size_t>(i)] && !same(a, b, i)) ++n;
+    if (specified[static_cast<std::size_t>(i)] && !same_element(a, b, i)) ++n;
   return n;
 }
 

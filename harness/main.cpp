@@ -2,13 +2,20 @@
 //
 // Exit codes: 0 every expectation met; 1 a conformance failure (FAIL, XPASS, CRASH, TIMEOUT);
 // 2 a usage or input error (nothing is written); 77 nothing could run (every result SKIP).
+// With --gate (and a baseline), 0 unless something changed against the baseline.
 #include "backends/backend.hpp"
 #include "cases/case.hpp"
+#include "harness/baseline.hpp"
+#include "harness/infer.hpp"
 #include "harness/oracle_cli.hpp"
+#include "harness/reproducer.hpp"
 #include "harness/runner.hpp"
 #include "oracles/error.hpp"
 #include "oracles/presets.hpp"
+#include "reports/reader.hpp"
 #include "reports/writers.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -17,6 +24,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
 
 #include "qconform_revision.hpp"
 
@@ -56,18 +66,70 @@ std::vector<qc::Backend*> select_backends(const std::vector<std::unique_ptr<qc::
   return out;
 }
 
-void print_summary(const qc::RunReport& r, std::ostream& os) {
+struct Style {
+  bool color = false;
+  const char* on(qc::Verdict v) const {
+    if (!color) return "";
+    switch (v) {
+      case qc::Verdict::pass:
+        return "\033[32m";
+      case qc::Verdict::xfail:
+      case qc::Verdict::skip:
+        return "\033[2m";
+      default:
+        return "\033[1;31m";
+    }
+  }
+  const char* off() const { return color ? "\033[0m" : ""; }
+};
+
+// Every result that needs a look (not PASS, XFAIL or SKIP), then one row per backend.
+void print_summary(const qc::RunReport& r, const Style& st, std::ostream& os) {
   std::size_t w = 4;
   for (const auto& c : r.cases) w = std::max(w, c.id.size());
+  std::size_t shown = 0, hidden = 0;
   for (const auto& c : r.cases) {
     for (const auto& b : c.backends) {
+      if (b.verdict == qc::Verdict::pass || b.verdict == qc::Verdict::skip || b.verdict == qc::Verdict::xfail) continue;
+      if (shown++ >= 40) {
+        ++hidden;
+        continue;
+      }
       std::string line = c.id;
       line.resize(w + 2, ' ');
       std::string bn = b.backend;
-      bn.resize(12, ' ');
+      bn.resize(14, ' ');
       std::string v(qc::name(b.verdict));
-      v.resize(6, ' ');
-      os << "  " << line << bn << v << "  " << b.reason << "\n";
+      v.resize(7, ' ');
+      os << "  " << st.on(b.verdict) << v << st.off() << " " << line << bn << b.reason << "\n";
+      if (!b.reproduce_command.empty()) os << "          reproduce: " << b.reproduce_command << "\n";
+    }
+  }
+  if (hidden) os << "  ... and " << hidden << " more (see the report)\n";
+  const qc::Verdict order[] = {qc::Verdict::pass, qc::Verdict::fail,  qc::Verdict::xfail,  qc::Verdict::xpass,
+                               qc::Verdict::skip, qc::Verdict::crash, qc::Verdict::timeout};
+  std::map<std::string, std::map<qc::Verdict, int>> table;
+  std::vector<std::string> names;
+  for (const auto& c : r.cases)
+    for (const auto& b : c.backends) {
+      if (!table.count(b.backend)) names.push_back(b.backend);
+      ++table[b.backend][b.verdict];
+    }
+  if (!names.empty()) {
+    os << "\n  backend         ";
+    for (qc::Verdict v : order) os << std::string(8 - std::min<std::size_t>(8, qc::name(v).size()), ' ') << qc::name(v);
+    os << "\n";
+    for (const auto& n : names) {
+      std::string bn = n;
+      bn.resize(16, ' ');
+      os << "  " << bn;
+      for (qc::Verdict v : order) {
+        const int k = table[n][v];
+        const std::string num = std::to_string(k);
+        os << std::string(8 - std::min<std::size_t>(8, num.size()), ' ') << (k ? st.on(v) : "") << num
+           << (k ? st.off() : "");
+      }
+      os << "\n";
     }
   }
   os << "summary:";
@@ -75,41 +137,188 @@ void print_summary(const qc::RunReport& r, std::ostream& os) {
   os << " (" << r.cases.size() << " cases)\n";
 }
 
-int cmd_run(const std::vector<std::string>& paths, const std::vector<std::string>& backend_names,
-            const std::string& report_dir, bool quiet, int argc, char** argv) {
+// "i/n" (1 <= i <= n): this run takes the i-th of n contiguous ranges of the case order, so the
+// merged shards list the cases in the unsharded order.
+std::pair<int, int> parse_shard(const std::string& s) {
+  int i = 0, n = 0;
+  char slash = 0;
+  std::istringstream in(s);
+  if (!(in >> i >> slash >> n) || slash != '/' || !in.eof() || n < 1 || i < 1 || i > n)
+    throw qc::InputError("--shard: expected i/n with 1 <= i <= n, got '" + s + "'");
+  return {i, n};
+}
+
+std::vector<qc::Suite> take_shard(std::vector<qc::Suite> suites, int i, int n) {
+  std::size_t total = 0;
+  for (const auto& s : suites) total += s.cases.size();
+  const std::size_t lo = total * static_cast<std::size_t>(i - 1) / static_cast<std::size_t>(n);
+  const std::size_t hi = total * static_cast<std::size_t>(i) / static_cast<std::size_t>(n);
+  std::size_t k = 0;
+  for (auto& s : suites) {
+    std::vector<qc::Case> keep;
+    for (auto& c : s.cases) {
+      if (k >= lo && k < hi) keep.push_back(std::move(c));
+      ++k;
+    }
+    s.cases = std::move(keep);
+  }
+  return suites;
+}
+
+struct RunArgs {
+  std::vector<std::string> paths, backends;
+  std::string report_dir = "qconform-report";
+  bool quiet = false;
+  std::string baseline, shard;
+  bool gate = false, no_causes = false, no_reproducers = false, isolate = false;
+  double timeout = 0;
+};
+
+int cmd_run(const RunArgs& a, int argc, char** argv) {
   // Everything that can fail on bad input happens before anything is written.
-  const std::vector<qc::Suite> suites = qc::load_suites(case_paths(paths));
+  std::vector<qc::Suite> suites = qc::load_suites(case_paths(a.paths));
   const auto all = qc::make_builtin_backends();
-  const std::vector<qc::Backend*> backends = select_backends(all, backend_names);
-  const bool tty = ::isatty(STDOUT_FILENO) != 0 && std::getenv("NO_COLOR") == nullptr;
+  const std::vector<qc::Backend*> backends = select_backends(all, a.backends);
+  if (a.gate && a.baseline.empty()) throw qc::InputError("--gate needs --baseline FILE (see qconform baseline)");
+  std::optional<qc::Baseline> baseline;
+  if (!a.baseline.empty()) baseline = qc::load_baseline(a.baseline);
+  std::string shard;
+  if (!a.shard.empty()) {
+    const auto [i, n] = parse_shard(a.shard);
+    suites = take_shard(std::move(suites), i, n);
+    shard = std::to_string(i) + "/" + std::to_string(n);
+  }
+  if (a.timeout < 0) throw qc::InputError("--timeout: must be positive, got " + std::to_string(a.timeout));
+  const bool tty = ::isatty(STDOUT_FILENO) != 0;
+  const Style st{tty && std::getenv("NO_COLOR") == nullptr};
   qc::RunOptions opt;
+  opt.attribute_causes = !a.no_causes;
+  opt.baseline = baseline ? &*baseline : nullptr;
+  opt.isolate = a.isolate;
+  opt.timeout_seconds = a.timeout;
+  if (!a.no_reproducers) opt.reproducer_dir = (fs::path(a.report_dir) / "reproducers").string();
   // Results stream to DIR/results.jsonl as they complete, so an interrupted run keeps what it
   // finished; the reports themselves are replaced only at the end, atomically.
-  fs::create_directories(report_dir);
-  std::ofstream stream(fs::path(report_dir) / "results.jsonl", std::ios::trunc);
-  opt.progress = [tty, quiet, &stream](const qc::CaseResult& c, const qc::BackendResult& b, std::size_t done,
-                                       std::size_t total) {
+  fs::create_directories(a.report_dir);
+  std::ofstream stream(fs::path(a.report_dir) / "results.jsonl", std::ios::trunc);
+  const bool quiet = a.quiet;
+  opt.progress = [tty, quiet, &stream, &st](const qc::CaseResult& c, const qc::BackendResult& b, std::size_t done,
+                                            std::size_t total) {
     stream << qc::jsonl_line(c, b) << std::flush;
     if (quiet) return;
-    {
-      if (tty) {
-        std::printf("\r[%zu/%zu] %-50.50s", done, total, c.id.c_str());
-        if (done == total) std::printf("\r%80s\r", "");
-        std::fflush(stdout);
-      } else if (b.verdict != qc::Verdict::pass && b.verdict != qc::Verdict::skip) {
-        std::printf("%s %s on %s: %s\n", std::string(qc::name(b.verdict)).c_str(), c.id.c_str(), b.backend.c_str(),
-                    b.reason.c_str());
-      }
+    if (tty) {  // one redrawn line: a bar, the count and the current case
+      constexpr int kWidth = 30;
+      const int filled = total ? static_cast<int>(kWidth * done / total) : kWidth;
+      std::printf("\r[%s%s] %zu/%zu %-40.40s", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                  std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), done, total, c.id.c_str());
+      if (done == total) std::printf("\r%100s\r", "");
+      std::fflush(stdout);
+    } else if (b.verdict != qc::Verdict::pass && b.verdict != qc::Verdict::skip) {
+      std::printf("%s %s on %s: %s\n", std::string(qc::name(b.verdict)).c_str(), c.id.c_str(), b.backend.c_str(),
+                  b.reason.c_str());
     }
+    (void)st;
   };
   qc::RunReport report = qc::run_cases(suites, backends, opt);
   for (int i = 0; i < argc; ++i) report.meta.command_line.emplace_back(argv[i]);
-  qc::write_reports(report, report_dir);
-  if (!quiet) print_summary(report, std::cout);
-  std::cout << "reports: " << (fs::path(report_dir) / "report.json").string() << ", "
-            << (fs::path(report_dir) / "report.html").string() << ", "
-            << (fs::path(report_dir) / "report.junit.xml").string() << "\n";
+  report.meta.shard = shard;
+  qc::write_reports(report, a.report_dir);
+  if (!a.quiet) print_summary(report, st, std::cout);
+  std::cout << "reports: " << (fs::path(a.report_dir) / "report.json").string() << ", "
+            << (fs::path(a.report_dir) / "report.html").string() << ", "
+            << (fs::path(a.report_dir) / "report.junit.xml").string() << "\n";
+  if (a.gate) {
+    int changes = 0;
+    for (const auto& c : report.cases)
+      for (const auto& b : c.backends) changes += qc::is_change(b.verdict) ? 1 : 0;
+    std::cout << "gate: " << (changes ? std::to_string(changes) + " change(s) against the baseline " + a.baseline
+                                      : "no change against the baseline " + a.baseline)
+              << "\n";
+    return changes ? 1 : 0;
+  }
   return qc::exit_code(report);
+}
+
+int cmd_baseline(const std::string& report_path, const std::string& out, bool update) {
+  const qc::RunReport r = qc::load_report(report_path);
+  std::optional<qc::Baseline> previous;
+  if (update && fs::exists(out)) previous = qc::load_baseline(out);
+  const qc::Baseline b = qc::baseline_from(r, previous ? &*previous : nullptr);
+  qc::save_baseline(b, out);
+  std::cout << "baseline: " << b.entries.size() << " known mismatch(es) in " << out << "\n";
+  return 0;
+}
+
+int cmd_report(const std::vector<std::string>& inputs, const std::string& out_dir) {
+  std::vector<qc::RunReport> parts;
+  for (const auto& p : inputs) parts.push_back(qc::load_report(p));
+  const qc::RunReport r = parts.size() == 1 ? parts.front() : qc::merge_reports(parts);
+  qc::write_reports(r, out_dir);
+  std::cout << "reports: " << (fs::path(out_dir) / "report.json").string() << ", "
+            << (fs::path(out_dir) / "report.html").string() << ", "
+            << (fs::path(out_dir) / "report.junit.xml").string() << "\n";
+  return qc::exit_code(r);
+}
+
+const qc::Case& find_case(const std::vector<qc::Suite>& suites, const std::string& name) {
+  for (const auto& s : suites)
+    for (const auto& c : s.cases)
+      if (c.name == name || c.id() == name) return c;
+  throw qc::InputError("--case: no case named '" + name + "'");
+}
+
+int cmd_shrink(const std::string& path, const std::string& case_name, const std::string& backend,
+               const std::string& out) {
+  const std::vector<qc::Suite> suites = qc::load_suites({path});
+  const qc::Case& c = find_case(suites, case_name);
+  const auto all = qc::make_builtin_backends();
+  qc::Backend* b = select_backends(all, {backend}).front();
+  if (!b->availability().available) {
+    std::cerr << "qconform: " << backend << " is not available: " << b->availability().reason << "\n";
+    return 77;
+  }
+  if (!qc::still_fails(c, c.op, *b)) {
+    std::cout << c.id() << " passes on " << backend << ": nothing to shrink\n";
+    return 0;
+  }
+  const qc::Case small = qc::shrink_case(c, *b);
+  qc::save_single_case(small, backend, out);
+  std::cout << "shrunk " << c.id() << " (" << qc::shape_str(qc::op_input(c.op).shape()) << ") to "
+            << qc::shape_str(qc::op_input(small.op).shape()) << ", still failing on " << backend << ": " << out
+            << "\n  reproduce: qconform run " << out << " --backend " << backend << "\n";
+  return 0;
+}
+
+int cmd_infer(const std::string& backend, const std::string& json_out, std::uint64_t seed) {
+  const auto all = qc::make_builtin_backends();
+  qc::Backend* b = select_backends(all, {backend}).front();
+  qc::InferOptions opt;
+  opt.seed = seed;
+  const qc::InferReport r = qc::infer(*b, opt);
+  std::cout << r.backend << ": " << r.probes << " probe elements (" << (r.ops.empty() ? "none" : "") ;
+  for (std::size_t i = 0; i < r.ops.size(); ++i) std::cout << (i ? ", " : "") << r.ops[i];
+  std::cout << ")\n";
+  for (const auto& s : r.skipped) std::cout << "  not probed: " << s << "\n";
+  for (const auto& f : r.findings) {
+    std::cout << "  " << f.op << "." << f.dimension << ": ";
+    if (f.values.empty()) std::cout << "(no single value reproduces the outputs)";
+    for (std::size_t i = 0; i < f.values.size(); ++i) std::cout << (i ? " | " : "") << f.values[i];
+    std::cout << "\n";
+  }
+  std::cout << "  presets reproducing every output: ";
+  if (r.presets.empty()) std::cout << "none";
+  for (std::size_t i = 0; i < r.presets.size(); ++i) std::cout << (i ? ", " : "") << r.presets[i];
+  std::cout << "\n" << r.summary << "\n";
+  if (!json_out.empty()) {
+    nlohmann::json j = {{"backend", r.backend}, {"ops", r.ops},         {"skipped", r.skipped},
+                        {"probes", r.probes},   {"presets", r.presets}, {"summary", r.summary}};
+    j["findings"] = nlohmann::json::array();
+    for (const auto& f : r.findings)
+      j["findings"].push_back(
+          {{"op", f.op}, {"dimension", f.dimension}, {"values", f.values}, {"description", f.description}});
+    qc::write_file_atomic(json_out, j.dump(2) + "\n");
+  }
+  return r.ops.empty() ? 77 : 0;
 }
 
 int cmd_list(const std::string& what, const std::vector<std::string>& paths) {
@@ -146,14 +355,50 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 all expectations met, 1 conformance failure, 2 usage or input error, 77 nothing could run.");
 
-  std::vector<std::string> run_paths, backends;
-  std::string report_dir = "qconform-report";
-  bool quiet = false;
+  RunArgs ra;
   CLI::App* run = app.add_subcommand("run", "run cases on backends and write report.json and report.html");
-  run->add_option("paths", run_paths, "case files or folders (default: the built-in suites in " QCONFORM_CASES_DIR ")");
-  run->add_option("--backend,-b", backends, "backend to run (repeatable; default: every backend)");
-  run->add_option("--report-dir,-o", report_dir, "folder for report.json and report.html")->capture_default_str();
-  run->add_flag("--quiet,-q", quiet, "print only the report paths");
+  run->add_option("paths", ra.paths, "case files or folders (default: the built-in suites in " QCONFORM_CASES_DIR ")");
+  run->add_option("--backend,-b", ra.backends, "backend to run (repeatable; default: every backend)");
+  run->add_option("--report-dir,-o", ra.report_dir, "folder for the reports, results.jsonl and reproducers/")
+      ->capture_default_str();
+  run->add_flag("--quiet,-q", ra.quiet, "print only the report paths");
+  run->add_option("--baseline", ra.baseline, "known mismatches (qconform baseline): unchanged ones are XFAIL");
+  run->add_flag("--gate", ra.gate, "exit 1 only on a change against --baseline (CI gate)");
+  run->add_option("--shard", ra.shard, "run the i-th of n parts of the cases, as i/n (join with qconform merge)");
+  run->add_option("--timeout", ra.timeout, "seconds per backend call; a slower call is killed and reported TIMEOUT");
+  run->add_flag("--isolate", ra.isolate, "run each backend call in a child process (a crash becomes CRASH)");
+  run->add_flag("--no-causes", ra.no_causes, "skip cause attribution");
+  run->add_flag("--no-reproducers", ra.no_reproducers, "write no reproducer case files");
+
+  std::string baseline_report, baseline_out = "qconform-baseline.json";
+  bool baseline_update = false;
+  CLI::App* baseline = app.add_subcommand("baseline", "write or update a baseline of known mismatches from a report");
+  baseline->add_option("report", baseline_report, "report.json of a run")->required();
+  baseline->add_option("--output,-o", baseline_out, "the baseline file")->capture_default_str();
+  baseline->add_flag("--update", baseline_update, "keep entries for what the report did not run");
+
+  std::vector<std::string> report_inputs;
+  std::string report_out = "qconform-report";
+  CLI::App* report = app.add_subcommand("report", "re-render the reports (HTML, JUnit) from report.json");
+  report->add_option("reports", report_inputs, "report.json files (several: merged)")->required();
+  report->add_option("--report-dir,-o", report_out, "output folder")->capture_default_str();
+  CLI::App* merge = app.add_subcommand("merge", "join the reports of qconform run --shard i/n into one");
+  merge->add_option("reports", report_inputs, "the shards' report.json files")->required();
+  merge->add_option("--report-dir,-o", report_out, "output folder")->capture_default_str();
+
+  std::string shrink_path, shrink_case, shrink_backend, shrink_out = "shrunk.json";
+  CLI::App* shrink = app.add_subcommand("shrink", "reduce a failing case while the backend keeps failing");
+  shrink->add_option("file", shrink_path, "the case file")->required();
+  shrink->add_option("--case,-c", shrink_case, "the case's name")->required();
+  shrink->add_option("--backend,-b", shrink_backend, "the failing backend")->required();
+  shrink->add_option("--output,-o", shrink_out, "where to write the smaller case")->capture_default_str();
+
+  std::string infer_backend, infer_json;
+  std::uint64_t infer_seed = 1;
+  CLI::App* inferc = app.add_subcommand("infer", "name the presets and policies a backend behaves like");
+  inferc->add_option("--backend,-b", infer_backend, "the backend to probe")->required();
+  inferc->add_option("--json", infer_json, "also write the findings as JSON");
+  inferc->add_option("--seed", infer_seed, "seed of the probe generator")->capture_default_str();
 
   std::string topic = "all";
   std::vector<std::string> list_paths;
@@ -179,7 +424,11 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*run) return cmd_run(run_paths, backends, report_dir, quiet, argc, argv);
+    if (*run) return cmd_run(ra, argc, argv);
+    if (*baseline) return cmd_baseline(baseline_report, baseline_out, baseline_update);
+    if (*report || *merge) return cmd_report(report_inputs, report_out);
+    if (*shrink) return cmd_shrink(shrink_path, shrink_case, shrink_backend, shrink_out);
+    if (*inferc) return cmd_infer(infer_backend, infer_json, infer_seed);
     if (*list) return cmd_list(topic, list_paths);
     if (*oracle) return qc::cmd_oracle(oracle_opts);
     if (*explain) return qc::cmd_explain(explain_opts);

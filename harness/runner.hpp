@@ -12,8 +12,21 @@
 
 namespace qc {
 
+struct Baseline;
+
 struct RunOptions {
   int max_worst = 10;  // worst elements kept per (case, backend)
+  // Re-evaluate the spec with one policy dimension changed to name the causes of mismatches.
+  bool attribute_causes = true;
+  // Known mismatches: matching results become XFAIL, passing ones XPASS (harness/baseline.hpp).
+  const Baseline* baseline = nullptr;
+  // Where to write a reproducer case for each failing (case, backend); empty: none.
+  std::string reproducer_dir;
+  // Run each backend call in a child process: a crash (signal) becomes CRASH, and with
+  // timeout_seconds > 0 a call running longer is killed and reported TIMEOUT. Only for backends
+  // built into the binary (a Python backend runs in its own interpreter's process).
+  bool isolate = false;
+  double timeout_seconds = 0;
   // Called after each (case, backend) with the number done and the total.
   std::function<void(const CaseResult&, const BackendResult&, std::size_t, std::size_t)> progress;
 };

@@ -30,6 +30,7 @@ json metrics_json(const Metrics& m) {
     json e = {
         {"index", d.index},          {"coords", d.coords}, {"input", d.input}, {"expected", value(d.expected)},
         {"actual", value(d.actual)}, {"delta", d.delta},   {"exact", d.exact}, {"label", std::string(name(d.label))}};
+    e["causes"] = d.causes;
     worst.push_back(e);
   }
   json j = {{"unit", m.unit},
@@ -64,6 +65,22 @@ json backend_json(const BackendResult& b) {
   if (b.verdict != Verdict::skip && b.verdict != Verdict::crash && b.verdict != Verdict::timeout)
     jb["metrics"] = metrics_json(b.metrics);
   if (b.claim_mismatches >= 0) jb["claim_mismatches"] = b.claim_mismatches;
+  if (jb.contains("metrics")) {
+    json causes = json::array();
+    for (const CauseCount& c : b.causes) {
+      json per_channel = json::object();
+      for (const auto& [ch, n] : c.per_channel) per_channel[std::to_string(ch)] = n;
+      causes.push_back(
+          {{"cause", c.cause}, {"description", c.description}, {"count", c.count}, {"per_channel", per_channel}});
+    }
+    jb["causes"] = causes;
+    jb["unexplained"] = b.unexplained;
+  }
+  if (!b.fingerprint.empty()) jb["fingerprint"] = b.fingerprint;
+  if (!b.reproducer.empty()) {
+    jb["reproducer"] = b.reproducer;
+    jb["reproduce_command"] = b.reproduce_command;
+  }
   return jb;
 }
 
@@ -110,6 +127,7 @@ json to_json(const RunReport& r) {
             {"backends", m.backends},
             {"backend_facts", m.backend_facts},
             {"command_line", m.command_line},
+            {"shard", m.shard},
             {"started_at", m.started_at},
             {"seconds", m.seconds}}},
           {"summary", r.verdict_counts()},

@@ -93,6 +93,7 @@ struct RunMetadata {
   // Per available backend: its device and build facts (Backend::facts()).
   std::map<std::string, std::map<std::string, std::string>> backend_facts;
   std::vector<std::string> command_line;
+  std::string shard;  // "i/n" for one shard of a sharded run (qconform run --shard), empty otherwise
   double seconds = 0;
 };
 

@@ -1,0 +1,278 @@
+#include "harness/causes.hpp"
+
+#include "harness/compare.hpp"
+#include "oracles/error.hpp"
+
+#include <algorithm>
+#include <array>
+#include <unordered_map>
+
+namespace qc {
+namespace {
+
+constexpr std::array kQuantizeOrders = {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float,
+                                        QuantizeOrder::recip_then_add_int, QuantizeOrder::recip_add_float,
+                                        QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float};
+constexpr std::array kClamps = {Clamp::int_after, Clamp::float_before, Clamp::wrap};
+// NanRule::error turns NaN into an input error, which no backend output reproduces.
+constexpr std::array kNanRules = {NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point, NanRule::to_zero};
+constexpr std::array kDequantizeOrders = {DequantizeOrder::sub_int_then_mul, DequantizeOrder::sub_float_then_mul,
+                                          DequantizeOrder::mul_then_sub, DequantizeOrder::fma};
+constexpr std::array kMultiplierOrders = {MultiplierOrder::left_to_right, MultiplierOrder::product_then_divide,
+                                          MultiplierOrder::per_op};
+constexpr std::array kDerivations = {MultiplierDerivation::tflite,        MultiplierDerivation::tflite_single_round,
+                                     MultiplierDerivation::fp32_mantissa, MultiplierDerivation::qnnpack_q31,
+                                     MultiplierDerivation::tosa_scale32,  MultiplierDerivation::tosa_scale16,
+                                     MultiplierDerivation::glow,          MultiplierDerivation::fbgemm};
+constexpr std::array kZeroPointAdds = {ZeroPointAdd::int_after_rounding, ZeroPointAdd::float_before_rounding};
+constexpr std::array kZeroPointCorrections = {ZeroPointCorrection::subtract_first, ZeroPointCorrection::compensate};
+
+// The float formats an implementation plausibly computes in (the spec's own one is skipped by
+// the caller when it resolves to the same choice).
+std::vector<ComputeFormat> compute_formats() {
+  using K = ComputeFormat::Kind;
+  return {{K::exact, 0}, {K::f64, 0}, {K::f32, 0}, {K::f16, 0}, {K::bf16, 0}};
+}
+
+class Builder {
+ public:
+  explicit Builder(const Spec& base) : base_(base) {}
+
+  std::vector<Variation> take() { return std::move(out_); }
+
+  // One variation of the quantize stage (for inputs of format `input`).
+  template <class F>
+  void quantize(DType input, const std::string& dim, const std::string& value, const std::string& words,
+                const std::string& spec_words, F change) {
+    Spec s = base_;
+    QuantizePolicy q = s.quantize_for(input);
+    change(q);
+    if (q == base_.quantize_for(input)) return;
+    s.quantize = q;
+    s.quantize_half_input.reset();  // the changed policy is the one for this input
+    add("quantize." + dim + "=" + value, "quantize " + words + " (the spec: " + spec_words + ")", std::move(s));
+  }
+
+  template <class F>
+  void dequantize(const std::string& dim, const std::string& value, const std::string& words,
+                  const std::string& spec_words, F change) {
+    Spec s = base_;
+    change(s.dequantize);
+    if (s.dequantize == base_.dequantize) return;
+    add("dequantize." + dim + "=" + value, "dequantize " + words + " (the spec: " + spec_words + ")", std::move(s));
+  }
+
+  template <class F>
+  void requantize(const std::string& dim, const std::string& value, const std::string& words,
+                  const std::string& spec_words, F change) {
+    Spec s = base_;
+    change(s.requantize);
+    if (s.requantize == base_.requantize) return;
+    if (scheme_uses_derivation(s.requantize.scheme) && !scheme_accepts(s.requantize.scheme, s.requantize.derivation))
+      return;
+    add("requantize." + dim + "=" + value, "requantize " + words + " (the spec: " + spec_words + ")", std::move(s));
+  }
+
+  void add(std::string cause, std::string description, Spec s) {
+    s.name = base_.name + "+" + cause;
+    out_.push_back({std::move(cause), std::move(description), std::move(s)});
+  }
+
+  const Spec& base() const { return base_; }
+
+ private:
+  const Spec& base_;
+  std::vector<Variation> out_;
+};
+
+void quantize_changes(Builder& b, DType input) {
+  const QuantizePolicy cur = b.base().quantize_for(input);
+  for (RoundingMode m : kAllRoundingModes)
+    b.quantize(input, "rounding", std::string(name(m)), "rounds " + std::string(describe(m)),
+               std::string(describe(cur.rounding)), [m](QuantizePolicy& q) { q.rounding = m; });
+  for (QuantizeOrder o : kQuantizeOrders)
+    b.quantize(input, "order", std::string(name(o)), "computes " + std::string(formula(o)),
+               std::string(formula(cur.order)), [o](QuantizePolicy& q) { q.order = o; });
+  for (const ComputeFormat& f : compute_formats())
+    b.quantize(input, "compute", to_string(f), "computes in " + to_string(f), to_string(cur.compute),
+               [f](QuantizePolicy& q) { q.compute = f; });
+  for (Clamp c : kClamps)
+    b.quantize(input, "clamp", std::string(name(c)), "clamps " + std::string(name(c)), std::string(name(cur.clamp)),
+               [c](QuantizePolicy& q) { q.clamp = c; });
+  for (NanRule n : kNanRules)
+    b.quantize(input, "nan", std::string(name(n)), "maps NaN " + std::string(name(n)), std::string(name(cur.nan)),
+               [n](QuantizePolicy& q) { q.nan = n; });
+  b.quantize(input, "narrow_range", cur.narrow_range ? "false" : "true",
+             cur.narrow_range ? "uses the full range" : "uses the narrow range",
+             cur.narrow_range ? "narrow range" : "full range",
+             [](QuantizePolicy& q) { q.narrow_range = !q.narrow_range; });
+}
+
+void dequantize_changes(Builder& b, bool orders) {
+  const DequantizePolicy cur = b.base().dequantize;
+  if (orders)
+    for (DequantizeOrder o : kDequantizeOrders)
+      b.dequantize("order", std::string(name(o)), "computes " + std::string(formula(o)),
+                   std::string(formula(cur.order)), [o](DequantizePolicy& d) { d.order = o; });
+  for (const ComputeFormat& f : compute_formats())
+    b.dequantize("compute", to_string(f), "computes in " + to_string(f), to_string(cur.compute),
+                 [f](DequantizePolicy& d) { d.compute = f; });
+}
+
+void requantize_changes(Builder& b) {
+  const RequantizePolicy cur = b.base().requantize;
+  for (RequantizeScheme sc : kAllRequantizeSchemes)
+    b.requantize("scheme", std::string(name(sc)), "uses " + std::string(describe(sc)),
+                 std::string(describe(cur.scheme)), [sc](RequantizePolicy& r) {
+                   RequantizePolicy n = requantize_policy_for(sc);
+                   n.narrow_range = r.narrow_range;
+                   n.clip = r.clip;
+                   r = n;
+                 });
+  const bool float_stage = cur.scheme == RequantizeScheme::ideal || cur.scheme == RequantizeScheme::float_multiplier;
+  if (float_stage) {
+    for (RoundingMode m : kAllRoundingModes)
+      b.requantize("rounding", std::string(name(m)), "rounds " + std::string(describe(m)),
+                   std::string(describe(cur.rounding)), [m](RequantizePolicy& r) { r.rounding = m; });
+    for (ZeroPointAdd z : kZeroPointAdds)
+      b.requantize("zero_point", std::string(name(z)), "adds the zero point " + std::string(name(z)),
+                   std::string(name(cur.zero_point)), [z](RequantizePolicy& r) { r.zero_point = z; });
+    for (Clamp c : kClamps)
+      b.requantize("clamp", std::string(name(c)), "clamps " + std::string(name(c)), std::string(name(cur.clamp)),
+                   [c](RequantizePolicy& r) { r.clamp = c; });
+  }
+  if (cur.scheme == RequantizeScheme::float_multiplier)
+    for (const ComputeFormat& f : compute_formats())
+      b.requantize("product_format", to_string(f), "multiplies in " + to_string(f), to_string(cur.product_format),
+                   [f](RequantizePolicy& r) { r.product_format = f; });
+  if (cur.scheme != RequantizeScheme::ideal) {
+    for (const ComputeFormat& f : compute_formats())
+      if (f.kind != ComputeFormat::Kind::f16 && f.kind != ComputeFormat::Kind::bf16)
+        b.requantize("multiplier_format", to_string(f), "forms the multiplier in " + to_string(f),
+                     to_string(cur.multiplier_format), [f](RequantizePolicy& r) { r.multiplier_format = f; });
+    for (MultiplierOrder o : kMultiplierOrders)
+      if (o != MultiplierOrder::per_op || cur.scheme == RequantizeScheme::float_multiplier)
+        b.requantize("multiplier_order", std::string(name(o)), "forms the multiplier " + std::string(name(o)),
+                     std::string(name(cur.multiplier_order)), [o](RequantizePolicy& r) { r.multiplier_order = o; });
+  }
+  if (scheme_uses_derivation(cur.scheme))
+    for (MultiplierDerivation d : kDerivations)
+      b.requantize("derivation", std::string(name(d)), "derives the integer multiplier by " + std::string(name(d)),
+                   std::string(name(cur.derivation)), [d](RequantizePolicy& r) { r.derivation = d; });
+}
+
+void accumulation_changes(Builder& b) {
+  const Spec& cur = b.base();
+  for (Accumulation a : kAllAccumulations) {
+    if (a == cur.accumulation) continue;
+    Spec s = cur;
+    s.accumulation = a;
+    b.add("accumulation=" + std::string(name(a)),
+          "accumulates " + std::string(describe(a)) + " (the spec: " + std::string(describe(cur.accumulation)) + ")",
+          std::move(s));
+  }
+  for (ZeroPointCorrection z : kZeroPointCorrections) {
+    if (z == cur.zero_points) continue;
+    Spec s = cur;
+    s.zero_points = z;
+    b.add("zero_points=" + std::string(name(z)),
+          "applies the zero points " + std::string(name(z)) + " (the spec: " + std::string(name(cur.zero_points)) + ")",
+          std::move(s));
+  }
+}
+
+// The stages of a GEMM or conv path: activation quantization (float inputs), accumulation and
+// the output stage.
+void linear_changes(Builder& b, const ActivationOperand& a, const QWeights& w, const OutputStage& out) {
+  if (is_float(a.values.dtype()))
+    quantize_changes(b, a.values.dtype());
+  else if (is_float(w.values.dtype()))
+    quantize_changes(b, w.values.dtype());
+  accumulation_changes(b);
+  if (out.kind == OutputKind::requantized) requantize_changes(b);
+  if (out.kind == OutputKind::dequantized) dequantize_changes(b, false);
+}
+
+int normalized_axis(int axis, std::size_t rank) { return axis < 0 ? axis + static_cast<int>(rank) : axis; }
+
+}  // namespace
+
+std::vector<Variation> single_changes(const Spec& spec, const OpRequest& op) {
+  Builder b(spec);
+  if (const auto* q = std::get_if<QuantizeOp>(&op)) {
+    if (is_float(q->x.dtype())) quantize_changes(b, q->x.dtype());
+  } else if (std::holds_alternative<DequantizeOp>(op)) {
+    dequantize_changes(b, true);
+  } else if (std::holds_alternative<RequantizeOp>(op)) {
+    requantize_changes(b);
+  } else if (const auto* g = std::get_if<QGemmOp>(&op)) {
+    linear_changes(b, g->a, g->b, g->output);
+  } else if (const auto* c = std::get_if<QConv2dOp>(&op)) {
+    linear_changes(b, c->input, c->weight, c->output);
+  }
+  // Weight-only GEMM: float accumulation in an unspecified order, judged by distance and by the
+  // dot-product bounds; no single policy change models an accumulation order.
+  return b.take();
+}
+
+std::optional<int> channel_axis(const OpRequest& op) {
+  if (const auto* q = std::get_if<QuantizeOp>(&op)) {
+    if (q->params.axis && q->params.granularity() != Granularity::per_tensor)
+      return normalized_axis(*q->params.axis, q->x.shape().size());
+    return std::nullopt;
+  }
+  if (const auto* d = std::get_if<DequantizeOp>(&op)) {
+    if (d->params.axis && d->params.granularity() != Granularity::per_tensor)
+      return normalized_axis(*d->params.axis, d->q.shape().size());
+    return std::nullopt;
+  }
+  if (const auto* r = std::get_if<RequantizeOp>(&op)) {
+    if (r->params.axis && r->params.weight_scales.size() > 1)
+      return normalized_axis(*r->params.axis, r->acc.shape().size());
+    return std::nullopt;
+  }
+  if (const auto* g = std::get_if<QGemmOp>(&op)) return static_cast<int>(g->a.values.shape().size()) - 1;  // N
+  if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return static_cast<int>(w->a.shape().size()) - 1;
+  const auto& c = std::get<QConv2dOp>(op);
+  return c.layout == ConvLayout::nchw ? 1 : 3;
+}
+
+void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& ref, const Tensor& actual,
+                      const std::vector<std::int64_t>& mismatches, BackendResult& r) {
+  r.causes.clear();
+  r.unexplained = static_cast<std::int64_t>(mismatches.size());
+  if (mismatches.empty()) return;
+  const Shape& shape = ref.expected.shape();
+  const std::optional<int> axis = channel_axis(op);
+  std::int64_t inner = 1, dim = 1;
+  if (axis && *axis >= 0 && *axis < static_cast<int>(shape.size())) {
+    dim = shape[static_cast<std::size_t>(*axis)];
+    for (std::size_t d = static_cast<std::size_t>(*axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  }
+  std::unordered_map<std::int64_t, ElementDiff*> worst;
+  for (ElementDiff& d : r.metrics.worst) worst[d.index] = &d;
+  std::vector<std::uint8_t> explained(mismatches.size(), 0);
+  for (Variation& v : single_changes(spec, op)) {
+    Reference alt;
+    try {
+      alt = evaluate(op, v.spec);
+    } catch (const InputError&) {
+      continue;  // the op rejects this combination (e.g. a multiplier outside the scheme's range)
+    }
+    CauseCount cc{v.cause, v.description, 0, {}};
+    for (std::size_t j = 0; j < mismatches.size(); ++j) {
+      const std::int64_t i = mismatches[j];
+      if (!same_element(alt.expected, actual, i)) continue;
+      ++cc.count;
+      explained[j] = 1;
+      if (axis) ++cc.per_channel[(i / inner) % dim];
+      if (auto it = worst.find(i); it != worst.end()) it->second->causes.push_back(v.cause);
+    }
+    if (cc.count > 0) r.causes.push_back(std::move(cc));
+  }
+  r.unexplained = std::count(explained.begin(), explained.end(), std::uint8_t{0});
+  std::stable_sort(r.causes.begin(), r.causes.end(),
+                   [](const CauseCount& a, const CauseCount& b) { return a.count > b.count; });
+}
+
+}  // namespace qc

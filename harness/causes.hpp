@@ -1,0 +1,38 @@
+// Cause attribution: why a backend's element differs from the spec. The spec is re-evaluated
+// with one policy dimension changed at a time (rounding mode, operation order, compute format,
+// clamp placement, NaN rule, accumulation, zero-point correction, requantization scheme,
+// multiplier derivation, ...); an element is tagged with every change whose value equals the
+// backend's. A change that reproduces the backend is a hypothesis the kernel engineer can check
+// in the source, not a proof: the report says "reproduced by", never "caused by" alone.
+#pragma once
+
+#include "harness/evaluate.hpp"
+#include "reports/result.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qc {
+
+// The spec with one dimension changed.
+struct Variation {
+  std::string cause;        // "quantize.rounding=rna", "accumulation=int16_pair_saturate"
+  std::string description;  // "quantize rounds ties away from zero (the spec: ties to even)"
+  Spec spec;
+};
+
+// Every single change of `spec` that can matter for `op` (the stages the op goes through).
+std::vector<Variation> single_changes(const Spec& spec, const OpRequest& op);
+
+// The output axis that indexes channels (per-axis parameters, GEMM columns, conv output
+// channels), if the op's output has one.
+std::optional<int> channel_axis(const OpRequest& op);
+
+// Fills r.causes, r.unexplained and the causes of r.metrics.worst for the elements where
+// `actual` differs from `ref` (the spec's answer). Variations the op rejects (e.g. a derivation
+// the scheme cannot use) are skipped.
+void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& ref, const Tensor& actual,
+                      const std::vector<std::int64_t>& mismatches, BackendResult& r);
+
+}  // namespace qc

@@ -1,0 +1,517 @@
+#include "harness/reproducer.hpp"
+
+#include "cases/case_writer.hpp"
+#include "harness/compare.hpp"
+#include "oracles/error.hpp"
+#include "oracles/int4.hpp"
+#include "reports/writers.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+
+namespace qc {
+namespace {
+
+// Per dimension: first index and length.
+using Box = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+Box full_box(const Shape& s) {
+  Box b;
+  for (std::int64_t d : s) b.emplace_back(0, d);
+  return b;
+}
+
+Shape box_shape(const Box& b) {
+  Shape s;
+  for (const auto& [start, len] : b) s.push_back(len);
+  return s;
+}
+
+Tensor crop(const Tensor& t, const Box& box) {
+  Tensor out(t.dtype(), box_shape(box));
+  const Shape& in = t.shape();
+  std::vector<std::int64_t> c;
+  for (std::int64_t i = 0; i < out.size(); ++i) {
+    unravel(i, out.shape(), c);
+    std::int64_t src = 0;
+    for (std::size_t d = 0; d < in.size(); ++d) src = src * in[d] + box[d].first + c[d];
+    out.set_bits(i, t.bits(src));
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> crop_flat(const std::vector<T>& v, const Shape& shape, const Box& box) {
+  std::vector<T> out;
+  if (v.empty()) return out;
+  const Shape os = box_shape(box);
+  std::vector<std::int64_t> c;
+  for (std::int64_t i = 0; i < numel(os); ++i) {
+    unravel(i, os, c);
+    std::int64_t src = 0;
+    for (std::size_t d = 0; d < shape.size(); ++d) src = src * shape[d] + box[d].first + c[d];
+    out.push_back(v[static_cast<std::size_t>(src)]);
+  }
+  return out;
+}
+
+int resolved(int axis, std::size_t rank) { return axis < 0 ? axis + static_cast<int>(rank) : axis; }
+
+// The parameters of `x[box]`. Blocked parameters need the box to start on a block boundary along
+// the blocked axis (or to hold one element there).
+QuantParams crop_params(const QuantParams& p, const Shape& x, const Box& box) {
+  QuantParams out = p;
+  switch (p.granularity()) {
+    case Granularity::per_tensor:
+      return out;
+    case Granularity::per_axis: {
+      const auto a = static_cast<std::size_t>(resolved(*p.axis, x.size()));
+      const Box pb{box[a]};
+      out.scales = crop_flat(p.scales, {x[a]}, pb);
+      out.zero_points = crop_flat(p.zero_points, {x[a]}, pb);
+      return out;
+    }
+    case Granularity::blocked: {
+      const auto a = static_cast<std::size_t>(resolved(*p.axis, x.size()));
+      const std::int64_t bs = p.block_size;
+      const auto [start, len] = box[a];
+      if (len > 1 && start % bs != 0) throw std::logic_error("crop not aligned to the blocks");
+      Box pb = box;
+      pb[a] = {start / bs, (start + len - 1) / bs - start / bs + 1};
+      const Shape ps = p.param_shape(x);
+      out.scales = crop_flat(p.scales, ps, pb);
+      out.zero_points = crop_flat(p.zero_points, ps, pb);
+      return out;
+    }
+  }
+  return out;
+}
+
+QWeights crop_weights(const QWeights& w, const Box& box) {
+  QWeights out = w;
+  if (w.packing) {
+    const Tensor logical = unpack_int4(w.values, w.format, w.shape, *w.packing);
+    const Tensor part = crop(logical, box);
+    out.values = pack_int4(part, w.format, *w.packing);
+    out.shape = part.shape();
+    out.params = crop_params(w.params, w.shape, box);
+  } else {
+    out.values = crop(w.values, box);
+    out.params = crop_params(w.params, w.values.shape(), box);
+  }
+  return out;
+}
+
+const Shape& weight_shape(const QWeights& w) { return w.packing ? w.shape : w.values.shape(); }
+
+ActivationOperand crop_activation(const ActivationOperand& a, const Box& box) {
+  ActivationOperand out = a;
+  out.values = crop(a.values, box);
+  if (a.quantization == ActivationQuantization::static_params)
+    out.params = crop_params(a.params, a.values.shape(), box);
+  return out;
+}
+
+std::optional<Tensor> crop_bias(const std::optional<Tensor>& bias, std::int64_t start, std::int64_t len) {
+  if (!bias) return std::nullopt;
+  return crop(*bias, Box{{start, len}});
+}
+
+std::int64_t flat_index(const std::vector<std::int64_t>& c, const Shape& s) {
+  std::int64_t i = 0;
+  for (std::size_t d = 0; d < s.size(); ++d) i = i * s[d] + c[d];
+  return i;
+}
+
+// GEMM-like ops (qgemm, weight-only): A [batch..., M, K], B [K, N] or [N, K], output [batch..., M, N].
+template <class Op, class GetA, class CropA>
+OpUnit gemm_unit(const Op& op, std::int64_t index, GetA get_a, CropA crop_a, bool a_whole) {
+  const Shape& as = get_a(op).shape();
+  const Shape& bs = weight_shape(op.b);
+  const GemmShape g = gemm_shape(as, bs, op.b_layout);
+  std::vector<std::int64_t> c;
+  unravel(index, g.out_shape, c);
+  const std::int64_t n = c.back();
+  Op u = op;
+  Box abox = full_box(as);
+  if (!a_whole)
+    for (std::size_t d = 0; d + 1 < as.size(); ++d) abox[d] = {c[d], 1};
+  crop_a(u, abox);
+  Box bbox = full_box(bs);
+  bbox[op.b_layout == WeightLayout::k_by_n ? 1 : 0] = {n, 1};
+  u.b = crop_weights(op.b, bbox);
+  u.bias = crop_bias(op.bias, n, 1);
+  std::vector<std::int64_t> uc = c;
+  uc.back() = 0;
+  if (!a_whole) std::fill(uc.begin(), uc.end(), 0);
+  Shape us = box_shape(abox);
+  us.back() = 1;
+  return {std::move(u), flat_index(uc, us)};
+}
+
+struct ConvDims {
+  std::size_t n, c, h, w;
+};
+ConvDims conv_dims(ConvLayout l) { return l == ConvLayout::nchw ? ConvDims{0, 1, 2, 3} : ConvDims{0, 3, 1, 2}; }
+
+// One spatial dimension of a conv unit: the input rows the output row reads, and the padding
+// that keeps the window whole. False when every tap is padding (the crop keeps the dimension).
+bool crop_window(std::int64_t o, std::int64_t stride, std::int64_t pad_lo, std::int64_t k, std::int64_t dil,
+                 std::int64_t size, std::pair<std::int64_t, std::int64_t>& range, std::int64_t& new_pad_lo,
+                 std::int64_t& new_pad_hi) {
+  const std::int64_t first = o * stride - pad_lo, last = first + (k - 1) * dil;
+  const std::int64_t lo = std::max<std::int64_t>(0, first), hi = std::min(size - 1, last);
+  if (lo > hi) return false;
+  range = {lo, hi - lo + 1};
+  new_pad_lo = lo - first;
+  new_pad_hi = (k - 1) * dil + 1 - new_pad_lo - (hi - lo + 1);
+  return true;
+}
+
+OpUnit conv_unit(const QConv2dOp& op, std::int64_t index) {
+  const Conv2dShape s = resolve_conv2d(op.input.values.shape(), op.layout, weight_shape(op.weight), op.geometry);
+  if (op.input.quantization == ActivationQuantization::dynamic_per_tensor) return {op, index};
+  std::vector<std::int64_t> c;
+  unravel(index, s.output_shape(), c);
+  const ConvDims d = conv_dims(op.layout);
+  const std::int64_t oc = c[d.c], oh = c[d.h], ow = c[d.w];
+  const std::int64_t g = oc / s.group_out_channels;
+  const Conv2dGeometry& geo = op.geometry;
+  Box ibox = full_box(op.input.values.shape());
+  ibox[d.n] = {c[d.n], 1};
+  ibox[d.c] = {g * s.group_in_channels, s.group_in_channels};
+  Conv2dGeometry ng = geo;
+  ng.groups = 1;
+  std::pair<std::int64_t, std::int64_t> hr, wr;
+  std::int64_t pt = 0, pb = 0, pl = 0, pr = 0;
+  std::vector<std::int64_t> uc(4, 0);
+  if (crop_window(oh, geo.stride_h, geo.pad_top, s.kernel_h, geo.dilation_h, s.height, hr, pt, pb) &&
+      crop_window(ow, geo.stride_w, geo.pad_left, s.kernel_w, geo.dilation_w, s.width, wr, pl, pr)) {
+    ibox[d.h] = hr;
+    ibox[d.w] = wr;
+    ng.stride_h = ng.stride_w = 1;
+    ng.pad_top = pt;
+    ng.pad_bottom = pb;
+    ng.pad_left = pl;
+    ng.pad_right = pr;
+  } else {  // an all-padding window: keep the spatial dimensions and the geometry
+    uc[d.h] = oh;
+    uc[d.w] = ow;
+  }
+  QConv2dOp u = op;
+  u.input = crop_activation(op.input, ibox);
+  u.geometry = ng;
+  Box wbox = full_box(weight_shape(op.weight));
+  wbox[0] = {oc, 1};
+  u.weight = crop_weights(op.weight, wbox);
+  u.bias = crop_bias(op.bias, oc, 1);
+  const Conv2dShape us = resolve_conv2d(u.input.values.shape(), u.layout, weight_shape(u.weight), u.geometry);
+  return {std::move(u), flat_index(uc, us.output_shape())};
+}
+
+std::string file_safe(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') ch = '_';
+  return s;
+}
+
+// Candidate boxes halving dimension d of `s` (first and second half; the split on a multiple of
+// `align`).
+std::vector<Box> halve(const Shape& s, std::size_t d, std::int64_t align = 1) {
+  std::vector<Box> out;
+  if (s[d] < 2) return out;
+  std::int64_t mid = s[d] / 2;
+  mid -= mid % align;
+  if (mid <= 0) return out;
+  Box a = full_box(s), b = full_box(s);
+  a[d] = {0, mid};
+  b[d] = {mid, s[d] - mid};
+  out.push_back(a);
+  out.push_back(b);
+  return out;
+}
+
+// The block size along axis `d` of parameters `p` for a tensor of shape `x` (1 if not blocked there).
+std::int64_t block_along(const QuantParams& p, const Shape& x, std::size_t d) {
+  if (p.granularity() != Granularity::blocked) return 1;
+  return static_cast<std::size_t>(resolved(*p.axis, x.size())) == d ? p.block_size : 1;
+}
+
+}  // namespace
+
+OpUnit unit_op(const OpRequest& op, std::int64_t index) {
+  if (const auto* q = std::get_if<QuantizeOp>(&op)) {
+    std::vector<std::int64_t> c;
+    unravel(index, q->x.shape(), c);
+    Box box;
+    for (std::int64_t v : c) box.emplace_back(v, 1);
+    QuantizeOp u = *q;
+    u.x = crop(q->x, box);
+    u.params = crop_params(q->params, q->x.shape(), box);
+    return {std::move(u), 0};
+  }
+  if (const auto* dq = std::get_if<DequantizeOp>(&op)) {
+    std::vector<std::int64_t> c;
+    unravel(index, dq->q.shape(), c);
+    Box box;
+    for (std::int64_t v : c) box.emplace_back(v, 1);
+    DequantizeOp u = *dq;
+    u.q = crop(dq->q, box);
+    u.params = crop_params(dq->params, dq->q.shape(), box);
+    return {std::move(u), 0};
+  }
+  if (const auto* r = std::get_if<RequantizeOp>(&op)) {
+    std::vector<std::int64_t> c;
+    unravel(index, r->acc.shape(), c);
+    Box box;
+    for (std::int64_t v : c) box.emplace_back(v, 1);
+    RequantizeOp u = *r;
+    u.acc = crop(r->acc, box);
+    if (r->params.axis) {
+      const std::int64_t ch = c[static_cast<std::size_t>(resolved(*r->params.axis, c.size()))];
+      if (r->params.weight_scales.size() > 1) u.params.weight_scales = {r->params.weight_scales[ch]};
+      if (r->params.output_zero_points.size() > 1) u.params.output_zero_points = {r->params.output_zero_points[ch]};
+    }
+    return {std::move(u), 0};
+  }
+  if (const auto* g = std::get_if<QGemmOp>(&op))
+    return gemm_unit(
+        *g, index, [](const QGemmOp& o) -> const Tensor& { return o.a.values; },
+        [g](QGemmOp& u, const Box& b) { u.a = crop_activation(g->a, b); },
+        g->a.quantization == ActivationQuantization::dynamic_per_tensor);
+  if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op))
+    return gemm_unit(
+        *w, index, [](const WeightOnlyGemmOp& o) -> const Tensor& { return o.a; },
+        [w](WeightOnlyGemmOp& u, const Box& b) { u.a = crop(w->a, b); }, false);
+  return conv_unit(std::get<QConv2dOp>(op), index);
+}
+
+std::vector<OpRequest> halves(const OpRequest& op) {
+  std::vector<OpRequest> out;
+  auto add = [&](auto make, const std::vector<Box>& boxes) {
+    for (const Box& b : boxes) {
+      try {
+        out.push_back(make(b));
+      } catch (const std::logic_error&) {
+        // a crop that parameters cannot follow: not a candidate
+      }
+    }
+  };
+  if (const auto* q = std::get_if<QuantizeOp>(&op)) {
+    for (std::size_t d = 0; d < q->x.shape().size(); ++d)
+      add(
+          [&](const Box& b) {
+            QuantizeOp u = *q;
+            u.x = crop(q->x, b);
+            u.params = crop_params(q->params, q->x.shape(), b);
+            return OpRequest(u);
+          },
+          halve(q->x.shape(), d, block_along(q->params, q->x.shape(), d)));
+  } else if (const auto* dq = std::get_if<DequantizeOp>(&op)) {
+    for (std::size_t d = 0; d < dq->q.shape().size(); ++d)
+      add(
+          [&](const Box& b) {
+            DequantizeOp u = *dq;
+            u.q = crop(dq->q, b);
+            u.params = crop_params(dq->params, dq->q.shape(), b);
+            return OpRequest(u);
+          },
+          halve(dq->q.shape(), d, block_along(dq->params, dq->q.shape(), d)));
+  } else if (const auto* r = std::get_if<RequantizeOp>(&op)) {
+    const std::optional<std::size_t> ch =
+        r->params.axis ? std::optional(static_cast<std::size_t>(resolved(*r->params.axis, r->acc.shape().size())))
+                       : std::nullopt;
+    for (std::size_t d = 0; d < r->acc.shape().size(); ++d)
+      add(
+          [&](const Box& b) {
+            RequantizeOp u = *r;
+            u.acc = crop(r->acc, b);
+            if (ch && *ch == d) {
+              const auto [start, len] = b[d];
+              if (r->params.weight_scales.size() > 1)
+                u.params.weight_scales = crop_flat(r->params.weight_scales, {r->acc.shape()[d]}, Box{{start, len}});
+              if (r->params.output_zero_points.size() > 1)
+                u.params.output_zero_points =
+                    crop_flat(r->params.output_zero_points, {r->acc.shape()[d]}, Box{{start, len}});
+            }
+            return OpRequest(u);
+          },
+          halve(r->acc.shape(), d));
+  } else if (const auto* g = std::get_if<QGemmOp>(&op)) {
+    const Shape& as = g->a.values.shape();
+    const Shape& bs = weight_shape(g->b);
+    const std::size_t bn = g->b_layout == WeightLayout::k_by_n ? 1 : 0, bk = 1 - bn;
+    if (g->a.quantization != ActivationQuantization::dynamic_per_tensor)
+      for (std::size_t d = 0; d + 1 < as.size(); ++d)  // rows (batch and M)
+        add(
+            [&](const Box& b) {
+              QGemmOp u = *g;
+              u.a = crop_activation(g->a, b);
+              return OpRequest(u);
+            },
+            halve(as, d));
+    add(  // columns
+        [&](const Box& b) {
+          QGemmOp u = *g;
+          u.b = crop_weights(g->b, b);
+          u.bias = crop_bias(g->bias, b[bn].first, b[bn].second);
+          return OpRequest(u);
+        },
+        halve(bs, bn));
+    const std::int64_t align = std::lcm(block_along(g->a.params, as, as.size() - 1), block_along(g->b.params, bs, bk));
+    if (g->a.quantization != ActivationQuantization::dynamic_per_tensor &&
+        g->a.quantization != ActivationQuantization::dynamic_per_row)
+      add(  // depth: both operands
+          [&](const Box& b) {
+            QGemmOp u = *g;
+            Box ab = full_box(as);
+            ab.back() = b[bk];
+            u.a = crop_activation(g->a, ab);
+            u.b = crop_weights(g->b, b);
+            return OpRequest(u);
+          },
+          halve(bs, bk, align));
+  } else if (const auto* c = std::get_if<QConv2dOp>(&op)) {
+    const Shape& is = c->input.values.shape();
+    const ConvDims d = conv_dims(c->layout);
+    if (c->input.quantization != ActivationQuantization::dynamic_per_tensor)
+      add(
+          [&](const Box& b) {
+            QConv2dOp u = *c;
+            u.input = crop_activation(c->input, b);
+            return OpRequest(u);
+          },
+          halve(is, d.n));
+    if (c->geometry.groups == 1)
+      add(
+          [&](const Box& b) {
+            QConv2dOp u = *c;
+            u.weight = crop_weights(c->weight, b);
+            u.bias = crop_bias(c->bias, b[0].first, b[0].second);
+            return OpRequest(u);
+          },
+          halve(weight_shape(c->weight), 0));
+  }
+  return out;
+}
+
+bool still_fails(const Case& c, const OpRequest& op, Backend& backend) {
+  if (!backend.supports(op).available) return false;
+  Reference ref;
+  try {
+    ref = evaluate(op, c.spec);
+  } catch (const InputError&) {
+    return false;
+  }
+  Tensor out;
+  try {
+    out = backend.run(op);
+  } catch (const std::exception&) {
+    return true;  // a crash is a failure too
+  }
+  if (out.dtype() != ref.expected.dtype() || out.shape() != ref.expected.shape()) return true;
+  const Expectation ex = c.expectation_for(backend.name());
+  switch (ex.kind) {
+    case Expectation::Kind::claim: {
+      const auto claimed = find_preset(backend.claim());
+      if (!claimed) return true;
+      const Reference cref = evaluate(op, *claimed);
+      return count_mismatches(cref.expected, out, cref.specified) > 0;
+    }
+    case Expectation::Kind::max_lsb:
+    case Expectation::Kind::max_ulp: {
+      const Metrics m = compare(ref, out, 0);
+      return m.max_abs > ex.tolerance || m.signed_zero_mismatches > 0;
+    }
+    case Expectation::Kind::dot_product:
+      return ref.dot_product && !ref.dot_product(out).pass;
+    case Expectation::Kind::exact:
+      break;
+  }
+  return count_mismatches(ref.expected, out, ref.specified) > 0;
+}
+
+void save_single_case(const Case& c, const std::string& backend, const std::filesystem::path& path) {
+  nlohmann::json jc = case_to_json(c);
+  jc["expect"] = {{backend, c.expectation_for(backend).str()}};
+  const nlohmann::json file = {{"suite", c.suite + "-repro"},
+                               {"description", "A reproducer written by qconform for " + c.id() + " on " + backend},
+                               {"cases", nlohmann::json::array({jc})}};
+  write_file_atomic(path, file.dump(1) + "\n");
+}
+
+void write_reproducer(const Case& c, Backend& b, const Reference& ref, const Tensor& out,
+                      const std::vector<std::int64_t>& deciding, const std::string& dir, BackendResult& r) {
+  if (deciding.empty()) return;
+  // The deciding element with the largest |delta| (the worst list is sorted that way).
+  std::int64_t index = deciding.front();
+  for (const ElementDiff& d : r.metrics.worst)
+    if (std::binary_search(deciding.begin(), deciding.end(), d.index)) {
+      index = d.index;
+      break;
+    }
+  (void)ref;
+  (void)out;
+  Case unit = c;
+  try {
+    OpUnit u = unit_op(c.op, index);
+    unit.op = std::move(u.op);
+    unit.name = c.name + "-element-" + std::to_string(index);
+    unit.description = "The unit of element " + std::to_string(index) + " of " + c.id() + " (element " +
+                       std::to_string(u.index) + " here), where " + b.name() + " failed.";
+  } catch (const std::exception& e) {
+    r.reason += "; no reproducer: " + std::string(e.what());
+    return;
+  }
+  const bool fails = still_fails(unit, unit.op, b);
+  if (!fails) {
+    unit = c;  // the unit passes on its own (a tiling or blocking effect): keep the whole case
+    unit.description = "The whole case " + c.id() + ": its smallest unit passes on " + b.name() + " alone.";
+  }
+  const std::filesystem::path path =
+      std::filesystem::path(dir) / (file_safe(c.suite) + "__" + file_safe(c.name) + "__" + file_safe(b.name()) + ".json");
+  save_single_case(unit, b.name(), path);
+  r.reproducer = path.string();
+  r.reproduce_command = "qconform run " + path.string() + " --backend " + b.name();
+}
+
+Case shrink_case(const Case& c, Backend& backend, int max_steps) {
+  if (!still_fails(c, c.op, backend)) return c;
+  Case best = c;
+  // First the unit of each failing element: usually one element or one dot product.
+  const Reference ref = evaluate(c.op, c.spec);
+  const Tensor out = backend.run(c.op);
+  if (out.dtype() == ref.expected.dtype() && out.shape() == ref.expected.shape()) {
+    for (std::int64_t i : mismatch_indices(ref.expected, out, ref.specified)) {
+      if (--max_steps < 0) break;
+      try {
+        OpUnit u = unit_op(c.op, i);
+        if (still_fails(c, u.op, backend)) {
+          best.op = std::move(u.op);
+          best.name = c.name + "-element-" + std::to_string(i);
+          return best;
+        }
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  // Then halving, greedily: keep any half that still fails, until none does.
+  for (bool progress = true; progress && max_steps > 0;) {
+    progress = false;
+    for (OpRequest& h : halves(best.op)) {
+      if (--max_steps < 0) break;
+      if (still_fails(c, h, backend)) {
+        best.op = std::move(h);
+        best.name = c.name + "-shrunk";
+        progress = true;
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace qc

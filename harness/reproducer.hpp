@@ -1,0 +1,50 @@
+// Reproducers and shrinking: the smallest failing unit of a case, as a standalone case file.
+//
+// The unit of an output element is what it depends on: one input element (quantize, dequantize,
+// requantize); one row of A and one column of B with their parameters (GEMM: the operands of the
+// element's dot product); the receptive field of one output channel, cropped so the output is
+// 1x1 with the padding it needs (conv). Dynamic per-tensor quantization depends on the whole
+// activation, which the unit then keeps.
+#pragma once
+
+#include "backends/backend.hpp"
+#include "cases/case.hpp"
+#include "harness/evaluate.hpp"
+#include "reports/result.hpp"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace qc {
+
+// An op cropped to a box: per dimension of the op's main input (and its output), a start and a
+// length. Parameters, packed int4 weights and biases are cropped to match.
+struct OpUnit {
+  OpRequest op;
+  std::int64_t index = 0;  // the element of the unit's output that corresponds to the original element
+};
+
+// The smallest unit of `op` that output element `index` depends on.
+OpUnit unit_op(const OpRequest& op, std::int64_t index);
+
+// Smaller ops derived from `op` (halves along each shrinkable dimension), for shrinking.
+std::vector<OpRequest> halves(const OpRequest& op);
+
+// Whether `backend` fails case `c` (with op replaced) under the case's expectation for it.
+bool still_fails(const Case& c, const OpRequest& op, Backend& backend);
+
+// Writes DIR/<suite>__<case>__<backend>.json with the unit of the deciding element with the
+// largest |delta|, checks that it fails on its own, and fills r.reproducer and
+// r.reproduce_command.
+void write_reproducer(const Case& c, Backend& b, const Reference& ref, const Tensor& out,
+                      const std::vector<std::int64_t>& deciding, const std::string& dir, BackendResult& r);
+
+// Shrinks a failing case: first the unit of each failing element, then halving every dimension
+// while the backend keeps failing. Returns the smallest failing case found (`c` if none).
+Case shrink_case(const Case& c, Backend& backend, int max_steps = 200);
+
+// A case file holding one case (inline data), as `qconform run` reads it.
+void save_single_case(const Case& c, const std::string& backend, const std::filesystem::path& path);
+
+}  // namespace qc

@@ -1,0 +1,200 @@
+#include "oracles/error.hpp"
+#include "reports/reader.hpp"
+#include "reports/writers.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+
+namespace qc {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::array<std::int64_t, 5> histogram_from(const json& h) {
+  return {h.at("0").get<std::int64_t>(), h.at("1").get<std::int64_t>(), h.at("2").get<std::int64_t>(),
+          h.at("3").get<std::int64_t>(), h.at(">=4").get<std::int64_t>()};
+}
+
+std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+Verdict verdict_from(const std::string& s) {
+  for (Verdict v : {Verdict::pass, Verdict::fail, Verdict::xfail, Verdict::xpass, Verdict::skip, Verdict::crash,
+                    Verdict::timeout})
+    if (name(v) == s) return v;
+  throw std::out_of_range("unknown verdict '" + s + "'");
+}
+
+Label label_from(const std::string& s) {
+  for (int l = 0; l < kLabelCount; ++l)
+    if (name(static_cast<Label>(l)) == s) return static_cast<Label>(l);
+  throw std::out_of_range("unknown label '" + s + "'");
+}
+
+Metrics metrics_from(const json& j) {
+  Metrics m;
+  m.unit = j.at("unit");
+  m.elements = j.at("elements");
+  m.compared = j.at("compared");
+  m.unspecified = j.at("unspecified");
+  m.exact = j.at("exact_matches");
+  m.histogram = histogram_from(j.at("histogram"));
+  m.max_abs = j.at("max_abs_delta");
+  m.signed_sum = j.at("signed_bias");
+  m.signed_zero_mismatches = j.value("signed_zero_mismatches", std::int64_t{0});
+  if (j.contains("histogram_to_exact")) {
+    m.has_to_exact = true;
+    m.histogram_to_exact = histogram_from(j["histogram_to_exact"]);
+    m.max_to_exact = j.at("max_ulp_to_exact");
+  }
+  for (const auto& [lname, counts] : j.at("labels").items()) {
+    const auto l = static_cast<std::size_t>(label_from(lname));
+    m.label_total[l] = counts.at("total");
+    m.label_mismatch[l] = counts.at("mismatched");
+  }
+  for (const json& e : j.at("worst")) {
+    ElementDiff d;
+    d.index = e.at("index");
+    d.coords = e.at("coords").get<std::vector<std::int64_t>>();
+    d.input = e.at("input");
+    d.expected = text_of(e.at("expected"));
+    d.actual = text_of(e.at("actual"));
+    d.delta = e.at("delta");
+    d.exact = e.at("exact");
+    d.label = label_from(e.at("label"));
+    if (e.contains("causes")) d.causes = e["causes"].get<std::vector<std::string>>();
+    m.worst.push_back(std::move(d));
+  }
+  return m;
+}
+
+BackendResult backend_from(const json& j) {
+  BackendResult b;
+  b.backend = j.at("backend");
+  b.claim = j.at("claim");
+  b.expectation = j.at("expectation");
+  b.verdict = verdict_from(j.at("verdict"));
+  b.reason = j.at("reason");
+  b.seconds = j.at("seconds");
+  if (j.contains("metrics")) b.metrics = metrics_from(j["metrics"]);
+  b.claim_mismatches = j.value("claim_mismatches", std::int64_t{-1});
+  if (j.contains("causes")) {
+    for (const json& c : j["causes"]) {
+      CauseCount cc{c.at("cause"), c.at("description"), c.at("count"), {}};
+      for (const auto& [ch, n] : c.at("per_channel").items()) cc.per_channel[std::stoll(ch)] = n.get<std::int64_t>();
+      b.causes.push_back(std::move(cc));
+    }
+  }
+  b.unexplained = j.value("unexplained", std::int64_t{0});
+  b.fingerprint = j.value("fingerprint", "");
+  b.reproducer = j.value("reproducer", "");
+  b.reproduce_command = j.value("reproduce_command", "");
+  return b;
+}
+
+CaseResult case_from(const json& j) {
+  CaseResult c;
+  c.id = j.at("id");
+  c.suite = j.at("suite");
+  c.name = j.at("name");
+  c.description = j.at("description");
+  c.file = j.at("file");
+  c.line = j.at("line");
+  c.op = j.at("op");
+  c.spec = j.at("spec");
+  c.spec_description = j.at("spec_description");
+  c.shape = j.at("shape");
+  c.input_dtype = j.at("input_dtype");
+  c.output_dtype = j.at("output_dtype");
+  c.granularity = j.at("granularity");
+  for (const json& b : j.at("backends")) c.backends.push_back(backend_from(b));
+  return c;
+}
+
+}  // namespace
+
+RunReport report_from_json(const json& j, const std::string& where) {
+  if (!j.is_object() || j.value("tool", "") != "qconform" || !j.contains("schema_version"))
+    throw InputError(where + ": not a qconform report (no \"tool\": \"qconform\" and \"schema_version\")");
+  const std::string version = j["schema_version"];
+  if (version.rfind("1.", 0) != 0)
+    throw InputError(where + ": report schema " + version + " is not readable by this qconform (schema " +
+                     kReportSchemaVersion + ")");
+  RunReport r;
+  try {
+    const json& m = j.at("metadata");
+    r.meta.tool_version = m.at("version");
+    r.meta.git_revision = m.at("git_revision");
+    r.meta.compiler = m.at("compiler");
+    r.meta.host = m.at("host");
+    r.meta.cpu = m.at("cpu");
+    r.meta.cpu_features = m.at("cpu_features").get<std::vector<std::string>>();
+    r.meta.backends = m.at("backends").get<std::vector<std::string>>();
+    if (m.contains("backend_facts"))
+      r.meta.backend_facts = m["backend_facts"].get<std::map<std::string, std::map<std::string, std::string>>>();
+    r.meta.command_line = m.at("command_line").get<std::vector<std::string>>();
+    r.meta.shard = m.value("shard", "");
+    r.meta.started_at = m.at("started_at");
+    r.meta.seconds = m.at("seconds");
+    for (const json& c : j.at("cases")) r.cases.push_back(case_from(c));
+  } catch (const std::exception& e) {
+    throw InputError(where + ": malformed report: " + e.what());
+  }
+  return r;
+}
+
+RunReport load_report(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path.string() + ": cannot open the report");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw InputError(path.string() + ": not valid JSON: " + e.what());
+  }
+  return report_from_json(j, path.string());
+}
+
+RunReport merge_reports(const std::vector<RunReport>& parts) {
+  if (parts.empty()) throw InputError("merge: no reports given");
+  // Shards hold contiguous ranges of the global case order (qconform run --shard), so the merged
+  // order is the shards' order by index.
+  std::vector<const RunReport*> order;
+  for (const RunReport& p : parts) order.push_back(&p);
+  auto index_of = [](const RunReport* r) {
+    const auto slash = r->meta.shard.find('/');
+    return slash == std::string::npos ? 0 : std::stoi(r->meta.shard.substr(0, slash));
+  };
+  std::string count;
+  for (const RunReport* r : order) {
+    const auto slash = r->meta.shard.find('/');
+    const std::string n = slash == std::string::npos ? "" : r->meta.shard.substr(slash + 1);
+    if (r != order.front() && n != count)
+      throw InputError("merge: the reports come from different shardings ('" + order.front()->meta.shard +
+                       "' and '" + r->meta.shard + "')");
+    count = n;
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const RunReport* a, const RunReport* b) { return index_of(a) < index_of(b); });
+  RunReport out;
+  out.meta = order.front()->meta;
+  out.meta.shard.clear();
+  out.meta.seconds = 0;
+  std::map<std::string, int> seen;
+  for (const RunReport* r : order) {
+    out.meta.seconds += r->meta.seconds;
+    for (const std::string& b : r->meta.backends)
+      if (std::find(out.meta.backends.begin(), out.meta.backends.end(), b) == out.meta.backends.end())
+        out.meta.backends.push_back(b);
+    for (const auto& [b, f] : r->meta.backend_facts) out.meta.backend_facts.emplace(b, f);
+    for (const CaseResult& c : r->cases) {
+      if (seen[c.id]++) throw InputError("merge: case '" + c.id + "' appears in more than one report");
+      out.cases.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace qc
