@@ -10,9 +10,9 @@
 namespace qc {
 namespace {
 
-constexpr std::array kQuantizeOrders = {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float,
+constexpr std::array kQuantizeOrders = {QuantizeOrder::div_then_add_int,   QuantizeOrder::div_add_float,
                                         QuantizeOrder::recip_then_add_int, QuantizeOrder::recip_add_float,
-                                        QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float};
+                                        QuantizeOrder::fma_recip,          QuantizeOrder::round_then_add_float};
 constexpr std::array kClamps = {Clamp::int_after, Clamp::float_before, Clamp::wrap};
 // NanRule::error turns NaN into an input error, which no backend output reproduces.
 constexpr std::array kNanRules = {NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point, NanRule::to_zero};

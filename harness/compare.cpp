@@ -102,7 +102,8 @@ Metrics compare(const Reference& ref, const Tensor& actual, int max_worst) {
   return m;
 }
 
-std::vector<std::int64_t> mismatch_indices(const Tensor& a, const Tensor& b, const std::vector<std::uint8_t>& specified) {
+std::vector<std::int64_t> mismatch_indices(const Tensor& a, const Tensor& b,
+                                           const std::vector<std::uint8_t>& specified) {
   std::vector<std::int64_t> v;
   for (std::int64_t i = 0; i < a.size(); ++i)
     if (specified[static_cast<std::size_t>(i)] && !same_element(a, b, i)) v.push_back(i);

@@ -231,8 +231,9 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
     int changes = 0;
     for (const auto& c : report.cases)
       for (const auto& b : c.backends) changes += qc::is_change(b.verdict) ? 1 : 0;
-    std::cout << "gate: " << (changes ? std::to_string(changes) + " change(s) against the baseline " + a.baseline
-                                      : "no change against the baseline " + a.baseline)
+    std::cout << "gate: "
+              << (changes ? std::to_string(changes) + " change(s) against the baseline " + a.baseline
+                          : "no change against the baseline " + a.baseline)
               << "\n";
     return changes ? 1 : 0;
   }
@@ -255,8 +256,8 @@ int cmd_report(const std::vector<std::string>& inputs, const std::string& out_di
   const qc::RunReport r = parts.size() == 1 ? parts.front() : qc::merge_reports(parts);
   qc::write_reports(r, out_dir);
   std::cout << "reports: " << (fs::path(out_dir) / "report.json").string() << ", "
-            << (fs::path(out_dir) / "report.html").string() << ", "
-            << (fs::path(out_dir) / "report.junit.xml").string() << "\n";
+            << (fs::path(out_dir) / "report.html").string() << ", " << (fs::path(out_dir) / "report.junit.xml").string()
+            << "\n";
   return qc::exit_code(r);
 }
 
@@ -295,7 +296,7 @@ int cmd_infer(const std::string& backend, const std::string& json_out, std::uint
   qc::InferOptions opt;
   opt.seed = seed;
   const qc::InferReport r = qc::infer(*b, opt);
-  std::cout << r.backend << ": " << r.probes << " probe elements (" << (r.ops.empty() ? "none" : "") ;
+  std::cout << r.backend << ": " << r.probes << " probe elements (" << (r.ops.empty() ? "none" : "");
   for (std::size_t i = 0; i < r.ops.size(); ++i) std::cout << (i ? ", " : "") << r.ops[i];
   std::cout << ")\n";
   for (const auto& s : r.skipped) std::cout << "  not probed: " << s << "\n";

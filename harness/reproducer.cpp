@@ -38,7 +38,10 @@ Tensor crop(const Tensor& t, const Box& box) {
     unravel(i, out.shape(), c);
     std::int64_t src = 0;
     for (std::size_t d = 0; d < in.size(); ++d) src = src * in[d] + box[d].first + c[d];
-    out.set_bits(i, t.bits(src));
+    if (is_int(t.dtype()))
+      out.set_int(i, t.get_int(src));  // by value: sub-byte formats keep their sign
+    else
+      out.set_bits(i, t.bits(src));
   }
   return out;
 }
@@ -95,8 +98,16 @@ QWeights crop_weights(const QWeights& w, const Box& box) {
   if (w.packing) {
     const Tensor logical = unpack_int4(w.values, w.format, w.shape, *w.packing);
     const Tensor part = crop(logical, box);
-    out.values = pack_int4(part, w.format, *w.packing);
-    out.shape = part.shape();
+    try {
+      out.values = pack_int4(part, w.format, *w.packing);
+      out.shape = part.shape();
+    } catch (const InputError&) {
+      // The packing cannot hold the crop (an odd length where it rejects odd lengths): the unit
+      // carries the nibbles unpacked, one per element.
+      out.values = part;
+      out.packing.reset();
+      out.shape.clear();
+    }
     out.params = crop_params(w.params, w.shape, box);
   } else {
     out.values = crop(w.values, box);
@@ -471,8 +482,8 @@ void write_reproducer(const Case& c, Backend& b, const Reference& ref, const Ten
     unit = c;  // the unit passes on its own (a tiling or blocking effect): keep the whole case
     unit.description = "The whole case " + c.id() + ": its smallest unit passes on " + b.name() + " alone.";
   }
-  const std::filesystem::path path =
-      std::filesystem::path(dir) / (file_safe(c.suite) + "__" + file_safe(c.name) + "__" + file_safe(b.name()) + ".json");
+  const std::filesystem::path path = std::filesystem::path(dir) / (file_safe(c.suite) + "__" + file_safe(c.name) +
+                                                                   "__" + file_safe(b.name()) + ".json");
   save_single_case(unit, b.name(), path);
   r.reproducer = path.string();
   r.reproduce_command = "qconform run " + path.string() + " --backend " + b.name();

@@ -125,8 +125,8 @@ CallResult call_isolated(Backend& b, const OpRequest& op, double timeout_seconds
             "the backend died of signal " + std::to_string(sig) + " (" + ::strsignal(sig) + ")"};
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || buf.empty())
-    return {std::nullopt, Verdict::crash, "the backend's process exited with status " +
-                                              std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1)};
+    return {std::nullopt, Verdict::crash,
+            "the backend's process exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1)};
   if (buf[0] == 0) return {std::nullopt, Verdict::crash, buf.substr(1)};
   std::size_t pos = 1;
   auto take = [&](void* dst, std::size_t n) {
@@ -156,8 +156,8 @@ std::vector<std::int64_t> beyond_tolerance(const Reference& ref, const Tensor& o
   const bool floats = is_float(out.dtype());
   for (std::int64_t i = 0; i < out.size(); ++i) {
     if (!ref.specified[static_cast<std::size_t>(i)] || same_element(ref.expected, out, i)) continue;
-    const std::int64_t d = floats ? ulp_delta(out.dtype(), ref.expected.bits(i), out.bits(i))
-                                  : out.get_int(i) - ref.expected.get_int(i);
+    const std::int64_t d =
+        floats ? ulp_delta(out.dtype(), ref.expected.bits(i), out.bits(i)) : out.get_int(i) - ref.expected.get_int(i);
     if (d == 0 || std::llabs(d) > tol) v.push_back(i);  // d == 0 with different bits: a signed zero
   }
   return v;
@@ -182,8 +182,8 @@ BackendResult run_one(const Case& c, const Reference& ref, Backend& b, const Run
     return r;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  CallResult call = opt.isolate || opt.timeout_seconds > 0 ? call_isolated(b, c.op, opt.timeout_seconds)
-                                                           : call_in_process(b, c.op);
+  CallResult call =
+      opt.isolate || opt.timeout_seconds > 0 ? call_isolated(b, c.op, opt.timeout_seconds) : call_in_process(b, c.op);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!call.out) {
     r.verdict = call.verdict;

@@ -189,7 +189,10 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
   BigInt r;
   if (t.is_inf()) {  // infinities saturate (also under wrap, where a cast of inf has no meaning)
     special = true;
-    r = t.negative ? BigInt(range.lo) - off - 1 : BigInt(range.hi) - off + 1;
+    // One past the range, so the clamp saturates it and labels it; under wrap (no clamp) the end
+    // of the range itself, since wrapping one past it would land on the opposite end.
+    const int past = pol.clamp == Clamp::wrap ? 0 : 1;
+    r = t.negative ? BigInt(range.lo) - off - past : BigInt(range.hi) - off + past;
     if (trace) step("round", "", t, t, "infinite: saturates");
   } else {
     Fraction f;

@@ -21,8 +21,8 @@ std::array<std::int64_t, 5> histogram_from(const json& h) {
 std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 Verdict verdict_from(const std::string& s) {
-  for (Verdict v : {Verdict::pass, Verdict::fail, Verdict::xfail, Verdict::xpass, Verdict::skip, Verdict::crash,
-                    Verdict::timeout})
+  for (Verdict v :
+       {Verdict::pass, Verdict::fail, Verdict::xfail, Verdict::xpass, Verdict::skip, Verdict::crash, Verdict::timeout})
     if (name(v) == s) return v;
   throw std::out_of_range("unknown verdict '" + s + "'");
 }
@@ -172,8 +172,8 @@ RunReport merge_reports(const std::vector<RunReport>& parts) {
     const auto slash = r->meta.shard.find('/');
     const std::string n = slash == std::string::npos ? "" : r->meta.shard.substr(slash + 1);
     if (r != order.front() && n != count)
-      throw InputError("merge: the reports come from different shardings ('" + order.front()->meta.shard +
-                       "' and '" + r->meta.shard + "')");
+      throw InputError("merge: the reports come from different shardings ('" + order.front()->meta.shard + "' and '" +
+                       r->meta.shard + "')");
     count = n;
   }
   std::stable_sort(order.begin(), order.end(),

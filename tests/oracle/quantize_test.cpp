@@ -105,6 +105,12 @@ TEST(QuantizeOnnx, WrapInsteadOfSaturate) {
   EXPECT_EQ(q(127.5, 1, 0, DType::i8, p), -128);  // tie -> 128 -> wraps
   EXPECT_EQ(q(-129, 1, 0, DType::i8, p), 127);
   EXPECT_EQ(q(256.5, 1, 0, DType::u8, p), 0);  // 256 (even) wraps to 0
+  // A cast of an infinity has no meaning: infinities saturate under wrap too, +inf to the top
+  // of the range and -inf to the bottom, whatever the zero point.
+  EXPECT_EQ(q(INFINITY, 1, -3, DType::i8, p), 127);
+  EXPECT_EQ(q(-INFINITY, 1, -3, DType::i8, p), -128);
+  EXPECT_EQ(q(INFINITY, 1, 128, DType::u8, p), 255);
+  EXPECT_EQ(q(-INFINITY, 1, 128, DType::u8, p), 0);
 }
 
 TEST(QuantizeRounding, EveryModeAtTiesAndOffTies) {

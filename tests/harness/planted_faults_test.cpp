@@ -1,0 +1,280 @@
+// Planted faults (tests/harness/faulty_backend.hpp): each one must be located, counted, attributed
+// to the right cause and named by infer. The expected counts and positions are derived here by
+// hand or by plain float arithmetic, never from the harness.
+#include "faulty_backend.hpp"
+
+#include "cases/generators.hpp"
+#include "harness/baseline.hpp"
+#include "harness/infer.hpp"
+#include "harness/runner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace qc {
+namespace {
+
+using testing::Fault;
+using testing::FaultyBackend;
+
+Spec spec_nan_to_zero_point() {
+  // onnx leaves NaN open; this spec pins it to the zero point so a NaN fault is a mismatch.
+  Spec s = *find_preset("onnx");
+  s.quantize.nan = NanRule::to_zero_point;
+  s.name = "onnx+nan_to_zero_point";
+  return s;
+}
+
+Case quantize_case(const std::string& name, const std::vector<float>& xs, double scale, DType out = DType::i8) {
+  QuantizeOp op;
+  op.x = Tensor(DType::f32, {static_cast<std::int64_t>(xs.size())});
+  for (std::size_t i = 0; i < xs.size(); ++i) op.x.set_double(static_cast<std::int64_t>(i), xs[i]);
+  op.params.scales = {scale};
+  op.params.zero_points = {0};
+  op.out = out;
+  Case c;
+  c.suite = "planted";
+  c.name = name;
+  c.op = op;
+  c.spec = spec_nan_to_zero_point();
+  return c;
+}
+
+BackendResult run_on(const Case& c, Backend& b, const RunOptions& opt = {}) {
+  Suite s{"planted", "", "", {c}};
+  const RunReport r = run_cases({s}, {&b}, opt);
+  return r.cases.at(0).backends.at(0);
+}
+
+std::set<std::string> finding(const InferReport& r, const std::string& op, const std::string& dim) {
+  for (const InferFinding& f : r.findings)
+    if (f.op == op && f.dimension == dim) return {f.values.begin(), f.values.end()};
+  ADD_FAILURE() << "no finding " << op << "." << dim;
+  return {};
+}
+
+// Every worst element of a result carries `cause`, and the cause explains every mismatch.
+void expect_cause(const BackendResult& r, const std::string& cause) {
+  ASSERT_FALSE(r.causes.empty());
+  const auto it = std::find_if(r.causes.begin(), r.causes.end(), [&](const CauseCount& c) { return c.cause == cause; });
+  ASSERT_NE(it, r.causes.end()) << "cause " << cause << " not found; first is " << r.causes.front().cause;
+  EXPECT_EQ(it->count, r.metrics.mismatches());
+  EXPECT_EQ(r.unexplained, 0);
+  for (const ElementDiff& d : r.metrics.worst)
+    EXPECT_NE(std::find(d.causes.begin(), d.causes.end(), cause), d.causes.end()) << "element " << d.index;
+}
+
+// x = k + 1/2 for k = -8..7 (index k + 8) with scale 1: ties to even and ties away differ where
+// the even neighbour is the one toward zero: +0.5, +2.5, +4.5, +6.5 (indices 8, 10, 12, 14) and
+// -0.5, -2.5, -4.5, -6.5 (indices 7, 5, 3, 1); -7.5 goes to -8 both ways.
+TEST(PlantedFaults, TiesAwayIsLocatedCountedAndAttributed) {
+  std::vector<float> xs;
+  for (int k = -8; k <= 7; ++k) xs.push_back(static_cast<float>(k) + 0.5f);
+  FaultyBackend b(Fault::ties_away);
+  RunOptions opt;
+  opt.max_worst = 100;
+  const BackendResult r = run_on(quantize_case("ties", xs, 1.0), b, opt);
+  EXPECT_EQ(r.verdict, Verdict::fail);
+  EXPECT_EQ(r.metrics.mismatches(), 8);
+  std::set<std::int64_t> where;
+  for (const ElementDiff& d : r.metrics.worst) where.insert(d.index);
+  EXPECT_EQ(where, (std::set<std::int64_t>{1, 3, 5, 7, 8, 10, 12, 14}));
+  EXPECT_EQ(r.metrics.label_mismatch[static_cast<std::size_t>(Label::tie)], 8);
+  expect_cause(r, "quantize.rounding=rna");
+  const InferReport inf = infer(b);
+  EXPECT_EQ(finding(inf, "quantize", "rounding"), std::set<std::string>{std::string(describe(RoundingMode::rna))});
+}
+
+// Random values around many ties for a scale with no exact reciprocal; the count of elements
+// where the fault differs is computed with plain f32 arithmetic.
+std::vector<float> around_ties(float s, std::size_t n) {
+  SplitMix64 rng(7);
+  std::vector<float> xs;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double k = std::floor(rng.uniform01() * 200) - 100;
+    const double off = (rng.uniform01() - 0.5) / 32;
+    xs.push_back(static_cast<float>((k + 0.5 + off) * static_cast<double>(s)));
+  }
+  return xs;
+}
+
+TEST(PlantedFaults, ReciprocalMultiplyIsAttributedToTheOrder) {
+  // The f32 values nearest to the ties (k + 1/2) * s and 1 to 3 ulp either side: where x / s and
+  // x * (1 / s) round to different f32, the tie rule or the boundary decides differently.
+  const float s = 0.1f;
+  std::vector<float> xs;
+  for (int k = -120; k < 120; ++k) {
+    float t = static_cast<float>((k + 0.5) * static_cast<double>(s));
+    for (int u = 0; u < 3; ++u) t = std::nextafter(t, -INFINITY);
+    for (int u = 0; u < 7; ++u, t = std::nextafter(t, INFINITY)) xs.push_back(t);
+  }
+  std::int64_t expected = 0;
+  for (float x : xs) {
+    const float a = std::clamp(std::nearbyint(x / s), -128.0f, 127.0f);
+    const float b = std::clamp(std::nearbyint(x * (1.0f / s)), -128.0f, 127.0f);
+    expected += a != b;
+  }
+  ASSERT_GT(expected, 0);  // the data must exercise the fault
+  FaultyBackend b(Fault::reciprocal);
+  const BackendResult r = run_on(quantize_case("recip", xs, s), b);
+  EXPECT_EQ(r.metrics.mismatches(), expected);
+  expect_cause(r, "quantize.order=recip_then_add_int");
+  const InferReport inf = infer(b);
+  const auto orders = finding(inf, "quantize", "order");
+  EXPECT_TRUE(orders.count(std::string(formula(QuantizeOrder::recip_then_add_int))));
+  EXPECT_FALSE(orders.count(std::string(formula(QuantizeOrder::div_then_add_int))));
+}
+
+TEST(PlantedFaults, F16IntermediateIsAttributedToTheComputeFormat) {
+  const float s = 0.25f;  // exact in f16, so only x and the quotient are rounded
+  const std::vector<float> xs = around_ties(s, 4000);
+  std::int64_t expected = 0;
+  for (float x : xs) {
+    const float a = std::clamp(std::nearbyint(x / s), -128.0f, 127.0f);
+    // x to f16 (11 significant bits), then the quotient by a power of two (exact), then rounding
+    const float h = static_cast<float>(static_cast<_Float16>(x)) / s;
+    expected += a != std::clamp(std::nearbyint(h), -128.0f, 127.0f);
+  }
+  ASSERT_GT(expected, 0);
+  FaultyBackend b(Fault::f16);
+  const BackendResult r = run_on(quantize_case("f16", xs, s), b);
+  EXPECT_EQ(r.metrics.mismatches(), expected);
+  expect_cause(r, "quantize.compute=f16");
+  const auto computes = finding(infer(b), "quantize", "compute");
+  EXPECT_TRUE(computes.count("f16"));
+  EXPECT_FALSE(computes.count("f32"));
+}
+
+// Out-of-range values: 200 wraps to 200 - 256 = -56, -300 to -300 + 256 = -44; the spec saturates
+// to 127 and -128. Four of the eight values are outside [-128, 127]: 200, -300, 128, -129.
+TEST(PlantedFaults, WrapIsAttributedToTheClamp) {
+  const std::vector<float> xs = {1, 200, -300, 127, -128, 128, 5, -129};
+  FaultyBackend b(Fault::wrap);
+  RunOptions opt;
+  opt.max_worst = 10;
+  const BackendResult r = run_on(quantize_case("wrap", xs, 1.0), b, opt);
+  EXPECT_EQ(r.metrics.mismatches(), 4);  // 200, -300, 128, -129
+  EXPECT_EQ(r.metrics.label_mismatch[static_cast<std::size_t>(Label::saturated)], 4);
+  expect_cause(r, "quantize.clamp=wrap");
+  EXPECT_EQ(finding(infer(b), "quantize", "clamp"), std::set<std::string>{"wrap"});
+}
+
+TEST(PlantedFaults, NanToQmaxIsAttributedToTheNanRule) {
+  const std::vector<float> xs = {1, NAN, 2, -NAN, 3};
+  FaultyBackend b(Fault::nan_to_qmax);
+  const BackendResult r = run_on(quantize_case("nan", xs, 1.0), b);
+  EXPECT_EQ(r.metrics.mismatches(), 2);
+  EXPECT_EQ(r.metrics.label_mismatch[static_cast<std::size_t>(Label::special)], 2);
+  expect_cause(r, "quantize.nan=qmax");
+  EXPECT_EQ(finding(infer(b), "quantize", "nan"), std::set<std::string>{"qmax"});
+}
+
+// u8 x s8 with pairs of 255 * 127 * 2 = 64770 > 32767: every column whose B pairs are (127, 127)
+// saturates. A is [2, 4] of 255 and 1; B [4, 3] columns: (127,127,127,127) saturates twice in
+// row 0 (sum 2 * 32767 = 65534 instead of 129540), (1,1,1,1) never, (-128,-128,0,0) once
+// (255*-128*2 = -65280 -> -32768).
+TEST(PlantedFaults, Int16PairSaturationIsAttributedToTheAccumulation) {
+  QGemmOp op;
+  op.a.values = Tensor(DType::u8, {2, 4});
+  const std::int64_t a[] = {255, 255, 255, 255, 1, 1, 1, 1};
+  for (int i = 0; i < 8; ++i) op.a.values.set_int(i, a[i]);
+  op.a.params.scales = {1.0};
+  op.b.values = Tensor(DType::i8, {4, 3});
+  const std::int64_t bv[] = {127, 1, -128, 127, 1, -128, 127, 1, 0, 127, 1, 0};
+  for (int i = 0; i < 12; ++i) op.b.values.set_int(i, bv[i]);
+  op.b.params.scales = {1.0};
+  op.output.kind = OutputKind::int32;
+  op.output.format = DType::i32;
+  Case c;
+  c.suite = "planted";
+  c.name = "pairs";
+  c.op = op;
+  c.spec = *find_preset("onnx");
+  FaultyBackend b(Fault::int16_pairs);
+  RunOptions opt;
+  opt.max_worst = 10;
+  const BackendResult r = run_on(c, b, opt);
+  EXPECT_EQ(r.metrics.mismatches(), 2);  // row 0, columns 0 and 2; row 1 stays small
+  std::set<std::int64_t> where;
+  for (const ElementDiff& d : r.metrics.worst) where.insert(d.index);
+  EXPECT_EQ(where, (std::set<std::int64_t>{0, 2}));
+  expect_cause(r, "accumulation=int16_pair_saturate");
+  const CauseCount& cc = r.causes.front();
+  EXPECT_EQ(cc.per_channel, (std::map<std::int64_t, std::int64_t>{{0, 1}, {2, 1}}));
+  EXPECT_EQ(finding(infer(b), "qgemm", "accumulation"), std::set<std::string>{"int16_pair_saturate"});
+}
+
+TEST(PlantedFaults, TheCorrectBackendIsNamedLikeOnnx) {
+  FaultyBackend b(Fault::none);
+  const InferReport inf = infer(b);
+  EXPECT_EQ(finding(inf, "quantize", "rounding"), std::set<std::string>{std::string(describe(RoundingMode::rne))});
+  EXPECT_NE(std::find(inf.presets.begin(), inf.presets.end(), "onnx"), inf.presets.end());
+  EXPECT_EQ(finding(inf, "quantize", "nan"), std::set<std::string>{"zero_point"});
+}
+
+// ---- The gate --------------------------------------------------------------------------------
+
+std::vector<float> ties_data() {
+  std::vector<float> xs;
+  for (int k = -8; k <= 7; ++k) xs.push_back(static_cast<float>(k) + 0.5f);
+  return xs;
+}
+
+TEST(Gate, PassesOnAnUnchangedKnownMismatchAndFailsOnOneMoreOrLess) {
+  const Case c = quantize_case("ties", ties_data(), 1.0);
+  Suite s{"planted", "", "", {c}};
+  FaultyBackend known(Fault::ties_away);
+  const RunReport first = run_cases({s}, {&known}, {});
+  ASSERT_EQ(first.cases[0].backends[0].verdict, Verdict::fail);
+  const Baseline base = baseline_from(first);
+  ASSERT_EQ(base.entries.size(), 1u);
+
+  RunOptions opt;
+  opt.baseline = &base;
+  const RunReport same = run_cases({s}, {&known}, opt);
+  EXPECT_EQ(same.cases[0].backends[0].verdict, Verdict::xfail);
+  EXPECT_EQ(exit_code(same), 0);
+
+  FaultyBackend more(Fault::extra_mismatch, known.name()), fewer(Fault::fewer_mismatch, known.name()),
+      fixed(Fault::none, known.name());
+  const RunReport r_more = run_cases({s}, {&more}, opt);
+  EXPECT_EQ(r_more.cases[0].backends[0].verdict, Verdict::fail);
+  EXPECT_EQ(r_more.cases[0].backends[0].metrics.mismatches(), 9);
+  EXPECT_EQ(exit_code(r_more), 1);
+  const RunReport r_fewer = run_cases({s}, {&fewer}, opt);
+  EXPECT_EQ(r_fewer.cases[0].backends[0].verdict, Verdict::fail);
+  EXPECT_EQ(r_fewer.cases[0].backends[0].metrics.mismatches(), 7);
+  const RunReport r_fixed = run_cases({s}, {&fixed}, opt);
+  EXPECT_EQ(r_fixed.cases[0].backends[0].verdict, Verdict::xpass);
+  EXPECT_EQ(exit_code(r_fixed), 1);
+}
+
+// ---- Crashes and hangs -----------------------------------------------------------------------
+
+TEST(Isolation, ACrashIsReportedAndTheRunGoesOn) {
+  const Case c = quantize_case("ties", ties_data(), 1.0);
+  FaultyBackend crash(Fault::crash), fine(Fault::none);
+  RunOptions opt;
+  opt.isolate = true;
+  Suite s{"planted", "", "", {c}};
+  const RunReport r = run_cases({s}, {&crash, &fine}, opt);
+  EXPECT_EQ(r.cases[0].backends[0].verdict, Verdict::crash);
+  EXPECT_NE(r.cases[0].backends[0].reason.find("signal 11"), std::string::npos) << r.cases[0].backends[0].reason;
+  EXPECT_EQ(r.cases[0].backends[1].verdict, Verdict::pass);
+}
+
+TEST(Isolation, AHangIsKilledAfterTheTimeout) {
+  const Case c = quantize_case("ties", ties_data(), 1.0);
+  FaultyBackend hang(Fault::hang);
+  RunOptions opt;
+  opt.timeout_seconds = 0.5;
+  const BackendResult r = run_on(c, hang, opt);
+  EXPECT_EQ(r.verdict, Verdict::timeout);
+  EXPECT_NE(r.reason.find("0.5 s"), std::string::npos) << r.reason;
+}
+
+}  // namespace
+}  // namespace qc

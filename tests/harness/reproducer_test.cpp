@@ -1,0 +1,184 @@
+// Reproducers, shrinking, shards and baselines from the command line.
+//
+// The unit of an output element must compute that element exactly as the whole op does: checked
+// for sampled elements of every case in the built-in suites, the oracle evaluating both (the
+// oracle knows nothing of the cropping, so it is an independent check of it).
+#include "faulty_backend.hpp"
+
+#include "cases/case.hpp"
+#include "harness/compare.hpp"
+#include "harness/evaluate.hpp"
+#include "harness/reproducer.hpp"
+#include "harness/runner.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace qc {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Fault;
+using testing::FaultyBackend;
+
+TEST(Reproducer, TheUnitOfAnElementComputesThatElement) {
+  int checked = 0;
+  for (const char* file : {"qgemm.json", "qconv2d.json", "int4.json", "drq.json", "weight_only.json",
+                           "quantize_linear.json", "dequantize_linear.json", "requantize.json", "vnni.json"}) {
+    for (const Suite& s : load_suites({fs::path(QCONFORM_SOURCE_DIR) / "cases" / file})) {
+      for (const Case& c : s.cases) {
+        const Reference ref = evaluate(c.op, c.spec);
+        const std::int64_t n = ref.expected.size();
+        if (n > 100000) continue;
+        const std::int64_t step = std::max<std::int64_t>(1, n / 7);
+        for (std::int64_t i = 0; i < n; i += step) {
+          if (!ref.specified[static_cast<std::size_t>(i)]) continue;
+          const OpUnit u = unit_op(c.op, i);
+          const Reference ur = evaluate(u.op, c.spec);
+          ASSERT_LT(u.index, ur.expected.size()) << c.id() << " element " << i;
+          Tensor a(ref.expected.dtype(), {1}), b(ref.expected.dtype(), {1});
+          if (is_int(a.dtype())) {
+            a.set_int(0, ref.expected.get_int(i));
+            b.set_int(0, ur.expected.get_int(u.index));
+          } else {
+            a.set_bits(0, ref.expected.bits(i));
+            b.set_bits(0, ur.expected.bits(u.index));
+          }
+          EXPECT_TRUE(same_element(a, b, 0))
+              << c.id() << " element " << i << ": whole op " << a.get_double(0) << ", unit " << b.get_double(0);
+          EXPECT_LE(ur.expected.size(), n);
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 500);
+}
+
+Case ties_case(std::int64_t n) {
+  QuantizeOp op;
+  op.x = Tensor(DType::f32, {n});
+  for (std::int64_t i = 0; i < n; ++i) op.x.set_double(i, static_cast<double>(i % 40 - 20) + 0.5);
+  op.params.scales = {1.0};
+  op.params.zero_points = {0};
+  op.out = DType::i8;
+  Case c;
+  c.suite = "planted";
+  c.name = "ties";
+  c.op = op;
+  c.spec = *find_preset("onnx");
+  return c;
+}
+
+TEST(Reproducer, AFailingCaseGetsAOneElementFileThatFailsAgain) {
+  const fs::path dir = fs::temp_directory_path() / ("qconform-repro-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  FaultyBackend b(Fault::ties_away);
+  RunOptions opt;
+  opt.reproducer_dir = dir.string();
+  const RunReport r = run_cases({Suite{"planted", "", "", {ties_case(1000)}}}, {&b}, opt);
+  const BackendResult& br = r.cases[0].backends[0];
+  ASSERT_EQ(br.verdict, Verdict::fail);
+  ASSERT_FALSE(br.reproducer.empty());
+  EXPECT_EQ(br.reproduce_command, "qconform run " + br.reproducer + " --backend faulty-ties-away");
+  const Suite back = load_suite(br.reproducer);
+  ASSERT_EQ(back.cases.size(), 1u);
+  EXPECT_EQ(op_input(back.cases[0].op).size(), 1);
+  EXPECT_TRUE(still_fails(back.cases[0], back.cases[0].op, b));
+  fs::remove_all(dir);
+}
+
+TEST(Reproducer, ShrinkFindsOneFailingElement) {
+  FaultyBackend b(Fault::ties_away);
+  const Case c = ties_case(4096);
+  const Case small = shrink_case(c, b);
+  EXPECT_EQ(op_input(small.op).size(), 1);
+  EXPECT_TRUE(still_fails(small, small.op, b));
+  // A case that passes stays as it is.
+  FaultyBackend good(Fault::none);
+  EXPECT_EQ(op_input(shrink_case(c, good).op).size(), 4096);
+}
+
+// ---- From the command line ------------------------------------------------------------------
+
+int run(const std::string& args) {
+  const int rc = std::system((std::string(QCONFORM_BIN) + " " + args + " >/dev/null 2>&1").c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+// Timing fields differ between any two runs.
+void drop_timing(nlohmann::json& j) {
+  if (j.is_object()) {
+    j.erase("seconds");
+    j.erase("started_at");
+    for (auto& [k, v] : j.items()) drop_timing(v);
+  } else if (j.is_array()) {
+    for (auto& v : j) drop_timing(v);
+  }
+}
+
+TEST(CliRuns, ThreeShardsMergedEqualTheUnshardedRun) {
+  const fs::path dir = fs::temp_directory_path() / ("qconform-shards-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string cases = std::string(QCONFORM_SOURCE_DIR) + "/cases/quantize_linear.json " + QCONFORM_SOURCE_DIR +
+                            "/cases/qgemm.json " + QCONFORM_SOURCE_DIR + "/cases/vnni.json";
+  ASSERT_EQ(run("run " + cases + " -q -o " + (dir / "all").string()), 0);
+  std::string merged_inputs;
+  for (int i = 1; i <= 3; ++i) {
+    const fs::path d = dir / ("shard" + std::to_string(i));
+    ASSERT_EQ(run("run " + cases + " -q --shard " + std::to_string(i) + "/3 -o " + d.string()), 0);
+    merged_inputs += " " + (d / "report.json").string();
+  }
+  ASSERT_EQ(run("merge" + merged_inputs + " -o " + (dir / "merged").string()), 0);
+  nlohmann::json all = read_json(dir / "all" / "report.json"), merged = read_json(dir / "merged" / "report.json");
+  drop_timing(all);
+  drop_timing(merged);
+  EXPECT_GT(all["cases"].size(), 10u);
+  EXPECT_EQ(all["cases"], merged["cases"]);
+  EXPECT_EQ(all["summary"], merged["summary"]);
+  all["metadata"].erase("command_line");
+  merged["metadata"].erase("command_line");
+  EXPECT_EQ(all["metadata"], merged["metadata"]);
+  EXPECT_TRUE(fs::exists(dir / "merged" / "report.html"));
+  EXPECT_EQ(run("run " + cases + " --shard 4/3 -o " + (dir / "bad").string()), 2);
+  fs::remove_all(dir);
+}
+
+TEST(CliRuns, BaselineAndGateFromTheCommandLine) {
+  const fs::path dir = fs::temp_directory_path() / ("qconform-gate-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  // A case expected exact against tflite-reference that cpu-ref (claiming onnx) misses at ties.
+  fs::create_directories(dir);
+  {
+    std::ofstream f(dir / "known.json");
+    f << R"({"suite": "known", "cases": [{"name": "ties", "op": "quantize", "spec": "tflite-reference",
+        "input": {"dtype": "f32", "shape": [6], "data": [0.5, 1.5, 2.5, -0.5, -1.5, -2.5]},
+        "scale": 1.0, "zero_point": 0, "output_dtype": "i8"}]})";
+  }
+  const std::string known = (dir / "known.json").string();
+  EXPECT_EQ(run("run " + known + " -b cpu-ref -q -o " + (dir / "r1").string()), 1);
+  EXPECT_EQ(run("baseline " + (dir / "r1" / "report.json").string() + " -o " + (dir / "base.json").string()), 0);
+  const nlohmann::json base = read_json(dir / "base.json");
+  ASSERT_EQ(base["entries"].size(), 1u);
+  // 0.5, 2.5, -0.5, -2.5 round differently (ties away versus to even): 4 mismatches.
+  EXPECT_EQ(base["entries"][0]["fingerprint"].get<std::string>().substr(0, 2), "4:");
+  EXPECT_EQ(run("run " + known + " -b cpu-ref -q --gate --baseline " + (dir / "base.json").string() + " -o " +
+                (dir / "r2").string()),
+            0);
+  const nlohmann::json r2 = read_json(dir / "r2" / "report.json");
+  EXPECT_EQ(r2["cases"][0]["backends"][0]["verdict"], "XFAIL");
+  EXPECT_EQ(run("run " + known + " -b cpu-ref -q --gate -o " + (dir / "r3").string()), 2);  // --gate needs a baseline
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace qc
