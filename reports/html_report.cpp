@@ -1,155 +1,576 @@
-// A self-contained HTML report: inline CSS and SVG, no scripts, no network.
+// A self-contained HTML report: one file, inline CSS and SVG, no scripts, no network, so it can
+// be archived as a CI artifact and opened anywhere. Every string from the run is escaped.
+//
+// Layout: run header (metadata, verdict legend with totals, backends and their facts), the
+// matrix of cases x backends (each cell links to its drill-down), then one section per case
+// with a <details> drill-down per backend. PASS and SKIP drill-downs start collapsed so a run of
+// hundreds of cases stays navigable; every other verdict starts open.
 #include "reports/escape.hpp"
 #include "reports/writers.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
 namespace qc {
 namespace {
 
+constexpr std::array kVerdicts = {Verdict::pass, Verdict::fail,  Verdict::xfail,  Verdict::xpass,
+                                  Verdict::skip, Verdict::crash, Verdict::timeout};
+
+// The comparison reports a NaN against a number as this distance (harness/compare.hpp,
+// kUlpInfinite); reports sit below the harness, so the threshold is repeated here.
+constexpr std::int64_t kInfiniteDistance = std::int64_t{1} << 62;
+
 std::string esc(const std::string& s) { return xml_escape(s); }
 
-std::string anchor(const std::string& id) {
-  std::string a = "case-";
-  for (char c : id) a += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
-  return a;
+std::string lower(std::string_view s) {
+  std::string o(s);
+  std::transform(o.begin(), o.end(), o.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
+  return o;
 }
 
-std::string verdict_class(Verdict v) {
-  std::string n(name(v));
-  std::transform(n.begin(), n.end(), n.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
-  return "v-" + n;
-}
+std::string verdict_class(Verdict v) { return "v-" + lower(name(v)); }
 
-// A small inline SVG bar chart of the |delta| histogram.
-std::string histogram_svg(const std::array<std::int64_t, 5>& h, const std::string& title) {
-  const char* labels[] = {"0", "1", "2", "3",
-                          "\xE2\x89\xA5"
-                          "4"};
-  std::int64_t mx = 1;
-  for (auto c : h) mx = std::max(mx, c);
-  std::ostringstream o;
-  o << "<svg class=\"hist\" width=\"260\" height=\"100\" role=\"img\" aria-label=\"" << esc(title) << "\">"
-    << "<text x=\"130\" y=\"96\" text-anchor=\"middle\">" << esc(title) << "</text>";
-  for (int i = 0; i < 5; ++i) {
-    const double hh = 60.0 * static_cast<double>(h[static_cast<std::size_t>(i)]) / static_cast<double>(mx);
-    const int x = 10 + i * 50;
-    o << "<rect x=\"" << x << "\" y=\"" << 65 - hh << "\" width=\"36\" height=\"" << hh << "\" class=\""
-      << (i == 0 ? "bar-ok" : "bar-bad") << "\"/>";
-    o << "<text x=\"" << x + 18 << "\" y=\"80\" text-anchor=\"middle\">" << labels[i] << "</text>";
-    o << "<text x=\"" << x + 18 << "\" y=\"" << std::max(10.0, 61 - hh) << "\" text-anchor=\"middle\" class=\"cnt\">"
-      << h[static_cast<std::size_t>(i)] << "</text>";
+std::string_view verdict_meaning(Verdict v) {
+  switch (v) {
+    case Verdict::pass:
+      return "every expectation met";
+    case Verdict::fail:
+      return "an expectation not met";
+    case Verdict::xfail:
+      return "known mismatch, unchanged since the baseline";
+    case Verdict::xpass:
+      return "a baseline mismatch that now passes";
+    case Verdict::skip:
+      return "not run (backend unavailable, case unsupported)";
+    case Verdict::crash:
+      return "the backend threw or died";
+    case Verdict::timeout:
+      return "the backend ran past its time limit";
   }
-  o << "</svg>";
+  return "";
+}
+
+// The verdicts that make `qconform run` exit 1.
+bool fails_run(Verdict v) {
+  return v == Verdict::fail || v == Verdict::xpass || v == Verdict::crash || v == Verdict::timeout;
+}
+
+bool starts_open(Verdict v) { return v != Verdict::pass && v != Verdict::skip; }
+
+// Whether the comparison ran (a shape mismatch FAILs before it, with empty metrics).
+bool has_metrics(const BackendResult& b) {
+  return b.verdict != Verdict::skip && b.verdict != Verdict::crash && b.verdict != Verdict::timeout &&
+         b.metrics.elements > 0;
+}
+
+std::string unit_name(const Metrics& m) { return m.unit == "ulp" ? "ULP" : "LSB"; }
+
+std::string distance(std::int64_t d) { return std::abs(d) >= kInfiniteDistance ? "∞" : std::to_string(d); }
+
+std::string signed_distance(std::int64_t d) {
+  if (std::abs(d) >= kInfiniteDistance) return d < 0 ? "-∞" : "+∞";
+  return (d > 0 ? "+" : "") + std::to_string(d);
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string duration(double s) {
+  if (s < 0.1) return fixed(s * 1000, s < 0.01 ? 2 : 1) + " ms";
+  if (s < 60) return fixed(s, s < 10 ? 2 : 1) + " s";
+  const auto total = static_cast<std::int64_t>(std::llround(s));
+  return std::to_string(total / 60) + " min " + std::to_string(total % 60) + " s";
+}
+
+std::string percent(std::int64_t part, std::int64_t whole) {
+  if (whole <= 0) return "";
+  const double p = 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+  return fixed(p, p != 0 && p < 0.1 ? 3 : (p < 10 ? 2 : 1)) + "%";
+}
+
+// The command line as a shell would need it, so it can be pasted back.
+std::string shell_join(const std::vector<std::string>& args) {
+  std::string o;
+  for (const std::string& a : args) {
+    if (!o.empty()) o += ' ';
+    const bool plain = !a.empty() && std::all_of(a.begin(), a.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_./=:,+@%").find(c) != std::string::npos;
+    });
+    if (plain) {
+      o += a;
+      continue;
+    }
+    o += '\'';
+    for (char c : a) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    o += '\'';
+  }
+  return o;
+}
+
+std::string label_words(Label l) {
+  std::string s(name(l));
+  std::replace(s.begin(), s.end(), '_', ' ');
+  return s;
+}
+
+// Fragment identifiers: readable (derived from the case id and backend name) and unique (a
+// suffix where two names reduce to the same text).
+class Anchors {
+ public:
+  // The page's own ids, so no case can take them.
+  Anchors()
+      : used_{"run-metadata",  "outcome", "attention",    "legend", "backends",
+              "backend-facts", "matrix",  "matrix-title", "details"} {}
+
+  std::string make(const std::string& text) {
+    std::string a;
+    for (char c : text) {
+      const bool keep = std::isalnum(static_cast<unsigned char>(c));
+      if (keep)
+        a += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      else if (!a.empty() && a.back() != '-')
+        a += '-';
+      if (a.size() >= 64) break;
+    }
+    while (!a.empty() && a.back() == '-') a.pop_back();
+    if (a.empty() || !std::isalpha(static_cast<unsigned char>(a[0]))) a = "x-" + a;
+    std::string u = a;
+    for (int n = 2; !used_.insert(u).second; ++n) u = a + "-" + std::to_string(n);
+    return u;
+  }
+
+ private:
+  std::set<std::string> used_;
+};
+
+struct ResultRef {
+  const BackendResult* result = nullptr;
+  std::string anchor;
+};
+
+struct CaseRef {
+  const CaseResult* c = nullptr;
+  std::string anchor;
+  std::vector<ResultRef> results;  // in the case's order
+};
+
+// |Delta| histogram as inline SVG bars, each count written above its bar. Heights are
+// log-scaled: a kernel with 4095 exact elements and one off by 1 must still show the 1.
+std::string histogram_svg(const std::array<std::int64_t, 5>& h, const std::string& caption) {
+  static constexpr const char* kBins[] = {"0", "1", "2", "3", "≥4"};
+  static constexpr const char* kFills[] = {"#3f9b5a", "#e0a526", "#e07b26", "#d9534f", "#a61b29"};
+  constexpr double kTop = 16, kBase = 78, kBar = 30, kGap = 10, kLeft = 6;
+  std::int64_t mx = 0;
+  for (auto c : h) mx = std::max(mx, c);
+  const double scale = mx > 0 ? std::log1p(static_cast<double>(mx)) : 1;
+  std::ostringstream o;
+  o << "<figure class=\"hist\"><svg class=\"hist\" width=\"206\" height=\"96\" viewBox=\"0 0 206 96\" role=\"img\" "
+       "aria-label=\""
+    << esc(caption) << "\">";
+  o << "<line x1=\"2\" y1=\"" << kBase << "\" x2=\"204\" y2=\"" << kBase << "\" class=\"axis\"></line>";
+  for (std::size_t i = 0; i < 5; ++i) {
+    const double x = kLeft + static_cast<double>(i) * (kBar + kGap);
+    double hh = h[i] > 0 ? (kBase - kTop) * std::log1p(static_cast<double>(h[i])) / scale : 0;
+    if (h[i] > 0) hh = std::max(hh, 2.0);
+    o << "<rect x=\"" << x << "\" y=\"" << fixed(kBase - hh, 1) << "\" width=\"" << kBar << "\" height=\""
+      << fixed(hh, 1) << "\" fill=\"" << kFills[i] << "\"></rect>";
+    o << "<text x=\"" << x + kBar / 2 << "\" y=\"" << fixed(kBase - hh - 3, 1) << "\" class=\"count\">" << h[i]
+      << "</text>";
+    o << "<text x=\"" << x + kBar / 2 << "\" y=\"91\" class=\"bin\">" << kBins[i] << "</text>";
+  }
+  o << "</svg><figcaption>" << esc(caption) << "</figcaption></figure>";
   return o.str();
 }
 
 const char* kStyle = R"(
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1d2330;background:#fff}
-h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px} h3{font-size:15px;margin:16px 0 6px}
-.meta{color:#5a6272;font-size:12px} code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px}
-table{border-collapse:collapse;margin:6px 0} th,td{border:1px solid #d5d9e0;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#f2f4f7;font-weight:600}
-.v-pass{background:#d9f2dd;color:#14532d}.v-fail{background:#fbd5d5;color:#7f1d1d}.v-xfail{background:#fde9c8;color:#7c4a03}
-.v-xpass{background:#e3dcfa;color:#3b1f8a}.v-skip{background:#eceef1;color:#4b5260}.v-crash,.v-timeout{background:#1f2937;color:#fff}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;font-size:12px}
-.summary span{margin-right:10px} .case{border-top:1px solid #e3e6eb;padding-top:6px}
-.hist text{font-size:10px;fill:#333}.hist .cnt{font-size:9px}.bar-ok{fill:#4caf50}.bar-bad{fill:#e5484d}
-a{color:#1f5fbf;text-decoration:none} a:hover{text-decoration:underline}
+:root{--fg:#1c2230;--muted:#626b7b;--line:#d8dce3;--soft:#f4f5f7}
+*{box-sizing:border-box}
+body{font:13px/1.45 system-ui,-apple-system,"Segoe UI","Liberation Sans","DejaVu Sans",sans-serif;margin:0;color:var(--fg);background:#fff}
+main{padding:18px 24px 40px}
+h1{font-size:19px;margin:0 0 10px;font-weight:650}
+h2{font-size:15px;margin:26px 0 8px;padding-bottom:4px;border-bottom:2px solid var(--line)}
+h3{font-size:14px;margin:0;font-weight:650}
+code,pre,.mono{font-family:ui-monospace,"DejaVu Sans Mono","Liberation Mono",Menlo,Consolas,monospace;font-size:12px}
+a{color:#1d5fbf;text-decoration:none} a:hover{text-decoration:underline}
+table{border-collapse:collapse}
+th,td{border:1px solid var(--line);padding:3px 7px;text-align:left;vertical-align:top}
+th{background:var(--soft);font-weight:600}
+.num{text-align:right;font-variant-numeric:tabular-nums}
+.muted{color:var(--muted)}
+.bad{color:#b42318;font-weight:600}
+.v-pass{background:#d5f2dc;color:#11582a}
+.v-fail{background:#fcd2d0;color:#8f1411}
+.v-xfail{background:#fde8bf;color:#7a4600}
+.v-xpass{background:#e4dcff;color:#43208f}
+.v-skip{background:#e9ebef;color:#4b5260}
+.v-crash{background:#262a33;color:#fff}
+.v-timeout{background:#9a3412;color:#fff}
+.badge{display:inline-block;min-width:62px;text-align:center;padding:1px 7px;border-radius:3px;font-weight:700;font-size:11px;letter-spacing:.03em}
+.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:0}
+.meta dt{color:var(--muted)} .meta dd{margin:0}
+.features{font-size:11px;color:var(--muted);word-spacing:2px}
+.banner{margin:14px 0 8px;padding:7px 12px;border-radius:3px;font-weight:600}
+.banner.ok{background:#d5f2dc;color:#11582a} .banner.notok{background:#fcd2d0;color:#8f1411}
+.legend{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:4px 18px;list-style:none;padding:0;margin:12px 0 6px}
+.legend li{display:flex;align-items:center;gap:8px}
+.legend .n{font-weight:700;font-variant-numeric:tabular-nums;min-width:2ch}
+.legend .zero{opacity:.45}
+table.matrix thead th{position:sticky;top:0;z-index:1;box-shadow:0 1px 0 var(--line)}
+table.matrix tr.suite th{background:#fff;border-left:0;border-right:0;padding-top:8px;color:var(--muted);font-weight:600}
+td.cell{padding:0;min-width:150px}
+td.cell a{display:block;padding:3px 8px;color:inherit;white-space:nowrap}
+td.cell .vt{font-weight:700;font-size:11px;letter-spacing:.03em}
+td.cell .d{font-size:11px;opacity:.85;margin-left:6px;font-variant-numeric:tabular-nums}
+td.none{color:var(--muted);text-align:center}
+section.case{margin:0 0 10px;padding:8px 0 0;border-top:1px solid var(--line)}
+h2+section.case{border-top:0}
+.case .sub{color:var(--muted);font-size:12px;margin:2px 0 4px}
+.case .desc{margin:2px 0 6px}
+details.result{margin:4px 0 4px 14px;border:1px solid var(--line);border-radius:3px}
+details.result>summary{padding:4px 8px;cursor:pointer;list-style-position:inside}
+details.result[open]>summary{border-bottom:1px solid var(--line);background:var(--soft)}
+details.result .body{padding:8px 10px 10px}
+.row{display:flex;flex-wrap:wrap;gap:10px 26px;align-items:flex-start;margin-bottom:8px}
+.kv{display:grid;grid-template-columns:max-content max-content;gap:1px 12px}
+.kv .k{color:var(--muted)} .kv .v{font-variant-numeric:tabular-nums;text-align:right}
+figure.hist{margin:0}
+figure.hist figcaption{font-size:11px;color:var(--muted);max-width:206px}
+svg.hist text{font:10px system-ui,"Liberation Sans",sans-serif;fill:#333;text-anchor:middle}
+svg.hist .axis{stroke:#999;stroke-width:1}
+table.small td,table.small th{padding:2px 6px;font-size:12px}
+h4{font-size:12px;margin:10px 0 4px;color:var(--muted);text-transform:uppercase;letter-spacing:.05em}
+.ch{display:inline-block;margin:0 8px 0 0;white-space:nowrap}
+pre.cmd{margin:4px 0;padding:6px 8px;background:#1f2430;color:#e8ebf0;border-radius:3px;white-space:pre-wrap;word-break:break-all;user-select:all}
+.repro{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;align-items:baseline}
+.k{color:var(--muted)}
+.fact{margin-right:16px;white-space:nowrap}
+.facts{font-size:12px;margin-top:8px}
+.attention{list-style:none;padding:0;margin:4px 0 0}
+.attention li{margin:2px 0}
 )";
+
+class Renderer {
+ public:
+  explicit Renderer(const RunReport& r) : r_(r) {
+    for (const CaseResult& c : r.cases)
+      for (const BackendResult& b : c.backends)
+        if (std::find(backends_.begin(), backends_.end(), b.backend) == backends_.end()) backends_.push_back(b.backend);
+    for (const CaseResult& c : r.cases) {
+      CaseRef cr{&c, anchors_.make("case-" + (c.id.empty() ? c.name : c.id)), {}};
+      for (const BackendResult& b : c.backends) cr.results.push_back({&b, anchors_.make(cr.anchor + "-" + b.backend)});
+      cases_.push_back(std::move(cr));
+    }
+  }
+
+  std::string render() {
+    o_ << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+          "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+          "<title>qconform report";
+    if (!r_.meta.started_at.empty()) o_ << " " << esc(r_.meta.started_at);
+    o_ << "</title><style>" << kStyle << "</style></head><body><main>";
+    header();
+    matrix();
+    o_ << "<h2 id=\"details\">Details</h2>";
+    for (const CaseRef& c : cases_) case_section(c);
+    o_ << "</main></body></html>\n";
+    return o_.str();
+  }
+
+ private:
+  void header() {
+    const RunMetadata& m = r_.meta;
+    o_ << "<header><h1>qconform conformance report</h1><dl class=\"meta\" id=\"run-metadata\">";
+    auto item = [&](const char* k, const std::string& v) {
+      if (!v.empty()) o_ << "<dt>" << k << "</dt><dd>" << v << "</dd>";
+    };
+    item("version", esc(m.tool_version) +
+                        (m.git_revision.empty() ? "" : " &middot; git <code>" + esc(m.git_revision) + "</code>"));
+    item("host", esc(m.host));
+    std::string cpu = esc(m.cpu);
+    if (!m.cpu_features.empty()) {
+      cpu += "<div class=\"features mono\">";
+      for (const std::string& f : m.cpu_features) cpu += esc(f) + " ";
+      cpu += "</div>";
+    }
+    item("cpu", cpu);
+    item("compiler", esc(m.compiler));
+    item("started", esc(m.started_at));
+    item("duration", m.seconds > 0 ? duration(m.seconds) : "");
+    item("shard", esc(m.shard));
+    item("command", m.command_line.empty() ? "" : "<code>" + esc(shell_join(m.command_line)) + "</code>");
+    o_ << "</dl></header>";
+
+    std::map<Verdict, std::int64_t> counts;
+    std::int64_t total = 0, failing = 0;
+    for (const CaseResult& c : r_.cases)
+      for (const BackendResult& b : c.backends) {
+        ++counts[b.verdict];
+        ++total;
+        failing += fails_run(b.verdict);
+      }
+    if (failing) {
+      o_ << "<p class=\"banner notok\" id=\"outcome\">" << failing << " of " << total
+         << " results fail the run (FAIL, XPASS, CRASH or TIMEOUT)</p>";
+      attention(failing);
+    } else {
+      o_ << "<p class=\"banner ok\" id=\"outcome\">No result fails the run (" << total << " results)</p>";
+    }
+    o_ << "<ul class=\"legend\" id=\"legend\">";
+    for (Verdict v : kVerdicts) {
+      const std::int64_t n = counts[v];
+      o_ << "<li" << (n ? "" : " class=\"zero\"") << " data-verdict=\"" << name(v) << "\"><span class=\"badge "
+         << verdict_class(v) << "\">" << name(v) << "</span><span class=\"n\">" << n << "</span><span class=\"muted\">"
+         << verdict_meaning(v) << "</span></li>";
+    }
+    o_ << "</ul>";
+
+    if (!m.backends.empty() || !m.backend_facts.empty()) {
+      o_ << "<h2 id=\"backends\">Backends</h2><table class=\"small\" "
+            "id=\"backend-facts\"><thead><tr><th>backend</th><th>device and "
+            "build</th></tr></thead><tbody>";
+      // meta.backends reads "name" or "name (unavailable: reason)"; facts of a backend missing
+      // from it (a report merged from shards) still get a row.
+      auto base_name = [](const std::string& entry) { return entry.substr(0, entry.find(" (")); };
+      std::vector<std::string> listed = m.backends;
+      for (const auto& [b, facts] : m.backend_facts)
+        if (std::none_of(listed.begin(), listed.end(), [&](const std::string& e) { return base_name(e) == b; }))
+          listed.push_back(b);
+      for (const std::string& entry : listed) {
+        o_ << "<tr><td>" << esc(entry) << "</td><td>";
+        if (auto it = m.backend_facts.find(base_name(entry)); it != m.backend_facts.end() && !it->second.empty())
+          facts_inline(it->second);
+        else
+          o_ << "<span class=\"muted\">&mdash;</span>";
+        o_ << "</td></tr>";
+      }
+      o_ << "</tbody></table>";
+    }
+  }
+
+  // The results that fail the run, linked, so a large run's few failures are one click away.
+  void attention(std::int64_t failing) {
+    constexpr std::int64_t kListed = 40;
+    o_ << "<ul class=\"attention\" id=\"attention\">";
+    std::int64_t n = 0;
+    for (const CaseRef& cr : cases_)
+      for (const ResultRef& rr : cr.results) {
+        const BackendResult& b = *rr.result;
+        if (!fails_run(b.verdict) || n++ >= kListed) continue;
+        o_ << "<li><span class=\"badge " << verdict_class(b.verdict) << "\">" << name(b.verdict)
+           << "</span> <a href=\"#" << rr.anchor << "\">" << esc(cr.c->id) << " &times; " << esc(b.backend)
+           << "</a> <span class=\"muted\">" << esc(b.reason) << "</span></li>";
+      }
+    if (failing > kListed) o_ << "<li class=\"muted\">&hellip; and " << failing - kListed << " more in the matrix</li>";
+    o_ << "</ul>";
+  }
+
+  void facts_inline(const std::map<std::string, std::string>& facts) {
+    for (const auto& [k, v] : facts)
+      o_ << "<span class=\"fact\"><span class=\"k\">" << esc(k) << "</span> " << esc(v) << "</span> ";
+  }
+
+  void matrix() {
+    o_ << "<h2 id=\"matrix-title\">Cases &times; backends</h2>";
+    o_ << "<table class=\"matrix\" id=\"matrix\"><thead><tr><th>case</th><th>op</th><th>spec</th>";
+    for (const std::string& b : backends_) o_ << "<th>" << esc(b) << "</th>";
+    o_ << "</tr></thead><tbody>";
+    const std::string* suite = nullptr;
+    for (const CaseRef& cr : cases_) {
+      const CaseResult& c = *cr.c;
+      if (!c.suite.empty() && (!suite || *suite != c.suite)) {
+        suite = &c.suite;
+        o_ << "<tr class=\"suite\"><th colspan=\"" << 3 + backends_.size() << "\">" << esc(c.suite) << "</th></tr>";
+      }
+      o_ << "<tr data-case=\"" << esc(c.id) << "\"><td><a href=\"#" << cr.anchor << "\">"
+         << esc(c.suite.empty() || c.name.empty() ? c.id : c.name) << "</a></td><td>" << esc(c.op) << "</td><td>"
+         << esc(c.spec) << "</td>";
+      for (const std::string& bn : backends_) {
+        auto it = std::find_if(cr.results.begin(), cr.results.end(),
+                               [&](const ResultRef& x) { return x.result->backend == bn; });
+        if (it == cr.results.end()) {
+          o_ << "<td class=\"none\" title=\"not run\">&mdash;</td>";
+          continue;
+        }
+        const BackendResult& b = *it->result;
+        o_ << "<td class=\"cell " << verdict_class(b.verdict) << "\" data-case=\"" << esc(c.id) << "\" data-backend=\""
+           << esc(b.backend) << "\" title=\"" << esc(b.reason) << "\"><a href=\"#" << it->anchor
+           << "\"><span class=\"vt\">" << name(b.verdict) << "</span>";
+        if (has_metrics(b)) {
+          const Metrics& m = b.metrics;
+          o_ << "<span class=\"d\">";
+          if (m.mismatches() == 0)
+            o_ << m.exact << " exact";
+          else
+            o_ << m.mismatches() << " of " << m.compared << " off, max " << distance(m.max_abs) << " " << unit_name(m);
+          o_ << "</span>";
+        }
+        o_ << "</a></td>";
+      }
+      o_ << "</tr>";
+    }
+    o_ << "</tbody></table>";
+  }
+
+  void case_section(const CaseRef& cr) {
+    const CaseResult& c = *cr.c;
+    o_ << "<section class=\"case\" id=\"" << cr.anchor << "\"><h3><a href=\"#" << cr.anchor << "\">" << esc(c.id)
+       << "</a></h3>";
+    o_ << "<div class=\"sub\">" << esc(c.op) << " &middot; " << esc(c.input_dtype) << " " << esc(c.shape) << " &rarr; "
+       << esc(c.output_dtype);
+    if (!c.granularity.empty()) o_ << " &middot; " << esc(c.granularity);
+    o_ << " &middot; spec <b>" << esc(c.spec) << "</b>";
+    if (!c.spec_description.empty()) o_ << ": " << esc(c.spec_description);
+    if (!c.file.empty()) o_ << " &middot; <code>" << esc(c.file) << ":" << c.line << "</code>";
+    o_ << "</div>";
+    if (!c.description.empty()) o_ << "<div class=\"desc\">" << esc(c.description) << "</div>";
+    for (const ResultRef& rr : cr.results) result(rr);
+    o_ << "</section>";
+  }
+
+  void result(const ResultRef& rr) {
+    const BackendResult& b = *rr.result;
+    o_ << "<details class=\"result\" id=\"" << rr.anchor << "\" data-backend=\"" << esc(b.backend) << "\""
+       << (starts_open(b.verdict) ? " open" : "") << "><summary><span class=\"badge " << verdict_class(b.verdict)
+       << "\">" << name(b.verdict) << "</span> <b>" << esc(b.backend) << "</b> <span class=\"muted\">";
+    if (!b.claim.empty()) o_ << "claims " << esc(b.claim) << " &middot; ";
+    o_ << "expects " << esc(b.expectation) << "</span> &mdash; " << esc(b.reason) << "</summary><div class=\"body\">";
+    if (has_metrics(b)) {
+      const Metrics& m = b.metrics;
+      o_ << "<div class=\"row\">";
+      stats(b);
+      o_ << histogram_svg(m.histogram, "|Δ| to the spec's value, in " + unit_name(m) + " (log height)");
+      if (m.has_to_exact)
+        o_ << histogram_svg(m.histogram_to_exact, "|Δ| to the exact value correctly rounded, in ULP (log height)");
+      labels(m);
+      o_ << "</div>";
+      causes(b);
+      worst(m);
+    }
+    reproduce(b);
+    if (auto it = r_.meta.backend_facts.find(b.backend); it != r_.meta.backend_facts.end() && !it->second.empty()) {
+      o_ << "<div class=\"facts\"><span class=\"fact\"><b>device</b></span>";
+      facts_inline(it->second);
+      o_ << "</div>";
+    }
+    o_ << "</div></details>";
+  }
+
+  void stats(const BackendResult& b) {
+    const Metrics& m = b.metrics;
+    const std::string u = unit_name(m);
+    o_ << "<div class=\"kv\">";
+    auto kv = [&](const std::string& k, const std::string& v, bool bad = false) {
+      o_ << "<span class=\"k\">" << k << "</span><span class=\"v" << (bad ? " bad" : "") << "\">" << v << "</span>";
+    };
+    kv("elements", std::to_string(m.elements));
+    kv("compared", std::to_string(m.compared));
+    if (m.unspecified) kv("unspecified by the spec", std::to_string(m.unspecified));
+    kv("bit-exact", std::to_string(m.exact));
+    kv("mismatched",
+       std::to_string(m.mismatches()) + (m.mismatches() ? " (" + percent(m.mismatches(), m.compared) + ")" : ""),
+       m.mismatches() > 0);
+    kv("max |&Delta;| to spec", distance(m.max_abs) + " " + u, m.max_abs > 0);
+    kv("bias &Sigma;&Delta;", signed_distance(m.signed_sum) + " " + u);
+    if (m.unit == "ulp") kv("+0 vs &minus;0", std::to_string(m.signed_zero_mismatches), m.signed_zero_mismatches > 0);
+    if (m.has_to_exact) kv("max |&Delta;| to exact", distance(m.max_to_exact) + " ULP");
+    if (b.claim_mismatches >= 0)
+      kv("vs its claim " + esc(b.claim), std::to_string(b.claim_mismatches) + " mismatched", b.claim_mismatches > 0);
+    if (b.seconds > 0) kv("backend time", duration(b.seconds));
+    o_ << "</div>";
+  }
+
+  void labels(const Metrics& m) {
+    o_ << "<table class=\"small labels\"><thead><tr><th>label</th><th class=\"num\">total</th><th "
+          "class=\"num\">mismatched</th></tr></thead><tbody>";
+    for (int l = 0; l < kLabelCount; ++l) {
+      const auto i = static_cast<std::size_t>(l);
+      o_ << "<tr><td>" << label_words(static_cast<Label>(l)) << "</td><td class=\"num\">" << m.label_total[i]
+         << "</td><td class=\"num" << (m.label_mismatch[i] ? " bad" : "") << "\">" << m.label_mismatch[i]
+         << "</td></tr>";
+    }
+    o_ << "</tbody></table>";
+  }
+
+  void causes(const BackendResult& b) {
+    if (b.causes.empty() && b.unexplained == 0) return;
+    o_ << "<h4>Causes</h4><table class=\"small causes\"><thead><tr><th>single change to the spec</th><th "
+          "class=\"num\">reproduces</th><th>what it means</th><th>per channel</th></tr></thead><tbody>";
+    for (const CauseCount& c : b.causes) {
+      o_ << "<tr><td><code>" << esc(c.cause) << "</code></td><td class=\"num\">" << c.count << "</td><td>"
+         << esc(c.description) << "</td><td>";
+      per_channel(c.per_channel);
+      o_ << "</td></tr>";
+    }
+    o_ << "<tr class=\"unexplained\"><td><i>unexplained</i></td><td class=\"num" << (b.unexplained ? " bad" : "")
+       << "\">" << b.unexplained << "</td><td>mismatches that no single policy change reproduces</td><td></td></tr>";
+    o_ << "</tbody></table>";
+  }
+
+  void per_channel(const std::map<std::int64_t, std::int64_t>& pc) {
+    // Long channel lists are cut: the first channels show the pattern, the JSON has them all.
+    constexpr std::size_t kShown = 48;
+    std::size_t n = 0;
+    for (const auto& [ch, count] : pc) {
+      if (n++ == kShown) {
+        o_ << "<span class=\"muted\">&hellip; " << pc.size() - kShown << " more channels</span>";
+        break;
+      }
+      o_ << "<span class=\"ch\">ch " << ch << ": <b>" << count << "</b></span>";
+    }
+  }
+
+  void worst(const Metrics& m) {
+    if (m.worst.empty()) return;
+    o_ << "<h4>Worst elements</h4><table class=\"small worst\"><thead><tr><th class=\"num\">index</th><th>coords</th>"
+          "<th>input / operands</th><th>exact value</th><th>expected</th><th>actual</th><th class=\"num\">&Delta; "
+       << unit_name(m) << "</th><th>label</th><th>reproduced by</th></tr></thead><tbody>";
+    for (const ElementDiff& d : m.worst) {
+      o_ << "<tr><td class=\"num mono\">" << d.index << "</td><td class=\"mono\">(";
+      for (std::size_t i = 0; i < d.coords.size(); ++i) o_ << (i ? ", " : "") << d.coords[i];
+      o_ << ")</td><td class=\"mono\">" << esc(d.input) << "</td><td class=\"mono\">" << esc(d.exact)
+         << "</td><td class=\"mono\">" << esc(d.expected) << "</td><td class=\"mono\">" << esc(d.actual)
+         << "</td><td class=\"num mono bad\">" << signed_distance(d.delta) << "</td><td>" << label_words(d.label)
+         << "</td><td>";
+      for (std::size_t i = 0; i < d.causes.size(); ++i)
+        o_ << (i ? " " : "") << "<code>" << esc(d.causes[i]) << "</code>";
+      o_ << "</td></tr>";
+    }
+    o_ << "</tbody></table>";
+    if (static_cast<std::int64_t>(m.worst.size()) < m.mismatches())
+      o_ << "<div class=\"muted\">" << m.worst.size() << " of " << m.mismatches() << " mismatches shown</div>";
+  }
+
+  void reproduce(const BackendResult& b) {
+    if (b.fingerprint.empty() && b.reproducer.empty() && b.reproduce_command.empty()) return;
+    o_ << "<h4>Reproduce</h4><div class=\"repro\">";
+    if (!b.fingerprint.empty())
+      o_ << "<span class=\"k\">fingerprint</span><code class=\"fingerprint\">" << esc(b.fingerprint) << "</code>";
+    if (!b.reproducer.empty())
+      o_ << "<span class=\"k\">reproducer</span><code class=\"reproducer\">" << esc(b.reproducer) << "</code>";
+    if (!b.reproduce_command.empty())
+      o_ << "<span class=\"k\">command</span><pre class=\"cmd\"><code>" << esc(b.reproduce_command) << "</code></pre>";
+    o_ << "</div>";
+  }
+
+  const RunReport& r_;
+  std::vector<std::string> backends_;
+  Anchors anchors_;
+  std::vector<CaseRef> cases_;
+  std::ostringstream o_;
+};
 
 }  // namespace
 
-std::string render_html(const RunReport& r) {
-  std::vector<std::string> backends;
-  for (const CaseResult& c : r.cases)
-    for (const BackendResult& b : c.backends)
-      if (std::find(backends.begin(), backends.end(), b.backend) == backends.end()) backends.push_back(b.backend);
-
-  std::ostringstream o;
-  o << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>qconform report</title><style>" << kStyle
-    << "</style></head><body>";
-  o << "<h1>qconform conformance report</h1><div class=\"meta\">qconform " << esc(r.meta.tool_version) << " ("
-    << esc(r.meta.git_revision) << ") &middot; " << esc(r.meta.started_at) << " &middot; " << esc(r.meta.host)
-    << " &middot; " << esc(r.meta.cpu) << " &middot; " << esc(r.meta.compiler) << "</div>";
-  o << "<p class=\"summary\" id=\"summary\">";
-  for (const auto& [v, n] : r.verdict_counts()) {
-    std::string cls = v;
-    std::transform(cls.begin(), cls.end(), cls.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
-    o << "<span class=\"badge v-" << cls << "\">" << esc(v) << " " << n << "</span>";
-  }
-  o << "</p>";
-
-  o << "<h2>Cases &times; backends</h2><table id=\"matrix\"><tr><th>case</th><th>spec</th>";
-  for (const auto& b : backends) o << "<th>" << esc(b) << "</th>";
-  o << "</tr>";
-  for (const CaseResult& c : r.cases) {
-    o << "<tr><td><a href=\"#" << anchor(c.id) << "\">" << esc(c.id) << "</a></td><td>" << esc(c.spec) << "</td>";
-    for (const auto& bn : backends) {
-      auto it =
-          std::find_if(c.backends.begin(), c.backends.end(), [&](const BackendResult& b) { return b.backend == bn; });
-      if (it == c.backends.end()) {
-        o << "<td></td>";
-        continue;
-      }
-      o << "<td class=\"" << verdict_class(it->verdict) << "\" title=\"" << esc(it->reason) << "\">"
-        << name(it->verdict);
-      if (it->verdict != Verdict::skip && it->verdict != Verdict::crash && it->verdict != Verdict::timeout)
-        o << " <span class=\"mono\">" << it->metrics.exact << "/" << it->metrics.compared << "</span>";
-      o << "</td>";
-    }
-    o << "</tr>";
-  }
-  o << "</table>";
-
-  o << "<h2>Details</h2>";
-  for (const CaseResult& c : r.cases) {
-    o << "<div class=\"case\" id=\"" << anchor(c.id) << "\"><h3>" << esc(c.id) << "</h3>";
-    if (!c.description.empty()) o << "<p>" << esc(c.description) << "</p>";
-    o << "<p class=\"meta\">" << esc(c.op) << " &middot; " << esc(c.input_dtype) << " " << esc(c.shape) << " &rarr; "
-      << esc(c.output_dtype) << " &middot; " << esc(c.granularity) << " &middot; spec <b>" << esc(c.spec)
-      << "</b>: " << esc(c.spec_description) << " &middot; <code>" << esc(c.file) << ":" << c.line << "</code></p>";
-    for (const BackendResult& b : c.backends) {
-      o << "<p><span class=\"badge " << verdict_class(b.verdict) << "\">" << name(b.verdict) << "</span> <b>"
-        << esc(b.backend) << "</b> (claims " << esc(b.claim) << ", expected " << esc(b.expectation)
-        << "): " << esc(b.reason) << "</p>";
-      if (b.verdict == Verdict::skip || b.verdict == Verdict::crash || b.verdict == Verdict::timeout) continue;
-      const Metrics& m = b.metrics;
-      const std::string unit = m.unit == "ulp" ? "ULP" : "LSB";
-      o << "<table><tr><th>elements</th><th>compared</th><th>exact</th><th>mismatched</th><th>max |&Delta;| (" << unit
-        << ")</th><th>bias</th><th>unspecified</th>" << (m.unit == "ulp" ? "<th>&plusmn;0 mismatches</th>" : "")
-        << "</tr><tr><td>" << m.elements << "</td><td>" << m.compared << "</td><td>" << m.exact << "</td><td>"
-        << m.mismatches() << "</td><td>" << m.max_abs << "</td><td>" << m.signed_sum << "</td><td>" << m.unspecified
-        << "</td>" << (m.unit == "ulp" ? "<td>" + std::to_string(m.signed_zero_mismatches) + "</td>" : "")
-        << "</tr></table>";
-      o << histogram_svg(m.histogram, "|\xCE\x94| to the spec, in " + unit);
-      if (m.has_to_exact) o << histogram_svg(m.histogram_to_exact, "|\xCE\x94| to the exact value rounded, in ULP");
-      o << "<table><tr><th>label</th>";
-      for (int l = 0; l < kLabelCount; ++l) o << "<th>" << name(static_cast<Label>(l)) << "</th>";
-      o << "</tr><tr><td>total</td>";
-      for (auto n : m.label_total) o << "<td>" << n << "</td>";
-      o << "</tr><tr><td>mismatched</td>";
-      for (auto n : m.label_mismatch) o << "<td>" << n << "</td>";
-      o << "</tr></table>";
-      if (!m.worst.empty()) {
-        o << "<table><tr><th>index</th><th>input</th><th>exact value before "
-             "rounding</th><th>expected</th><th>actual</th>"
-             "<th>&Delta;</th><th>label</th></tr>";
-        for (const ElementDiff& d : m.worst) {
-          o << "<tr><td class=\"mono\">" << d.index << "</td><td class=\"mono\">" << esc(d.input)
-            << "</td><td class=\"mono\">" << esc(d.exact) << "</td><td class=\"mono\">" << esc(d.expected)
-            << "</td><td class=\"mono\">" << esc(d.actual) << "</td><td>" << d.delta << "</td><td>" << name(d.label)
-            << "</td></tr>";
-        }
-        o << "</table>";
-      }
-    }
-    o << "</div>";
-  }
-  o << "</body></html>\n";
-  return o.str();
-}
+std::string render_html(const RunReport& r) { return Renderer(r).render(); }
 
 }  // namespace qc

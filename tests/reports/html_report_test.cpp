@@ -1,0 +1,528 @@
+// The HTML report in a real browser: a synthetic run with every verdict, causes, per-channel
+// counts, integer and float metrics and hostile strings is rendered, loaded in headless Chromium,
+// and the DOM Chromium built is checked (matrix, links, drill-downs, histograms, escaping). A
+// screenshot goes to <build>/artifacts/report.png for people to look at.
+//
+// Exit code 77 (ctest: skipped) when Chromium is missing and everything else passed.
+#include "dom.hpp"
+#include "reports/writers.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using qc::test::Node;
+
+namespace {
+
+const std::string kHostile = "<script>alert(1)</script> \"quoted\" & 'apos'";
+
+// ---- the synthetic run ------------------------------------------------------------------------
+
+qc::Metrics int_metrics(std::int64_t elements, std::array<std::int64_t, 5> hist) {
+  qc::Metrics m;
+  m.unit = "lsb";
+  m.elements = m.compared = elements;
+  m.histogram = hist;
+  m.exact = hist[0];
+  m.label_total = {elements - 40, 8, 24, 6, 2};
+  return m;
+}
+
+qc::ElementDiff diff(std::int64_t index, std::vector<std::int64_t> coords, std::string input, std::string expected,
+                     std::string actual, std::int64_t delta, std::string exact, qc::Label label,
+                     std::vector<std::string> causes) {
+  qc::ElementDiff d;
+  d.index = index;
+  d.coords = std::move(coords);
+  d.input = std::move(input);
+  d.expected = std::move(expected);
+  d.actual = std::move(actual);
+  d.delta = delta;
+  d.exact = std::move(exact);
+  d.label = label;
+  d.causes = std::move(causes);
+  return d;
+}
+
+qc::BackendResult result(const std::string& backend, qc::Verdict v, const std::string& reason) {
+  qc::BackendResult b;
+  b.backend = backend;
+  b.claim = backend == "cpu-ref" ? "onnx-reference" : "onnx";
+  b.expectation = "exact";
+  b.verdict = v;
+  b.reason = reason;
+  b.seconds = 0.0042;
+  return b;
+}
+
+qc::CaseResult case_result(const std::string& suite, const std::string& name, const std::string& op,
+                           const std::string& spec) {
+  qc::CaseResult c;
+  c.suite = suite;
+  c.name = name;
+  c.id = suite + "/" + name;
+  c.file = "cases/" + suite + ".json";
+  c.line = 12;
+  c.op = op;
+  c.spec = spec;
+  c.spec_description = "the ONNX definition: round(x / s) + zp, ties to even, saturate";
+  c.shape = "[4, 64]";
+  c.input_dtype = "f32";
+  c.output_dtype = "i8";
+  c.granularity = "per_axis";
+  return c;
+}
+
+qc::RunReport synthetic_report() {
+  using qc::Label;
+  using qc::Verdict;
+  qc::RunReport r;
+  qc::RunMetadata& m = r.meta;
+  m.tool_version = "0.1.0";
+  m.git_revision = "c0b6867d1e2f";
+  m.compiler = "gcc 12.2.0";
+  m.host = "ci-runner-7";
+  m.cpu = "Intel(R) Xeon(R) Platinum 8480+";
+  m.cpu_features = {"avx2", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "fma", "f16c"};
+  m.started_at = "2024-11-22T04:05:06Z";
+  m.seconds = 83.4;
+  m.command_line = {"build/harness/qconform", "run", "cases/", "--report-dir", "out", "--note", kHostile};
+  m.backends = {"cpu-ref", "vnni512", "hip (unavailable: no HIP device found)"};
+  m.backend_facts["cpu-ref"] = {{"arch", "x86-64"}, {"flags", "-O3 -ffp-contract=off"}};
+  m.backend_facts["vnni512"] = {{"isa", "avx512_vnni"}, {"kernel", "vpdpbusd 16x4 tile"}, {"note", kHostile}};
+
+  // Integer outputs: PASS, FAIL with causes and per-channel counts, SKIP.
+  qc::CaseResult q = case_result("quantize", "ties_rne_f32_to_i8", "quantize", "onnx");
+  q.description = "exact ties and one ulp either side of them, per-channel scales";
+  qc::BackendResult pass = result("cpu-ref", Verdict::pass, "256/256 exact against onnx");
+  pass.metrics = int_metrics(256, {256, 0, 0, 0, 0});
+  q.backends.push_back(pass);
+  qc::BackendResult fail = result("vnni512", Verdict::fail, "237/256 exact, max |delta| 5 LSB against onnx");
+  fail.metrics = int_metrics(256, {237, 17, 0, 0, 2});
+  fail.metrics.max_abs = 5;
+  fail.metrics.signed_sum = 23;
+  fail.metrics.label_mismatch = {0, 2, 15, 2, 0};
+  fail.metrics.worst = {
+      diff(131, {2, 3}, "-130.5 (-0x1.05p+7)", "-128", "123", 251, "-130.5", Label::saturated, {"quantize.clamp=wrap"}),
+      diff(7, {0, 7}, "2.5 (0x1.4p+1)", "2", "3", 1, "2.5", Label::tie, {"quantize.rounding=rna"}),
+      diff(70, {1, 6}, "-3.5 (-0x1.cp+1)", "-4", "-3", 1, "-3.5", Label::tie, {}),
+  };
+  fail.causes = {{"quantize.rounding=rna",
+                  "quantize rounds ties away from zero (the spec: ties to even)",
+                  15,
+                  {{0, 4}, {1, 3}, {2, 5}, {3, 3}}},
+                 {"quantize.clamp=wrap", "quantize wraps instead of saturating (the spec: saturate)", 2, {{2, 2}}}};
+  fail.unexplained = 2;
+  fail.fingerprint = "19:9f2c41d07a3be815";
+  fail.reproducer = "out/reproducers/quantize__ties_rne_f32_to_i8__vnni512.json";
+  fail.reproduce_command = "build/harness/qconform run " + fail.reproducer + " --backend vnni512";
+  q.backends.push_back(fail);
+  q.backends.push_back(result("hip", Verdict::skip, "no HIP device found"));
+  r.cases.push_back(q);
+
+  // Hostile strings everywhere text goes: XFAIL, XPASS, CRASH.
+  qc::CaseResult h = case_result("hostile", kHostile, "requantize", "tosa-single");
+  h.description = kHostile;
+  qc::BackendResult xfail = result("cpu-ref", Verdict::xfail, "3 mismatches, fingerprint unchanged: " + kHostile);
+  xfail.metrics = int_metrics(256, {253, 3, 0, 0, 0});
+  xfail.metrics.max_abs = 1;
+  xfail.metrics.signed_sum = -3;
+  xfail.metrics.label_mismatch = {0, 0, 3, 0, 0};
+  xfail.causes = {{"requantize.rounding=" + kHostile, kHostile, 3, {}}};
+  xfail.fingerprint = "3:0b1c";
+  h.backends.push_back(xfail);
+  qc::BackendResult xpass = result("vnni512", Verdict::xpass, "the baseline recorded 2 mismatches; now bit-exact");
+  xpass.metrics = int_metrics(256, {256, 0, 0, 0, 0});
+  h.backends.push_back(xpass);
+  h.backends.push_back(result("hip", Verdict::crash, "backend threw: " + kHostile));
+  r.cases.push_back(h);
+
+  // Float outputs in ULP with the distance to the exact value: PASS, TIMEOUT, FAIL.
+  qc::CaseResult d = case_result("dequantize", "per_channel_i8_to_f16", "dequantize", "onnx");
+  d.input_dtype = "i8";
+  d.output_dtype = "f16";
+  qc::BackendResult fpass = result("cpu-ref", Verdict::pass, "1024/1024 exact against onnx");
+  fpass.metrics = int_metrics(1024, {1024, 0, 0, 0, 0});
+  fpass.metrics.unit = "ulp";
+  fpass.metrics.has_to_exact = true;
+  fpass.metrics.histogram_to_exact = {1024, 0, 0, 0, 0};
+  d.backends.push_back(fpass);
+  d.backends.push_back(result("vnni512", Verdict::timeout, "ran past the 30 s limit"));
+  qc::BackendResult ffail = result("hip", Verdict::fail, "1000/1024 exact, max |delta| inf ULP against onnx");
+  ffail.metrics = int_metrics(1024, {1000, 20, 3, 0, 1});
+  ffail.metrics.unit = "ulp";
+  ffail.metrics.max_abs = std::int64_t{1} << 62;  // NaN against a number
+  ffail.metrics.signed_sum = 26;
+  ffail.metrics.signed_zero_mismatches = 1;
+  ffail.metrics.has_to_exact = true;
+  ffail.metrics.histogram_to_exact = {1010, 13, 0, 0, 1};
+  ffail.metrics.max_to_exact = std::int64_t{1} << 62;
+  ffail.metrics.label_mismatch = {20, 1, 2, 0, 1};
+  ffail.metrics.worst = {diff(513, {8, 1}, "-7", "NaN", "-0x1.8p-1", std::int64_t{1} << 62, "NaN", Label::special, {}),
+                         diff(5, {0, 5}, "-77", "-0x1.344p+0", "-0x1.348p+0", -1, "-1.2041015625", Label::clear,
+                              {"dequantize.compute_format=f16"})};
+  ffail.causes = {{"dequantize.compute_format=f16",
+                   "dequantize computes in f16 (the spec: exact)",
+                   20,
+                   {{0, 2}, {1, 2}, {2, 3}, {3, 1}, {4, 2}, {5, 2}, {6, 2}, {7, 6}}}};
+  ffail.unexplained = 4;
+  ffail.fingerprint = "24:51aa90e0c3d8";
+  ffail.reproducer = "out/reproducers/dequantize__per_channel_i8_to_f16__hip.json";
+  ffail.reproduce_command = "build/harness/qconform run " + ffail.reproducer + " --backend hip";
+  d.backends.push_back(ffail);
+  r.cases.push_back(d);
+  return r;
+}
+
+// ---- Chromium ---------------------------------------------------------------------------------
+
+std::string quote(const std::string& s) {
+  std::string o = "'";
+  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return o + "'";
+}
+
+// QCONFORM_CHROMIUM, else `chromium` or `chromium-browser` on PATH.
+std::string find_chromium() {
+  if (const char* env = std::getenv("QCONFORM_CHROMIUM"); env && *env) return fs::exists(env) ? env : "";
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "/usr/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':'))
+    for (const char* exe : {"chromium", "chromium-browser"})
+      if (!dir.empty() && ::access((fs::path(dir) / exe).c_str(), X_OK) == 0) return (fs::path(dir) / exe).string();
+  return "";
+}
+
+struct BrowserRun {
+  int code = -1;
+  std::string out;
+};
+
+// Runs Chromium headless on `page` with `args`, offline and bounded in time; stdout is returned,
+// stderr goes to artifacts/chromium.log. Output goes through a file, not a pipe: Chromium's helper
+// processes inherit the pipe and would hold a reader past the browser's own exit.
+BrowserRun chromium(const std::string& exe, const fs::path& page, const std::string& args) {
+  const fs::path tmp = fs::temp_directory_path() / ("qconform_chromium_" + std::to_string(::getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const fs::path out = tmp / "stdout";
+  const std::string cmd = "timeout 30 " + quote(exe) +
+                          " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+                          " --disable-background-networking --disable-component-update --disable-sync"
+                          " --user-data-dir=" +
+                          quote((tmp / "profile").string()) + " " + args + " " + quote("file://" + page.string()) +
+                          " >" + quote(out.string()) + " 2>>" +
+                          quote((fs::path(QCONFORM_ARTIFACT_DIR) / "chromium.log").string());
+  BrowserRun r;
+  const int status = std::system(cmd.c_str());
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(out, std::ios::binary);
+  r.out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  fs::remove_all(tmp);
+  return r;
+}
+
+// ---- the fixture: one render, one DOM dump for every test --------------------------------------
+
+class HtmlReport : public ::testing::Test {
+ protected:
+  // What every test reads: the report, its HTML and the DOM Chromium built from it.
+  struct Shared {
+    qc::RunReport report;
+    std::string html;
+    fs::path page;
+    std::string chromium;  // empty when not installed
+    BrowserRun dump;       // chromium --dump-dom
+    std::unique_ptr<Node> dom;
+  };
+
+  static void SetUpTestSuite() {
+    if (shared_) return;  // once for both suites: Chromium's start is most of the test's time
+    shared_ = std::make_unique<Shared>();
+    Shared& s = *shared_;
+    s.report = synthetic_report();
+    s.html = qc::render_html(s.report);
+    fs::create_directories(QCONFORM_ARTIFACT_DIR);
+    s.page = fs::path(QCONFORM_ARTIFACT_DIR) / "report.html";
+    qc::write_file_atomic(s.page, s.html);
+    s.chromium = find_chromium();
+    if (s.chromium.empty()) return;
+    s.dump = chromium(s.chromium, s.page, "--dump-dom");
+    if (s.dump.code == 0) s.dom = qc::test::parse_dom(s.dump.out);
+  }
+
+  void SetUp() override {
+    if (!needs_browser_) return;
+    if (shared_->chromium.empty()) GTEST_SKIP() << "chromium not found; run scripts/setup.sh";
+    ASSERT_NE(shared_->dom, nullptr) << "chromium --dump-dom exited " << shared_->dump.code
+                                     << (shared_->dump.code == 124 ? " (timed out: did a script on the page block it?)"
+                                                                   : "")
+                                     << "; see artifacts/chromium.log";
+  }
+
+  static const Node& dom() { return *shared_->dom; }
+  static const Node& by_id(const std::string& id) {
+    const Node* n = shared_->dom->find_id(id);
+    if (!n) throw std::runtime_error("no element with id " + id);
+    return *n;
+  }
+  static std::vector<const Node*> with_class(const Node& root, const std::string& tag, const std::string& cls) {
+    std::vector<const Node*> out;
+    for (const Node* n : root.elements(tag))
+      if (n->has_class(cls)) out.push_back(n);
+    return out;
+  }
+  static std::string attribute(const Node& n, const std::string& name) {
+    const std::string* v = n.attribute(name);
+    return v ? *v : "";
+  }
+  // The drill-down a matrix cell links to.
+  static const Node& drill_down(const Node& cell) {
+    const auto links = cell.elements("a");
+    if (links.size() != 1) throw std::runtime_error("a matrix cell must hold one link");
+    const std::string href = attribute(*links[0], "href");
+    if (href.empty() || href[0] != '#') throw std::runtime_error("cell link is not an anchor: " + href);
+    return by_id(href.substr(1));
+  }
+  static const Node& cell(const std::string& case_id, const std::string& backend) {
+    for (const Node* n : with_class(by_id("matrix"), "td", "cell"))
+      if (attribute(*n, "data-case") == case_id && attribute(*n, "data-backend") == backend) return *n;
+    throw std::runtime_error("no matrix cell for " + case_id + " x " + backend);
+  }
+
+  bool needs_browser_ = true;
+  static inline std::unique_ptr<Shared> shared_;
+};
+
+// Checks on the file itself, which hold with or without a browser.
+class HtmlReportFile : public HtmlReport {
+ protected:
+  HtmlReportFile() { needs_browser_ = false; }
+};
+
+TEST_F(HtmlReportFile, IsSelfContained) {
+  const std::string& h = shared_->html;
+  for (const char* bad : {"http:", "https:", "//", "<script", "<link", "@import", "<iframe", "<img"})
+    EXPECT_EQ(h.find(bad), std::string::npos) << "found '" << bad << "' in the report";
+  // Any src=, href= or url() may only point inside the page or at inline data.
+  const std::regex ref(R"((src|href)\s*=\s*"([^"]*)\"|url\(\s*['"]?([^'")]*))", std::regex::icase);
+  for (auto it = std::sregex_iterator(h.begin(), h.end(), ref); it != std::sregex_iterator(); ++it) {
+    const std::string target = (*it)[2].matched ? (*it)[2].str() : (*it)[3].str();
+    EXPECT_TRUE(target.starts_with("#") || target.starts_with("data:")) << "external reference: " << it->str();
+  }
+}
+
+TEST_F(HtmlReportFile, EveryVerdictHasItsOwnColour) {
+  const std::regex rule(R"(\.v-([a-z]+)\{background:(#[0-9a-f]+))");
+  std::map<std::string, std::string> colour;
+  for (auto it = std::sregex_iterator(shared_->html.begin(), shared_->html.end(), rule); it != std::sregex_iterator();
+       ++it)
+    colour[(*it)[1]] = (*it)[2];
+  std::set<std::string> distinct;
+  for (const char* v : {"pass", "fail", "xfail", "xpass", "skip", "crash", "timeout"}) {
+    ASSERT_TRUE(colour.count(v)) << "no colour for v-" << v;
+    distinct.insert(colour[v]);
+  }
+  EXPECT_EQ(distinct.size(), 7u);
+}
+
+TEST_F(HtmlReport, MatrixHasOneCellPerCaseAndBackendWithItsVerdict) {
+  const Node& matrix = by_id("matrix");
+  EXPECT_EQ(matrix.tag, "table");
+  std::size_t expected = 0;
+  for (const qc::CaseResult& c : shared_->report.cases) {
+    for (const qc::BackendResult& b : c.backends) {
+      ++expected;
+      SCOPED_TRACE(c.id + " x " + b.backend);
+      const Node& td = cell(c.id, b.backend);
+      const std::string verdict(qc::name(b.verdict));
+      std::string cls = "v-" + verdict;
+      std::transform(cls.begin(), cls.end(), cls.begin(), [](char ch) { return static_cast<char>(std::tolower(ch)); });
+      EXPECT_TRUE(td.has_class(cls)) << *td.attribute("class");
+      EXPECT_TRUE(td.text_content().starts_with(verdict)) << td.text_content();
+      EXPECT_EQ(*td.attribute("title"), b.reason);
+    }
+  }
+  EXPECT_EQ(with_class(matrix, "td", "cell").size(), expected);
+  EXPECT_EQ(cell("quantize/ties_rne_f32_to_i8", "vnni512").text_content(), "FAIL19 of 256 off, max 5 LSB");
+  EXPECT_EQ(cell("dequantize/per_channel_i8_to_f16", "hip").text_content(), "FAIL24 of 1024 off, max \u221e ULP");
+}
+
+TEST_F(HtmlReport, CellsLinkToTheirDrillDownsWhichOpenOnlyWhenNotPassOrSkip) {
+  for (const qc::CaseResult& c : shared_->report.cases) {
+    for (const qc::BackendResult& b : c.backends) {
+      SCOPED_TRACE(c.id + " x " + b.backend);
+      const Node& d = drill_down(cell(c.id, b.backend));
+      EXPECT_EQ(d.tag, "details");
+      EXPECT_EQ(*d.attribute("data-backend"), b.backend);
+      const auto badges = with_class(*d.elements("summary").at(0), "span", "badge");
+      ASSERT_EQ(badges.size(), 1u);
+      EXPECT_EQ(badges[0]->text_content(), qc::name(b.verdict));
+      const bool open = b.verdict != qc::Verdict::pass && b.verdict != qc::Verdict::skip;
+      EXPECT_EQ(d.attribute("open") != nullptr, open);
+      // The drill-down sits in its case's section.
+      const Node* section = d.parent;
+      ASSERT_EQ(section->tag, "section");
+      EXPECT_EQ(section->elements("h3").at(0)->text_content(), c.id);
+    }
+  }
+}
+
+TEST_F(HtmlReport, IdsAreUniqueAndEveryInternalLinkResolves) {
+  std::set<std::string> ids;
+  for (const Node* n : dom().elements())
+    if (const std::string* id = n->attribute("id")) {
+      EXPECT_TRUE(ids.insert(*id).second) << "duplicate id " << *id;
+    }
+  std::size_t links = 0;
+  for (const Node* a : dom().elements("a")) {
+    const std::string* href = a->attribute("href");
+    ASSERT_NE(href, nullptr);
+    ASSERT_TRUE(href->starts_with("#")) << *href;
+    EXPECT_TRUE(ids.count(href->substr(1))) << "dangling link " << *href;
+    ++links;
+  }
+  EXPECT_GE(links, 9u + 3u);  // every cell and every case name
+}
+
+TEST_F(HtmlReport, HistogramsAreSvgBarsWithTheirCounts) {
+  auto histograms = [&](const std::string& case_id, const std::string& backend) {
+    return with_class(drill_down(cell(case_id, backend)), "svg", "hist");
+  };
+  const auto ints = histograms("quantize/ties_rne_f32_to_i8", "vnni512");
+  ASSERT_EQ(ints.size(), 1u);
+  EXPECT_EQ(ints[0]->elements("rect").size(), 5u);
+  std::string counts;
+  for (const Node* t : with_class(*ints[0], "text", "count")) counts += t->text_content() + " ";
+  EXPECT_EQ(counts, "237 17 0 0 2 ");
+  EXPECT_NE(ints[0]->parent->text_content().find("in LSB"), std::string::npos);
+
+  const auto floats = histograms("dequantize/per_channel_i8_to_f16", "hip");
+  ASSERT_EQ(floats.size(), 2u) << "to the spec and to the exact value";
+  counts.clear();
+  for (const Node* t : with_class(*floats[1], "text", "count")) counts += t->text_content() + " ";
+  EXPECT_EQ(counts, "1010 13 0 0 1 ");
+  EXPECT_NE(floats[1]->parent->text_content().find("exact value"), std::string::npos);
+
+  EXPECT_TRUE(histograms("hostile/" + kHostile, "hip").empty()) << "a CRASH has no metrics";
+}
+
+TEST_F(HtmlReport, LabelsCausesWorstElementsAndReproducerAreShown) {
+  const Node& d = drill_down(cell("quantize/ties_rne_f32_to_i8", "vnni512"));
+  const auto labels = with_class(d, "table", "labels");
+  ASSERT_EQ(labels.size(), 1u);
+  const std::string lt = labels[0]->text_content();
+  for (const char* l : {"tie", "near tie", "clear", "saturated", "special"})
+    EXPECT_NE(lt.find(l), std::string::npos) << l;
+  EXPECT_EQ(labels[0]->elements("tr").size(), 1u + 5u);
+
+  const auto causes = with_class(d, "table", "causes");
+  ASSERT_EQ(causes.size(), 1u);
+  const std::string ct = causes[0]->text_content();
+  for (const char* s :
+       {"quantize.rounding=rna", "ties away from zero", "quantize.clamp=wrap", "ch 2: 5", "ch 3: 3", "unexplained"})
+    EXPECT_NE(ct.find(s), std::string::npos) << s << " in " << ct;
+  EXPECT_EQ(with_class(*causes[0], "tr", "unexplained").at(0)->elements("td").at(1)->text_content(), "2");
+
+  const auto worst = with_class(d, "table", "worst");
+  ASSERT_EQ(worst.size(), 1u);
+  EXPECT_EQ(worst[0]->elements("tr").size(), 1u + 3u);
+  const std::string wt = worst[0]->text_content();
+  for (const char* s : {"(2, 3)", "-130.5 (-0x1.05p+7)", "+251", "saturated", "quantize.clamp=wrap"})
+    EXPECT_NE(wt.find(s), std::string::npos) << s;
+
+  EXPECT_EQ(with_class(d, "code", "fingerprint").at(0)->text_content(), "19:9f2c41d07a3be815");
+  EXPECT_EQ(with_class(d, "code", "reproducer").at(0)->text_content(),
+            "out/reproducers/quantize__ties_rne_f32_to_i8__vnni512.json");
+  const auto cmd = with_class(d, "pre", "cmd");
+  ASSERT_EQ(cmd.size(), 1u);
+  EXPECT_EQ(cmd[0]->elements("code").at(0)->text_content(),
+            "build/harness/qconform run out/reproducers/quantize__ties_rne_f32_to_i8__vnni512.json --backend vnni512");
+  // The backend's device facts.
+  EXPECT_NE(d.text_content().find("vpdpbusd 16x4 tile"), std::string::npos);
+}
+
+TEST_F(HtmlReport, RunHeaderHasMetadataAndVerdictTotals) {
+  const std::string meta = by_id("run-metadata").text_content();
+  for (const std::string& s :
+       {std::string("0.1.0"), std::string("c0b6867d1e2f"), std::string("ci-runner-7"), std::string("Xeon"),
+        std::string("avx512_vnni"), std::string("gcc 12.2.0"), std::string("2024-11-22T04:05:06Z"),
+        std::string("1 min 23 s"),
+        // Shell-quoted, so it can be pasted back.
+        std::string(R"(run cases/ --report-dir out --note '<script>alert(1)</script> "quoted" & '\''apos'\''')")})
+    EXPECT_NE(meta.find(s), std::string::npos) << s << " in " << meta;
+  const std::map<std::string, std::string> totals = {{"PASS", "2"}, {"FAIL", "2"},  {"XFAIL", "1"},  {"XPASS", "1"},
+                                                     {"SKIP", "1"}, {"CRASH", "1"}, {"TIMEOUT", "1"}};
+  const auto items = by_id("legend").elements("li");
+  ASSERT_EQ(items.size(), 7u);
+  for (const Node* li : items) {
+    const std::string& v = *li->attribute("data-verdict");
+    EXPECT_EQ(with_class(*li, "span", "badge").at(0)->text_content(), v);
+    EXPECT_EQ(with_class(*li, "span", "n").at(0)->text_content(), totals.at(v)) << v;
+  }
+  EXPECT_EQ(by_id("outcome").text_content().find("5 of 9 results fail the run"), 0u);
+  EXPECT_NE(by_id("backend-facts").text_content().find("hip (unavailable: no HIP device found)"), std::string::npos);
+}
+
+TEST_F(HtmlReport, HostileStringsAreTextNotMarkup) {
+  for (const char* tag : {"script", "iframe", "object", "embed", "img", "link", "form", "input", "base"})
+    EXPECT_TRUE(dom().elements(tag).empty()) << "injected <" << tag << ">";
+  for (const Node* n : dom().elements())
+    for (const auto& [k, v] : n->attributes) EXPECT_FALSE(k.starts_with("on")) << "event handler " << k << "=" << v;
+  // The strings arrive intact where they were put: case name, description, reasons, causes,
+  // facts, the command line, and attribute values.
+  const std::string id = "hostile/" + kHostile;
+  const Node& crash = cell(id, "hip");
+  EXPECT_EQ(*crash.attribute("title"), "backend threw: " + kHostile);
+  const Node& d = drill_down(crash);
+  const Node& section = *d.parent;
+  EXPECT_EQ(section.elements("h3").at(0)->text_content(), id);
+  EXPECT_EQ(with_class(section, "div", "desc").at(0)->text_content(), kHostile);
+  EXPECT_NE(d.elements("summary").at(0)->text_content().find("backend threw: " + kHostile), std::string::npos);
+  const std::string causes = with_class(drill_down(cell(id, "cpu-ref")), "table", "causes").at(0)->text_content();
+  EXPECT_NE(causes.find("requantize.rounding=" + kHostile), std::string::npos);
+  EXPECT_NE(by_id("backend-facts").text_content().find(kHostile), std::string::npos) << "backend facts";
+  // Chromium serializes text with < and > escaped: the raw tag never appears.
+  EXPECT_EQ(shared_->dump.out.find("<script"), std::string::npos);
+}
+
+TEST_F(HtmlReport, Screenshot) {
+  const fs::path png = fs::path(QCONFORM_ARTIFACT_DIR) / "report.png";
+  fs::remove(png);
+  const BrowserRun r =
+      chromium(shared_->chromium, shared_->page, "--screenshot=" + quote(png.string()) + " --window-size=1400,1800");
+  ASSERT_EQ(r.code, 0) << "see artifacts/chromium.log";
+  ASSERT_TRUE(fs::exists(png));
+  EXPECT_GT(fs::file_size(png), 40'000u) << "a blank page compresses to a few KB";
+  std::ifstream in(png, std::ios::binary);
+  std::array<char, 8> sig{};
+  in.read(sig.data(), sig.size());
+  EXPECT_EQ(std::string(sig.data(), 8), std::string("\x89PNG\r\n\x1a\n", 8));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  const int rc = RUN_ALL_TESTS();
+  if (rc == 0 && find_chromium().empty()) {
+    std::printf("chromium not found; run scripts/setup.sh\n");
+    return 77;  // ctest: skipped
+  }
+  return rc;
+}
