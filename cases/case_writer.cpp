@@ -1,0 +1,364 @@
+#include "cases/case_writer.hpp"
+
+#include "oracles/choose_qparams.hpp"
+#include "oracles/error.hpp"
+#include "oracles/int4.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <system_error>
+
+namespace qc {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+bool same_numerics(const Spec& a, const Spec& b) {
+  return a.quantize == b.quantize && a.quantize_half_input == b.quantize_half_input && a.dequantize == b.dequantize &&
+         a.requantize == b.requantize && a.accumulation == b.accumulation && a.zero_points == b.zero_points &&
+         a.qparams == b.qparams;
+}
+
+namespace {
+
+// ---- Spec ------------------------------------------------------------------------------------
+
+// The top-level quantize overrides that turn `base` into `q`: only the fields that differ, or all of
+// them. The loader applies them to the preset's half-input policy too, so which of the two
+// reproduces a preset with a separate half-input path depends on the spec (spec_to_json tries both).
+json quantize_overrides(const QuantizePolicy& q, const QuantizePolicy& base, bool all) {
+  json j = json::object();
+  if (all || q.order != base.order) j["order"] = name(q.order);
+  if (all || q.compute != base.compute) j["compute"] = to_string(q.compute);
+  if (all || q.rounding != base.rounding) j["rounding"] = name(q.rounding);
+  if (all || q.clamp != base.clamp) j["clamp"] = name(q.clamp);
+  if (all || q.nan != base.nan) j["nan"] = name(q.nan);
+  if (all || q.narrow_range != base.narrow_range) j["narrow_range"] = q.narrow_range;
+  // A clip can be set but not removed by an override; parse_spec's check catches that case.
+  if ((all || q.clip != base.clip) && q.clip) j["clip"] = {q.clip->first, q.clip->second};
+  return j;
+}
+
+json dequantize_json(const DequantizePolicy& d) {
+  return {{"order", name(d.order)}, {"compute", to_string(d.compute)}};
+}
+
+// Every field: "scheme" first resets the policy to the scheme's source defaults, and the explicit
+// fields then set each one, so the result does not depend on those defaults.
+json requantize_json(const RequantizePolicy& r) {
+  json j = {{"scheme", name(r.scheme)},
+            {"multiplier_order", name(r.multiplier_order)},
+            {"multiplier_format", to_string(r.multiplier_format)},
+            {"derivation", name(r.derivation)},
+            {"product_format", to_string(r.product_format)},
+            {"zero_point", name(r.zero_point)},
+            {"rounding", name(r.rounding)},
+            {"clamp", name(r.clamp)},
+            {"narrow_range", r.narrow_range}};
+  if (r.clip) j["clip"] = {r.clip->first, r.clip->second};
+  return j;
+}
+
+// ---- Tensors ---------------------------------------------------------------------------------
+
+std::string hex(std::uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// The text of a NaN that the loader's strtod and its conversion into the tensor's format read back
+// as the same bits. f64/f32: the sign and the payload below the quiet bit (a double NaN's payload
+// shifted by 29 bits is what converting it to float keeps). Narrower formats: the loader stores the
+// format's canonical NaN for every NaN.
+std::string nan_text(DType t, std::uint64_t bits, const std::string& field, const WriteOptions& o) {
+  bool negative = false, quiet = true;
+  std::uint64_t payload = 0;
+  if (t == DType::f64) {
+    negative = (bits >> 63) != 0;
+    quiet = ((bits >> 51) & 1) != 0;
+    payload = bits & ((std::uint64_t{1} << 51) - 1);
+  } else if (t == DType::f32) {
+    negative = (bits >> 31) != 0;
+    quiet = ((bits >> 22) & 1) != 0;
+    payload = (bits & 0x3FFFFF) << 29;
+  } else {
+    const std::uint64_t canonical = double_to_float_bits(t, std::numeric_limits<double>::quiet_NaN());
+    if (bits == canonical || o.canonical_nans) return "nan";
+    throw InputError(field + ": the " + std::string(name(t)) + " NaN " + hex(bits) +
+                     " cannot be written: the case format reads every NaN of this format as " + hex(canonical));
+  }
+  if (!quiet && !o.canonical_nans)
+    throw InputError(field + ": the signalling " + std::string(name(t)) + " NaN " + hex(bits) +
+                     " cannot be written: the case format's numbers are read by strtod, which returns quiet NaNs");
+  std::string s = negative ? "-nan" : "nan";
+  if (payload != 0) s += "(" + hex(payload) + ")";
+  return s;
+}
+
+json element_json(const Tensor& t, std::int64_t i, const std::string& field, const WriteOptions& o) {
+  if (is_int(t.dtype())) return t.get_int(i);
+  const double v = t.get_double(i);  // exact: every value of every float format is a double
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  if (std::isnan(v)) return nan_text(t.dtype(), t.bits(i), field + "[" + std::to_string(i) + "]", o);
+  return v;  // nlohmann writes the shortest text that reads back as v (-0.0 included)
+}
+
+// Scales and zero points: a scalar for one per-tensor value, a list otherwise (the loader reads both).
+json scales_json(const std::vector<double>& v, bool list) { return list || v.size() != 1 ? json(v) : json(v[0]); }
+
+void params_json(json& o, const QuantParams& p) {
+  const bool list = p.axis.has_value();
+  o["scale"] = scales_json(p.scales, list);
+  o["scale_dtype"] = name(p.scale_dtype);
+  if (!p.zero_points.empty())
+    o["zero_point"] = list || p.zero_points.size() != 1 ? json(p.zero_points) : json(p.zero_points[0]);
+  if (p.axis) o["axis"] = *p.axis;
+  if (p.block_size > 0) o["block_size"] = p.block_size;
+}
+
+// ---- Operands of the quantized paths ---------------------------------------------------------
+
+json activation_json(const ActivationOperand& a, const Spec& spec, const std::string& field, const WriteOptions& wo) {
+  json o = tensor_to_json(a.values, field, wo);
+  if (is_float(a.values.dtype())) o["format"] = name(a.format);
+  switch (a.quantization) {
+    case ActivationQuantization::static_params:
+      params_json(o, a.params);
+      break;
+    case ActivationQuantization::dynamic_per_tensor:
+    case ActivationQuantization::dynamic_per_row: {
+      // The loader takes a dynamic operand's rule from the spec's "qparams" preset.
+      const auto rule = find_qparams_preset(spec.qparams);
+      if (!rule || !(*rule == a.rule))
+        throw InputError(field + ": a dynamic activation's parameter rule must be the spec's qparams preset '" +
+                         spec.qparams + "' to be written");
+      o["quantize"] =
+          a.quantization == ActivationQuantization::dynamic_per_row ? "dynamic_per_row" : "dynamic_per_tensor";
+      break;
+    }
+  }
+  return o;
+}
+
+std::string packing_name(const Int4Packing& p, const Shape& shape, const std::string& field) {
+  if (p == onnx_int4_packing()) return "onnx";
+  if (p == torchao_uint4_packing()) return "torchao";
+  Int4Packing m = p;  // the loader's migraphx packing pairs along axis -1, the same axis as rank - 1
+  if (m.axis && *m.axis == static_cast<int>(shape.size()) - 1) m.axis = -1;
+  if (m == migraphx_int4_packing()) return "migraphx";
+  throw InputError(field + ".packing: this int4 packing has no name in the case format (onnx, torchao, migraphx)");
+}
+
+json weights_json(const QWeights& w, WeightLayout layout, const std::string& field, const WriteOptions& wo) {
+  json o;
+  if (w.packing) {  // the case format holds the logical values and the packing's name
+    o = tensor_to_json(unpack_int4(w.values, w.format, w.shape, *w.packing), field, wo);
+  } else {
+    o = tensor_to_json(w.values, field, wo);
+    if (is_float(w.values.dtype())) o["format"] = name(w.format);
+  }
+  params_json(o, w.params);
+  if (layout == WeightLayout::n_by_k) o["layout"] = "n_by_k";
+  if (w.packing) o["packing"] = packing_name(*w.packing, w.shape, field);
+  return o;
+}
+
+json output_json(const OutputStage& s, const std::string& field) {
+  switch (s.kind) {
+    case OutputKind::int32:
+      return {{"kind", "int32"}};
+    case OutputKind::dequantized:
+      return {{"kind", "dequantized"}, {"dtype", name(s.format)}};
+    case OutputKind::requantized:
+      break;
+  }
+  // The loader reads the output scale into f32 and the fused activation by name.
+  if (static_cast<double>(static_cast<float>(s.scale)) != s.scale)
+    throw InputError(field + ".scale: " + std::to_string(s.scale) + " is not an f32 value");
+  json o = {{"kind", "requantized"}, {"dtype", name(s.format)}, {"scale", s.scale}, {"zero_point", s.zero_point}};
+  if (s.clamp) {
+    std::string act;
+    for (FusedActivation a : {FusedActivation::relu, FusedActivation::relu6, FusedActivation::relu_n1_to_1}) {
+      try {
+        if (fused_activation_range(a, static_cast<float>(s.scale), s.zero_point, s.format) == *s.clamp) {
+          act = std::string(name(a));
+          break;
+        }
+      } catch (const InputError&) {
+        // this activation is not defined for these parameters
+      }
+    }
+    if (act.empty())
+      throw InputError(field + ".activation: the clamp [" + std::to_string(s.clamp->lo) + ", " +
+                       std::to_string(s.clamp->hi) + "] is not a fused activation of the case format");
+    o["activation"] = act;
+  }
+  return o;
+}
+
+void optional_bias(json& c, const std::optional<Tensor>& bias, const WriteOptions& o) {
+  if (bias) c["bias"] = tensor_to_json(*bias, "bias", o);
+}
+
+// ---- Ops ---------------------------------------------------------------------------------------
+
+void op_json(json& c, const QuantizeOp& q, const Spec&, const WriteOptions& o) {
+  c["input"] = tensor_to_json(q.x, "input", o);
+  params_json(c, q.params);
+  c["output_dtype"] = name(q.out);
+}
+
+void op_json(json& c, const DequantizeOp& d, const Spec&, const WriteOptions& o) {
+  c["input"] = tensor_to_json(d.q, "input", o);
+  params_json(c, d.params);
+  c["output_dtype"] = name(d.out);
+}
+
+void op_json(json& c, const RequantizeOp& r, const Spec&, const WriteOptions& o) {
+  const RequantizeParams& p = r.params;
+  c["input"] = tensor_to_json(r.acc, "input", o);
+  c["input_scale"] = p.input_scale;
+  c["weight_scale"] = scales_json(p.weight_scales, p.axis.has_value());
+  c["output_scale"] = p.output_scale;
+  c["scale_dtype"] = name(p.scale_dtype);
+  if (!p.output_zero_points.empty())
+    c["zero_point"] =
+        p.axis || p.output_zero_points.size() != 1 ? json(p.output_zero_points) : json(p.output_zero_points[0]);
+  if (p.axis) c["axis"] = *p.axis;
+  c["output_dtype"] = name(r.out);
+}
+
+void op_json(json& c, const QGemmOp& g, const Spec& spec, const WriteOptions& o) {
+  c["a"] = activation_json(g.a, spec, "a", o);
+  c["b"] = weights_json(g.b, g.b_layout, "b", o);
+  optional_bias(c, g.bias, o);
+  c["output"] = output_json(g.output, "output");
+}
+
+void op_json(json& c, const QConv2dOp& v, const Spec& spec, const WriteOptions& o) {
+  c["input"] = activation_json(v.input, spec, "input", o);
+  c["input"]["layout"] = name(v.layout);
+  c["weight"] = weights_json(v.weight, WeightLayout::k_by_n, "weight", o);
+  optional_bias(c, v.bias, o);
+  const Conv2dGeometry& g = v.geometry;
+  c["stride"] = {g.stride_h, g.stride_w};
+  c["padding"] = {g.pad_top, g.pad_left, g.pad_bottom, g.pad_right};
+  c["dilation"] = {g.dilation_h, g.dilation_w};
+  c["groups"] = g.groups;
+  c["padding_value"] = name(v.padding);
+  c["output"] = output_json(v.output, "output");
+}
+
+void op_json(json& c, const WeightOnlyGemmOp& w, const Spec&, const WriteOptions& o) {
+  c["a"] = tensor_to_json(w.a, "a", o);
+  c["b"] = weights_json(w.b, w.b_layout, "b", o);
+  optional_bias(c, w.bias, o);
+  c["output_dtype"] = name(w.out);
+}
+
+}  // namespace
+
+json expectation_to_json(const Expectation& e) {
+  switch (e.kind) {
+    case Expectation::Kind::exact:
+      return "exact";
+    case Expectation::Kind::claim:
+      return "claim";
+    case Expectation::Kind::dot_product:
+      return "dot_product";
+    case Expectation::Kind::max_lsb:
+      return {{"max_lsb", e.tolerance}};
+    case Expectation::Kind::max_ulp:
+      return {{"max_ulp", e.tolerance}};
+  }
+  return "exact";
+}
+
+json spec_to_json(const Spec& s) {
+  if (auto p = find_preset(s.name); p && same_numerics(*p, s)) return s.name;
+  // Bases to try: the preset the name starts with ("onnx+custom" -> "onnx"), then every preset.
+  std::vector<std::string> bases{s.name.substr(0, s.name.find('+'))};
+  for (const Spec& p : presets()) bases.push_back(p.name);
+  for (const std::string& base_name : bases) {
+    const auto base = find_preset(base_name);
+    if (!base || base->zero_points != s.zero_points) continue;  // no override for the zero-point correction
+    if (same_numerics(*base, s)) return base_name;
+    for (bool all : {false, true}) {
+      json j = {{"preset", base_name}};
+      j.update(quantize_overrides(s.quantize, base->quantize, all));
+      if (s.dequantize != base->dequantize) j["dequantize"] = dequantize_json(s.dequantize);
+      if (s.requantize != base->requantize) j["requantize"] = requantize_json(s.requantize);
+      if (s.accumulation != base->accumulation) j["accumulation"] = name(s.accumulation);
+      if (s.qparams != base->qparams) j["qparams"] = s.qparams;
+      try {
+        if (same_numerics(parse_spec(j.dump(), "spec"), s)) return j;
+      } catch (const InputError&) {
+        // not expressible on this base (an unknown qparams rule, a derivation the scheme rejects)
+      }
+    }
+  }
+  throw InputError("spec '" + s.name +
+                   "': no preset with overrides reproduces its policies, so the case format cannot express it");
+}
+
+json tensor_to_json(const Tensor& t, const std::string& field, const WriteOptions& options) {
+  json shape = json::array();
+  for (std::int64_t d : t.shape()) {
+    if (d <= 0) throw InputError(field + ": shape " + shape_str(t.shape()) + " has an empty dimension");
+    shape.push_back(d);
+  }
+  json data = json::array();
+  for (std::int64_t i = 0; i < t.size(); ++i) data.push_back(element_json(t, i, field + ".data", options));
+  return {{"dtype", name(t.dtype())}, {"shape", std::move(shape)}, {"data", std::move(data)}};
+}
+
+json case_to_json(const Case& c, const WriteOptions& options) {
+  try {
+    json j = {{"name", c.name}};
+    if (!c.description.empty()) j["description"] = c.description;
+    j["op"] = op_name(c.op);
+    j["spec"] = spec_to_json(c.spec);
+    std::visit([&](const auto& op) { op_json(j, op, c.spec, options); }, c.op);
+    if (!c.expect.empty()) {
+      json e = json::object();
+      for (const auto& [backend, ex] : c.expect) e[backend] = expectation_to_json(ex);
+      j["expect"] = std::move(e);
+    }
+    return j;
+  } catch (const InputError& e) {
+    throw InputError("case '" + c.name + "': " + e.what());
+  }
+}
+
+void save_cases(const fs::path& file, const std::string& suite, const std::vector<Case>& cases,
+                const WriteOptions& options) {
+  json list = json::array();
+  std::set<std::string> names;
+  for (const Case& c : cases) {
+    if (!names.insert(c.name).second)
+      throw InputError(file.string() + ": case '" + c.name + "': duplicate case name in suite '" + suite + "'");
+    list.push_back(case_to_json(c, options));
+  }
+  const json j = {{"suite", suite}, {"cases", std::move(list)}};
+  const fs::path tmp = file.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(file.string() + ": cannot write case file");
+    out << j.dump(1) << "\n";
+    if (!out.flush()) throw InputError(file.string() + ": cannot write case file");
+  }
+  std::error_code ec;
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw InputError(file.string() + ": cannot write case file (" + ec.message() + ")");
+  }
+}
+
+}  // namespace qc

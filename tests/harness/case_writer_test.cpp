@@ -1,0 +1,376 @@
+// The case writer: load_suite(save_cases(c)) gives back the same request, bit for bit, and the oracle
+// evaluates it identically, for every op kind the loader supports; what the format cannot express is
+// an InputError rather than a different file.
+#include "cases/case_writer.hpp"
+
+#include "cases/case.hpp"
+#include "harness/evaluate.hpp"
+#include "oracles/error.hpp"
+#include "oracles/int4.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+namespace qc {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+fs::path temp_file(const std::string& name) {
+  return fs::temp_directory_path() / ("qconform_case_writer_" + std::to_string(::getpid()) + "_" + name);
+}
+
+Tensor ints(DType t, Shape shape, const std::vector<std::int64_t>& v) {
+  Tensor x(t, std::move(shape));
+  for (std::int64_t i = 0; i < x.size(); ++i) x.set_int(i, v[static_cast<std::size_t>(i)]);
+  return x;
+}
+
+Tensor floats(DType t, Shape shape, const std::vector<double>& v) {
+  Tensor x(t, std::move(shape));
+  for (std::int64_t i = 0; i < x.size(); ++i) x.set_double(i, v[static_cast<std::size_t>(i)]);
+  return x;
+}
+
+Tensor bits(DType t, Shape shape, const std::vector<std::uint64_t>& v) {
+  Tensor x(t, std::move(shape));
+  for (std::int64_t i = 0; i < x.size(); ++i) x.set_bits(i, v[static_cast<std::size_t>(i)]);
+  return x;
+}
+
+Case make_case(const std::string& name, OpRequest op, const Spec& spec) {
+  Case c;
+  c.suite = "writer";
+  c.name = name;
+  c.op = std::move(op);
+  c.spec = spec;
+  return c;
+}
+
+Spec preset(const char* name) { return *find_preset(name); }
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0;
+}
+
+// Saves, loads and checks that every case reads back as the same numerics and evaluates identically:
+// the same output bits and labels, and (floats) the same correctly rounded values.
+std::vector<Case> round_trip(const std::vector<Case>& cases, const std::string& file) {
+  const fs::path path = temp_file(file);
+  save_cases(path, "writer", cases);
+  const Suite s = load_suite(path);
+  fs::remove(path);
+  EXPECT_EQ(s.name, "writer");
+  EXPECT_EQ(s.cases.size(), cases.size());
+  for (std::size_t i = 0; i < std::min(s.cases.size(), cases.size()); ++i) {
+    const Case& a = cases[i];
+    const Case& b = s.cases[i];
+    SCOPED_TRACE(a.name);
+    EXPECT_EQ(b.name, a.name);
+    EXPECT_EQ(b.description, a.description);
+    EXPECT_EQ(b.op.index(), a.op.index());
+    EXPECT_TRUE(same_numerics(a.spec, b.spec));
+    EXPECT_EQ(b.expect.size(), a.expect.size());
+    for (const auto& [backend, e] : a.expect) {
+      EXPECT_EQ(b.expectation_for(backend).str(), e.str());
+    }
+    EXPECT_TRUE(same_bits(op_input(a.op), op_input(b.op)));
+    const Reference ra = evaluate(a.op, a.spec), rb = evaluate(b.op, b.spec);
+    EXPECT_TRUE(same_bits(ra.expected, rb.expected));
+    EXPECT_EQ(ra.labels, rb.labels);
+    EXPECT_EQ(ra.specified, rb.specified);
+    EXPECT_EQ(ra.correctly_rounded.has_value(), rb.correctly_rounded.has_value());
+    if (ra.correctly_rounded && rb.correctly_rounded) {
+      EXPECT_TRUE(same_bits(*ra.correctly_rounded, *rb.correctly_rounded));
+    }
+    // Writing the loaded case again gives the same JSON: nothing drifts on a second trip.
+    EXPECT_EQ(case_to_json(b), case_to_json(a));
+  }
+  return s.cases;
+}
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+TEST(CaseWriter, QuantizeF32SpecialsRoundTripBitForBit) {
+  // -0, +-inf, the smallest subnormal, the largest finite, a tie, quiet NaNs with sign and payload.
+  const std::vector<std::uint64_t> f32 = {0x80000000u, 0x7F800000u,           0xFF800000u, 0x00000001u,
+                                          0x7F7FFFFFu, 0x3FC00000u /* 1.5 */, 0x7FC00000u, 0xFFC00000u,
+                                          0x7FC00123u, 0xFFFFFFFFu,           0x3DCCCCCDu /* 0.1f */};
+  QuantizeOp q;
+  q.x = bits(DType::f32, {11}, f32);
+  q.params.scales = {1.0};
+  q.params.zero_points = {3};
+  q.out = DType::u8;
+  Spec spec = preset("onnx");
+  spec.quantize.nan = NanRule::to_zero_point;  // a spec built from overrides: written explicitly
+  spec.quantize.rounding = RoundingMode::rna;
+  Case c = make_case("f32_specials", q, spec);
+  c.description = "every kind of f32 value";
+  c.expect["*"] = {Expectation::Kind::max_lsb, 1};
+  c.expect["cpu-ref"] = {Expectation::Kind::claim, 0};
+  const auto back = round_trip({c}, "f32.json");
+  // The NaN payloads survive (glibc strtod reads "nan(0x...)"), not only the NaN-ness.
+  const Tensor& x = std::get<QuantizeOp>(back.at(0).op).x;
+  EXPECT_EQ(x.bits(8), 0x7FC00123u);
+  EXPECT_EQ(x.bits(9), 0xFFFFFFFFu);
+  EXPECT_EQ(x.bits(0), 0x80000000u);
+}
+
+TEST(CaseWriter, QuantizeHalfFormatsPerAxisAndBlocked) {
+  QuantizeOp h;  // f16: -0, subnormals, the largest finite, inf, the canonical NaN; per axis
+  h.x = bits(DType::f16, {2, 4}, {0x8000, 0x0001, 0x03FF, 0x7BFF, 0xFC00, 0x7E00, 0x3C00, 0xBC01});
+  h.params.scales = {0.5, 0.25};
+  h.params.zero_points = {-1, 2};
+  h.params.axis = 0;
+  h.out = DType::i8;
+  QuantizeOp b;  // bf16, blocked along the last axis with a short last block, f16 scales
+  b.x = bits(DType::bf16, {1, 5}, {0x8000, 0x3F80, 0x4049, 0xC2F7, 0x0001});
+  b.params.scale_dtype = DType::f16;
+  b.params.scales = {0.125, 3.0};
+  b.params.zero_points = {0, 5};
+  b.params.axis = 1;
+  b.params.block_size = 3;
+  b.out = DType::i4;
+  round_trip({make_case("f16_per_axis", h, preset("onnx")), make_case("bf16_blocked", b, preset("onnx"))}, "half.json");
+}
+
+TEST(CaseWriter, DequantizeInt4BlockedToF16) {
+  DequantizeOp d;
+  d.q = ints(DType::i4, {2, 3}, {-8, 7, 0, 1, -1, 5});
+  d.params.scales = {0.1f, 0.2f, 0.3f, 0.4f};
+  d.params.zero_points = {1, -2, 0, 3};
+  d.params.axis = 1;
+  d.params.block_size = 2;
+  d.out = DType::f16;
+  Spec spec = preset("onnx");
+  spec.dequantize = {DequantizeOrder::sub_float_then_mul, ComputeFormat{ComputeFormat::Kind::f32, 0}};
+  round_trip({make_case("int4_blocked", d, spec)}, "deq.json");
+}
+
+TEST(CaseWriter, RequantizePerChannelWithASchemeAndClip) {
+  RequantizeOp r;
+  r.acc = ints(DType::i32, {2, 3}, {1000, -2047, 5, std::numeric_limits<std::int32_t>::max(), 0, -7});
+  r.params.input_scale = 0.5;
+  r.params.weight_scales = {0.25, 0.125, 0.0625};
+  r.params.output_scale = 3.0;
+  r.params.output_zero_points = {1, 2, 3};
+  r.params.axis = 1;
+  r.out = DType::i8;
+  Spec spec = preset("onnx");
+  spec.requantize = requantize_policy_for(RequantizeScheme::gemmlowp_double);
+  spec.requantize.clip = std::pair<std::int64_t, std::int64_t>{-100, 100};
+  spec.requantize.narrow_range = true;
+  round_trip({make_case("per_channel_gemmlowp", r, spec)}, "req.json");
+}
+
+TEST(CaseWriter, QGemmPackedInt4BlockedPerChannelAndDynamic) {
+  // f32 activations quantized statically; i4 weights packed (ONNX nibble order), blocked along K
+  // (K = 5, block 2: a short last block), requantized output with a fused relu6 and an i32 bias.
+  QGemmOp g;
+  g.a.values = floats(DType::f32, {2, 5}, {0.5, -1.0, 2.0, 0.25, 1.5, 0.0, -0.75, 1.0, 3.0, -2.5});
+  g.a.format = DType::u8;
+  g.a.params.scales = {0.25};
+  g.a.params.zero_points = {128};
+  const Tensor w = ints(DType::i4, {5, 3}, {1, -2, 3, 4, -5, 6, 7, -8, 0, -1, 2, -3, 5, 6, -7});
+  g.b.format = DType::i4;
+  g.b.packing = onnx_int4_packing();
+  g.b.shape = w.shape();
+  g.b.values = pack_int4(w, DType::i4, *g.b.packing);
+  g.b.params.scales = {0.5, 0.25, 0.125, 0.5, 0.25, 0.125, 1.0, 2.0, 4.0};
+  g.b.params.zero_points = {0, 1, -1, 0, 1, -1, 2, 0, 0};
+  g.b.params.axis = 0;
+  g.b.params.block_size = 2;
+  g.output.kind = OutputKind::dequantized;
+  g.output.format = DType::f32;
+
+  QGemmOp pc;  // per-channel i8 weights [N, K], u8 activations, requantized with relu6
+  pc.a.values = ints(DType::u8, {3, 4}, {0, 255, 128, 7, 1, 2, 3, 4, 200, 100, 50, 25});
+  pc.a.format = DType::u8;
+  pc.a.params.scales = {0.5};
+  pc.a.params.zero_points = {128};
+  pc.b.values = ints(DType::i8, {2, 4}, {-128, 127, 3, -4, 5, -6, 7, -8});
+  pc.b.format = DType::i8;
+  pc.b.shape = pc.b.values.shape();
+  pc.b.params.scales = {0.25, 0.125};
+  pc.b.params.axis = 0;
+  pc.b_layout = WeightLayout::n_by_k;
+  pc.bias = ints(DType::i32, {2}, {100, -100});
+  pc.output.kind = OutputKind::requantized;
+  pc.output.format = DType::i8;
+  pc.output.scale = 0.5;
+  pc.output.zero_point = -3;
+  pc.output.clamp = fused_activation_range(FusedActivation::relu6, 0.5f, -3, DType::i8);
+
+  QGemmOp dyn;  // dynamic per-row f16 activations, torchao-packed u4 weights, int32 output
+  dyn.a.values = floats(DType::f16, {2, 4}, {0.5, -1.0, 2.0, 0.25, -0.0, 1.0, 3.0, -2.5});
+  dyn.a.format = DType::u8;
+  dyn.a.quantization = ActivationQuantization::dynamic_per_row;
+  const Spec onnx = preset("onnx");
+  dyn.a.rule = *find_qparams_preset(onnx.qparams);
+  const Tensor u = ints(DType::u4, {4, 2}, {0, 15, 7, 8, 1, 2, 3, 4});
+  dyn.b.format = DType::u4;
+  dyn.b.packing = torchao_uint4_packing();
+  dyn.b.shape = u.shape();
+  dyn.b.values = pack_int4(u, DType::u4, *dyn.b.packing);
+  dyn.b.params.scales = {0.5};
+  dyn.b.params.zero_points = {8};
+  round_trip({make_case("int4_blocked", g, onnx), make_case("per_channel_relu6", pc, onnx),
+              make_case("dynamic_per_row", dyn, onnx)},
+             "qgemm.json");
+}
+
+TEST(CaseWriter, QConv2dNhwcGroupsPaddingAndBias) {
+  QConv2dOp c;
+  std::vector<double> x(1 * 4 * 4 * 2);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.25 * static_cast<double>(i % 7) - 0.5;
+  c.input.values = floats(DType::f32, {1, 4, 4, 2}, x);
+  c.input.format = DType::u8;
+  c.input.params.scales = {0.25};
+  c.input.params.zero_points = {10};
+  c.layout = ConvLayout::nhwc;
+  c.weight.values = ints(DType::i8, {4, 1, 2, 2}, {1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6, -6, 7, -7, 8, -8});
+  c.weight.format = DType::i8;
+  c.weight.shape = c.weight.values.shape();
+  c.weight.params.scales = {0.5, 0.25, 0.125, 1.0};
+  c.weight.params.axis = 0;
+  c.bias = floats(DType::f32, {4}, {0.5, -0.25, 1.0, 0.0});
+  c.geometry = Conv2dGeometry{2, 1, 1, 0, 1, 1, 1, 2, 2};
+  c.padding = ConvPadding::quantized_zero;
+  c.output.kind = OutputKind::dequantized;
+  c.output.format = DType::f32;
+  round_trip({make_case("nhwc_groups", c, preset("onnx"))}, "conv.json");
+}
+
+TEST(CaseWriter, WeightOnlyGemmWithMigraphxPackingAndBias) {
+  WeightOnlyGemmOp w;
+  w.a = floats(DType::f16, {2, 4}, {0.5, -1.0, 2.0, 0.25, 65504.0, -0.0, 1.0 / 1024, 3.0});
+  const Tensor q = ints(DType::i4, {4, 2}, {1, -2, 3, -4, 5, -6, 7, -8});
+  w.b.format = DType::i4;
+  w.b.packing = migraphx_int4_packing();
+  w.b.shape = q.shape();
+  w.b.values = pack_int4(q, DType::i4, *w.b.packing);
+  w.b.params.scales = {0.5, 0.25};
+  w.b.params.zero_points = {0, 1};
+  w.b.params.axis = 1;
+  w.bias = floats(DType::f32, {2}, {1.0, -1.0});
+  w.out = DType::f32;
+  Case c = make_case("int4_migraphx", w, preset("onnx"));
+  c.expect["*"] = {Expectation::Kind::dot_product, 0};
+  round_trip({c}, "wo.json");
+}
+
+TEST(CaseWriter, EveryPresetRoundTripsAsItsName) {
+  for (const Spec& s : presets()) {
+    SCOPED_TRACE(s.name);
+    const json j = spec_to_json(s);
+    ASSERT_TRUE(j.is_string());
+    EXPECT_TRUE(same_numerics(parse_spec(j.get<std::string>(), "test"), s));
+  }
+}
+
+TEST(CaseWriter, OverriddenPresetsWithAHalfInputPathRoundTrip) {
+  // A preset with its own half-input quantize path: an override must change both paths alike, as
+  // the loader applies it; the writer finds the object that reproduces both.
+  int with_half_path = 0;
+  for (const Spec& p : presets()) {
+    if (!p.quantize_half_input) continue;
+    ++with_half_path;
+    SCOPED_TRACE(p.name);
+    const Spec s = parse_spec(json{{"preset", p.name}, {"rounding", "rtz"}, {"accumulation", "int64"}}.dump(), "test");
+    EXPECT_TRUE(same_numerics(parse_spec(spec_to_json(s).dump(), "test"), s));
+  }
+  EXPECT_GT(with_half_path, 0);  // ort-cpu has one
+}
+
+TEST(CaseWriter, WhatTheFormatCannotExpressIsAnError) {
+  QuantizeOp q;
+  q.x = bits(DType::f16, {2}, {0x3C00, 0xFE01});  // a negative f16 NaN with a payload
+  q.params.scales = {1.0};
+  q.out = DType::i8;
+  const Case c = make_case("f16_nan_payload", q, preset("onnx"));
+  EXPECT_THROW(case_to_json(c), InputError);
+  // The escape hatch writes the loader's NaN: the oracle gives the same answer either way.
+  const json j = case_to_json(c, WriteOptions{true});
+  EXPECT_EQ(j["input"]["data"][1], "nan");
+
+  QuantizeOp s;
+  s.x = bits(DType::f32, {1}, {0x7F800001u});  // signalling
+  s.params.scales = {1.0};
+  EXPECT_THROW(case_to_json(make_case("snan", s, preset("onnx"))), InputError);
+
+  const Case dup = make_case("same", QuantizeOp{floats(DType::f32, {1}, {1.0}), s.params, DType::i8}, preset("onnx"));
+  EXPECT_THROW(save_cases(temp_file("dup.json"), "s", {dup, dup}), InputError);
+  EXPECT_FALSE(fs::exists(temp_file("dup.json")));
+
+  QGemmOp g;  // ORT's packing clips out-of-range values: it has no name in the case format
+  g.a.values = ints(DType::u8, {1, 2}, {1, 2});
+  g.a.params.scales = {1.0};
+  const Tensor w = ints(DType::i4, {2, 1}, {1, -1});
+  g.b.format = DType::i4;
+  g.b.packing = ort_int4_packing();
+  g.b.shape = w.shape();
+  g.b.values = pack_int4(w, DType::i4, *g.b.packing);
+  g.b.params.scales = {1.0};
+  try {
+    case_to_json(make_case("ort_packing", g, preset("onnx")));
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("b.packing"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CaseWriter, FiniteValuesAreJsonNumbersAndSpecialsAreStrings) {
+  const json t = tensor_to_json(bits(DType::f32, {4}, {0x3F000000u, 0x80000000u, 0xFF800000u, 0xFFC00000u}), "x");
+  EXPECT_EQ(t["dtype"], "f32");
+  EXPECT_EQ(t["shape"], json::array({4}));
+  EXPECT_EQ(t["data"][0].get<double>(), 0.5);
+  EXPECT_TRUE(std::signbit(t["data"][1].get<double>()));
+  EXPECT_EQ(t["data"][2], "-inf");
+  EXPECT_EQ(t["data"][3], "-nan");
+}
+
+// The same bits, except that any NaN matches any NaN (the suites' exhaustive f16/bf16 inputs hold
+// NaN patterns the format can only write as the loader's NaN).
+bool same_bits_up_to_nan(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  for (std::int64_t i = 0; i < a.size(); ++i) {
+    const bool nan = is_float(a.dtype()) && std::isnan(a.get_double(i));
+    if (nan ? !std::isnan(b.get_double(i)) : a.bits(i) != b.bits(i)) return false;
+  }
+  return true;
+}
+
+// Every default suite file reads back identically after writing it: real cases, every generator,
+// sweeps, file-level expectations (now per case), presets and explicit specs.
+TEST(CaseWriter, DefaultSuitesRoundTrip) {
+  for (const auto& entry : fs::directory_iterator(fs::path(QCONFORM_SOURCE_DIR) / "cases")) {
+    const fs::path p = entry.path();
+    if (p.extension() != ".json" || p.filename().string().find(".schema.") != std::string::npos) continue;
+    SCOPED_TRACE(p.filename().string());
+    const Suite s = load_suite(p);
+    const fs::path out = temp_file(p.filename().string());
+    save_cases(out, s.name, s.cases, WriteOptions{true});
+    const Suite back = load_suite(out);
+    fs::remove(out);
+    ASSERT_EQ(back.cases.size(), s.cases.size());
+    for (std::size_t i = 0; i < s.cases.size(); ++i) {
+      SCOPED_TRACE(s.cases[i].name);
+      EXPECT_TRUE(same_bits_up_to_nan(op_input(s.cases[i].op), op_input(back.cases[i].op)));
+      EXPECT_TRUE(same_numerics(s.cases[i].spec, back.cases[i].spec));
+      EXPECT_EQ(case_to_json(back.cases[i], WriteOptions{true}), case_to_json(s.cases[i], WriteOptions{true}));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qc
