@@ -446,8 +446,10 @@ bool still_fails(const Case& c, const OpRequest& op, Backend& backend) {
 }
 
 void save_single_case(const Case& c, const std::string& backend, const std::filesystem::path& path) {
-  nlohmann::json jc = case_to_json(c);
-  jc["expect"] = {{backend, c.expectation_for(backend).str()}};
+  // canonical_nans: a NaN payload the format cannot spell is written as the loader's NaN rather
+  // than aborting the run (the element's value is unchanged for every spec but NaN-payload ones).
+  nlohmann::json jc = case_to_json(c, WriteOptions{true});
+  jc["expect"] = {{backend, expectation_to_json(c.expectation_for(backend))}};
   const nlohmann::json file = {{"suite", c.suite + "-repro"},
                                {"description", "A reproducer written by qconform for " + c.id() + " on " + backend},
                                {"cases", nlohmann::json::array({jc})}};

@@ -1,13 +1,58 @@
 """qconform: an exact-arithmetic conformance harness for quantized ML kernels.
 
-The compiled core lives in ``qconform._qconform``; this package re-exports it.
+The compiled core lives in ``qconform._qconform``; this package re-exports it and adds a few
+helpers written in Python. See docs/python.md.
+
+Arrays and formats: f64/f32/f16 are numpy float64/float32/float16; bf16 is carried as uint16 bit
+patterns (``float32_to_bf16`` / ``bf16_to_float32`` convert); f8 formats as uint8 bit patterns;
+i4/u4 as int8/uint8 with one value per element (``pack_int4`` / ``unpack_int4`` pack two per byte).
 """
 
+import json as _json
+import os as _os
+import tempfile as _tempfile
+
+from . import _qconform
+from ._qconform import *  # noqa: F401,F403
 from ._qconform import (  # noqa: F401
     __version__,
     InputError,
-    presets,
-    quantize,
+    bits_to_float,
+    float_to_bits,
+    load_suite,
 )
 
-__all__ = ["__version__", "InputError", "presets", "quantize"]
+
+InputError.__module__ = "qconform"  # shown as qconform.InputError in tracebacks
+
+
+def float32_to_bf16(x, rounding="rne"):
+    """Values correctly rounded into bfloat16, as uint16 bit patterns (one rounding, from the
+    value itself: float64 input is not rounded to float32 first)."""
+    return float_to_bits(x, "bf16", rounding=rounding)
+
+
+def bf16_to_float32(bits):
+    """bfloat16 bit patterns (uint16) as float32 values (exact)."""
+    return bits_to_float(bits, "bf16")
+
+
+def case_from_json(obj, suite="python"):
+    """A Case from the case format's JSON object (a dict, or JSON text), read by the same loader as
+    case files, so every field is checked exactly as `qconform run` checks it."""
+    case = _json.loads(obj) if isinstance(obj, str) else obj
+    fd, path = _tempfile.mkstemp(suffix=".json", prefix="qconform_case_")
+    try:
+        with _os.fdopen(fd, "w") as f:
+            _json.dump({"suite": suite, "cases": [case]}, f)
+        return load_suite(path).cases[0]
+    finally:
+        _os.unlink(path)
+
+
+__all__ = [name for name in dir(_qconform) if not name.startswith("_")] + [
+    "__version__",
+    "float32_to_bf16",
+    "bf16_to_float32",
+    "case_from_json",
+]

@@ -1,0 +1,488 @@
+// Backends: the built-in ones, backends written in Python (a pybind11 trampoline of qc::Backend),
+// running cases through qc::run_cases, the oracle's reference for an op, element-wise comparison,
+// and policy inference (qc::infer).
+//
+// GIL: run_cases and infer release the GIL while the harness runs; a Python backend's methods and
+// the progress callback take it back for each call (PYBIND11_OVERRIDE does, and so do the manual
+// overrides here).
+#include "backends/backend.hpp"
+#include "common.hpp"
+#include "harness/baseline.hpp"
+#include "harness/compare.hpp"
+#include "harness/evaluate.hpp"
+#include "harness/infer.hpp"
+#include "harness/runner.hpp"
+#include "oracles/error.hpp"
+
+#include <pybind11/functional.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <unordered_set>
+
+namespace qcpy {
+
+using qc::InputError;
+
+namespace {
+
+// The cases of the run in progress on this thread: a Python backend's op arrays view them (no
+// copy), kept alive by `owner` for as long as Python holds the arrays. An op that is not one of them
+// (an infer probe, a reproducer's unit) is copied for Python.
+struct RunScope {
+  std::shared_ptr<const std::vector<qc::Suite>> suites;
+  py::object owner;
+  std::unordered_set<const void*> ops;
+  std::map<std::pair<const void*, std::string>, qc::Tensor>* outputs = nullptr;  // keep_outputs
+};
+thread_local RunScope* t_scope = nullptr;
+
+py::handle owner_for(const qc::OpRequest& op) {
+  if (t_scope && t_scope->ops.contains(&op)) return t_scope->owner;
+  return py::handle();
+}
+
+std::string python_error_text(const py::error_already_set& e) {
+  return py::str(e.type().attr("__name__")).cast<std::string>() + ": " + py::str(e.value()).cast<std::string>();
+}
+
+// None (available), an Availability, a bool, (bool, reason), or a reason string (not available).
+qc::Availability availability_from(const py::object& r) {
+  if (r.is_none()) return {};
+  if (py::isinstance<qc::Availability>(r)) return r.cast<qc::Availability>();
+  if (py::isinstance<py::bool_>(r)) return {r.cast<bool>(), r.cast<bool>() ? "" : "not supported"};
+  if (py::isinstance<py::str>(r)) return {false, r.cast<std::string>()};
+  if (py::isinstance<py::tuple>(r) && py::len(r) == 2) return {r[py::int_(0)].cast<bool>(), py::str(r[py::int_(1)])};
+  throw InputError(
+      "a backend's availability()/supports() returns None, a bool, (bool, reason), a reason string or an "
+      "Availability");
+}
+
+// A backend written in Python: its methods are the Python class's.
+class PyBackend : public qc::Backend {
+ public:
+  std::string name() const override { PYBIND11_OVERRIDE_PURE(std::string, qc::Backend, name, ); }
+  std::string description() const override { PYBIND11_OVERRIDE_PURE(std::string, qc::Backend, description, ); }
+  std::string claim() const override { PYBIND11_OVERRIDE_PURE(std::string, qc::Backend, claim, ); }
+  std::map<std::string, std::string> facts() const override {
+    using Facts = std::map<std::string, std::string>;
+    PYBIND11_OVERRIDE(Facts, qc::Backend, facts, );
+  }
+
+  qc::Availability availability() const override {
+    py::gil_scoped_acquire gil;
+    py::function f = py::get_override(static_cast<const qc::Backend*>(this), "availability");
+    if (!f) return {};
+    try {
+      return availability_from(f());
+    } catch (py::error_already_set& e) {
+      throw std::runtime_error(python_error_text(e));
+    }
+  }
+
+  qc::Availability supports(const qc::OpRequest& op) const override {
+    py::gil_scoped_acquire gil;
+    py::function f = py::get_override(static_cast<const qc::Backend*>(this), "supports");
+    if (!f) return {};  // a Python backend without supports() takes every op
+    try {
+      return availability_from(f(op_to_python(op, owner_for(op))));
+    } catch (py::error_already_set& e) {
+      throw std::runtime_error(python_error_text(e));
+    }
+  }
+
+  // The op goes to Python as its op class with numpy views; the array that comes back becomes a
+  // tensor of the op's output format (its bits when it has the format's numpy type, else its values,
+  // which must be exact in the format).
+  qc::Tensor run(const qc::OpRequest& op) override {
+    py::gil_scoped_acquire gil;
+    py::function f = py::get_override(static_cast<const qc::Backend*>(this), "run");
+    if (!f) throw std::runtime_error("a Python backend must define run(op)");
+    try {
+      py::object out = f(op_to_python(op, owner_for(op)));
+      if (out.is_none()) throw InputError("run(op) returned None, not an array");
+      return to_tensor(out, qc::op_output_dtype(op), "output");
+    } catch (py::error_already_set& e) {
+      throw std::runtime_error(python_error_text(e));
+    }
+  }
+};
+
+// Forwards to a backend and keeps a copy of each output for a case of the run (keep_outputs).
+class Recorder final : public qc::Backend {
+ public:
+  explicit Recorder(qc::Backend& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  std::string description() const override { return inner_.description(); }
+  std::string claim() const override { return inner_.claim(); }
+  qc::Availability availability() const override { return inner_.availability(); }
+  std::map<std::string, std::string> facts() const override { return inner_.facts(); }
+  qc::Availability supports(const qc::OpRequest& op) const override { return inner_.supports(op); }
+  qc::Tensor run(const qc::OpRequest& op) override {
+    qc::Tensor t = inner_.run(op);
+    if (t_scope && t_scope->outputs && t_scope->ops.contains(&op)) t_scope->outputs->try_emplace({&op, name_}, t);
+    return t;
+  }
+  void cache_name() { name_ = inner_.name(); }
+
+ private:
+  qc::Backend& inner_;
+  std::string name_;
+};
+
+std::unique_ptr<qc::Backend> builtin(const std::string& name) {
+  std::string known;
+  for (auto& b : qc::make_builtin_backends()) {
+    if (b->name() == name) return std::move(b);
+    known += (known.empty() ? "" : ", ") + b->name();
+  }
+  throw InputError("unknown backend '" + name + "' (known: " + known + ")");
+}
+
+// Cases, suites, case files or folders, or a list of them, grouped into suites by suite name in
+// order of first appearance.
+std::vector<qc::Suite> suites_arg(const py::handle& h) {
+  std::vector<qc::Suite> out;
+  auto add_case = [&](const qc::Case& c) {
+    for (qc::Suite& s : out)
+      if (s.name == c.suite) {
+        s.cases.push_back(c);
+        return;
+      }
+    out.push_back(qc::Suite{c.suite, "", c.file, {c}});
+  };
+  std::function<void(const py::handle&)> add = [&](const py::handle& x) {
+    if (py::isinstance<qc::Case>(x)) {
+      add_case(x.cast<const qc::Case&>());
+    } else if (py::hasattr(x, "cases") && py::hasattr(x, "name") && !py::isinstance<py::str>(x)) {
+      for (const py::handle& c : x.attr("cases")) add_case(c.cast<const qc::Case&>());
+    } else if (py::isinstance<py::str>(x) || py::hasattr(x, "__fspath__")) {
+      const std::string p = py::str(py::module_::import("os").attr("fspath")(x)).cast<std::string>();
+      for (qc::Suite& s : qc::load_suites({p}))
+        for (const qc::Case& c : s.cases) add_case(c);
+    } else if (py::isinstance<py::iterable>(x)) {
+      for (const py::handle& y : x) add(y);
+    } else {
+      throw InputError("run_cases: expected cases, suites, case files or folders");
+    }
+  };
+  add(h);
+  return out;
+}
+
+// The oracle's reference for an op, with the op it was evaluated from (its describe() refers to it).
+struct PyReference {
+  qc::OpRequest op;
+  qc::Reference ref;
+};
+
+std::shared_ptr<PyReference> evaluate_arg(const py::handle& op_or_case, const py::handle& policy) {
+  auto r = std::make_shared<PyReference>();
+  r->op = op_arg(op_or_case);
+  qc::Spec spec;
+  if (!policy.is_none())
+    spec = spec_arg(policy);
+  else if (py::isinstance<qc::Case>(op_or_case))
+    spec = op_or_case.cast<const qc::Case&>().spec;
+  else
+    spec = *qc::find_preset("onnx");
+  resolve_dynamic_rules(r->op, spec);
+  {
+    py::gil_scoped_release release;
+    r->ref = qc::evaluate(r->op, spec);
+  }
+  return r;
+}
+
+// A backend's output compared element by element with the spec.
+struct Comparison {
+  qc::Metrics metrics;
+  py::object expected, actual, delta, mismatch, labels;
+};
+
+Comparison compare_arrays(const std::shared_ptr<PyReference>& r, const py::handle& actual, int max_worst) {
+  const qc::Reference& ref = r->ref;
+  qc::Tensor a = to_tensor(actual, ref.expected.dtype(), "compare: actual");
+  if (a.shape() != ref.expected.shape())
+    throw InputError("compare: actual has shape " + qc::shape_str(a.shape()) + ", expected " +
+                     qc::shape_str(ref.expected.shape()));
+  Comparison c;
+  c.metrics = qc::compare(ref, a, max_worst);
+  const qc::DType t = ref.expected.dtype();
+  std::vector<py::ssize_t> dims(a.shape().begin(), a.shape().end());
+  py::array_t<std::int64_t> delta(dims);
+  py::array_t<bool> mismatch(dims);
+  for (std::int64_t i = 0; i < a.size(); ++i) {
+    std::int64_t d = 0;
+    bool differs = false;
+    if (ref.specified[static_cast<std::size_t>(i)]) {
+      if (qc::is_float(t)) {
+        const bool both_nan = std::isnan(a.get_double(i)) && std::isnan(ref.expected.get_double(i));
+        differs = !both_nan && a.bits(i) != ref.expected.bits(i);
+        d = qc::ulp_delta(t, ref.expected.bits(i), a.bits(i));
+      } else {
+        d = a.get_int(i) - ref.expected.get_int(i);
+        differs = d != 0;
+      }
+    }
+    delta.mutable_data()[i] = d;
+    mismatch.mutable_data()[i] = differs;
+  }
+  c.expected = view(ref.expected, py::cast(r));
+  c.actual = to_numpy(std::move(a));
+  c.delta = delta;
+  c.mismatch = mismatch;
+  c.labels = labels_array(ref.labels, ref.expected.shape());
+  return c;
+}
+
+}  // namespace
+
+void bind_backends(py::module_& m) {
+  py::class_<qc::Availability>(m, "Availability", "Whether a backend (or an op on it) runs, and why not.")
+      .def(py::init([](bool available, const std::string& reason) {
+             return qc::Availability{available, reason};
+           }),
+           py::arg("available") = true, py::arg("reason") = "")
+      .def_readonly("available", &qc::Availability::available)
+      .def_readonly("reason", &qc::Availability::reason)
+      .def("__bool__", [](const qc::Availability& a) { return a.available; })
+      .def("__repr__", [](const qc::Availability& a) {
+        return a.available ? std::string("Availability(True)") : "Availability(False, '" + a.reason + "')";
+      });
+
+  py::class_<qc::Backend, PyBackend>(
+      m, "Backend",
+      "An implementation under test. Subclass it in Python and define name(), description(), claim() (a preset "
+      "name) and run(op) -> numpy array; availability() and supports(op) are optional (return None/True, False, a "
+      "reason string, (bool, reason) or an Availability). run() receives the op as its qconform op class with "
+      "read-only numpy arrays and returns the output in the op's output format (output_dtype; bf16 as uint16 "
+      "bits).")
+      .def(py::init<>())
+      .def("name", &qc::Backend::name)
+      .def("description", &qc::Backend::description)
+      .def("claim", &qc::Backend::claim)
+      .def("availability", &qc::Backend::availability)
+      .def("facts", &qc::Backend::facts)
+      .def(
+          "supports", [](qc::Backend& b, const py::handle& op) { return b.supports(op_arg(op)); }, py::arg("op"))
+      .def(
+          "run",
+          [](qc::Backend& b, const py::handle& op) {
+            qc::OpRequest r = op_arg(op);
+            qc::Tensor t;
+            {
+              py::gil_scoped_release release;
+              t = b.run(r);
+            }
+            return to_numpy(std::move(t));
+          },
+          py::arg("op"), "Runs an op (or a case's op) and returns the output array.")
+      .def("__repr__", [](qc::Backend& b) { return "<Backend " + b.name() + ">"; });
+
+  m.def(
+      "backends",
+      [] {
+        std::vector<std::unique_ptr<qc::Backend>> v = qc::make_builtin_backends();
+        return v;
+      },
+      "Every backend built into qconform (cpu-ref, the x86 kernels, ...), in a stable order.");
+  m.def("backend", &builtin, py::arg("name"), "A built-in backend by name.");
+
+  m.def(
+      "run_cases",
+      [](const py::handle& cases, const py::handle& backends, int max_worst, bool attribute_causes,
+         const py::handle& reproducer_dir, const py::handle& baseline, bool keep_outputs, const py::object& progress) {
+        auto suites = std::make_shared<std::vector<qc::Suite>>(suites_arg(cases));
+        // Backends: objects (Python or built-in) or names; default every built-in one.
+        std::vector<std::unique_ptr<qc::Backend>> owned;
+        std::vector<qc::Backend*> ptrs;
+        py::list held;  // keeps Python backends alive during the run
+        if (backends.is_none()) {
+          owned = qc::make_builtin_backends();
+          for (auto& b : owned) ptrs.push_back(b.get());
+        } else {
+          for (const py::handle& b : backends) {
+            if (py::isinstance<py::str>(b)) {
+              owned.push_back(builtin(b.cast<std::string>()));
+              ptrs.push_back(owned.back().get());
+            } else {
+              held.append(b);
+              ptrs.push_back(b.cast<qc::Backend*>());
+            }
+          }
+        }
+        std::vector<std::unique_ptr<Recorder>> recorders;
+        std::map<std::pair<const void*, std::string>, qc::Tensor> outputs;
+        if (keep_outputs) {
+          for (qc::Backend*& p : ptrs) {
+            recorders.push_back(std::make_unique<Recorder>(*p));
+            recorders.back()->cache_name();
+            p = recorders.back().get();
+          }
+        }
+        qc::RunOptions opt;
+        opt.max_worst = max_worst;
+        opt.attribute_causes = attribute_causes;
+        if (!reproducer_dir.is_none())
+          opt.reproducer_dir = py::str(py::module_::import("os").attr("fspath")(reproducer_dir)).cast<std::string>();
+        std::optional<qc::Baseline> base;
+        if (!baseline.is_none()) {
+          base = qc::load_baseline(py::str(py::module_::import("os").attr("fspath")(baseline)).cast<std::string>());
+          opt.baseline = &*base;
+        }
+        if (!progress.is_none()) {
+          // A pointer, not a copy: the callback may be copied while the GIL is released.
+          const py::object* callback = &progress;
+          opt.progress = [callback](const qc::CaseResult& c, const qc::BackendResult& b, std::size_t done,
+                                    std::size_t total) {
+            py::gil_scoped_acquire gil;
+            (*callback)(py::cast(c, py::return_value_policy::copy), py::cast(b, py::return_value_policy::copy), done,
+                        total);
+          };
+        }
+        RunScope scope;
+        scope.suites = suites;
+        auto* keep = new std::shared_ptr<const std::vector<qc::Suite>>(suites);
+        scope.owner =
+            py::capsule(keep, [](void* p) { delete static_cast<std::shared_ptr<const std::vector<qc::Suite>>*>(p); });
+        for (const qc::Suite& s : *suites)
+          for (const qc::Case& c : s.cases) scope.ops.insert(&c.op);
+        scope.outputs = keep_outputs ? &outputs : nullptr;
+        RunScope* previous = t_scope;
+        t_scope = &scope;
+        qc::RunReport report;
+        try {
+          py::gil_scoped_release release;
+          report = qc::run_cases(*suites, ptrs, opt);
+        } catch (...) {
+          t_scope = previous;
+          throw;
+        }
+        t_scope = previous;
+        py::object result = py::cast(std::move(report));
+        if (keep_outputs) {
+          std::map<const void*, std::string> id_of;
+          for (const qc::Suite& s : *suites)
+            for (const qc::Case& c : s.cases) id_of[&c.op] = c.id();
+          py::dict out;
+          for (auto& [key, t] : outputs) out[py::make_tuple(id_of[key.first], key.second)] = to_numpy(std::move(t));
+          result.attr("outputs") = out;
+        }
+        return result;
+      },
+      py::arg("cases"), py::arg("backends") = py::none(), py::arg("max_worst") = 10, py::arg("attribute_causes") = true,
+      py::arg("reproducer_dir") = py::none(), py::arg("baseline") = py::none(), py::arg("keep_outputs") = false,
+      py::arg("progress") = py::none(),
+      "Runs cases (Case objects, Suites, case files or folders) on backends (objects, Python or built-in, or names; "
+      "default: every built-in backend) through the harness's runner: the same comparison, verdicts, causes, "
+      "fingerprints and reproducers as `qconform run`. Returns a RunReport; with keep_outputs=True its `outputs` "
+      "maps (case id, backend) to each output array. progress(case_result, backend_result, done, total) is called "
+      "after each pair.");
+
+  py::class_<PyReference, std::shared_ptr<PyReference>>(m, "Reference", "The oracle's answer to an op under a policy.")
+      .def_property_readonly("expected",
+                             [](py::object self) { return view(self.cast<PyReference&>().ref.expected, self); })
+      .def_property_readonly("labels",
+                             [](const PyReference& r) { return labels_array(r.ref.labels, r.ref.expected.shape()); })
+      .def_property_readonly("specified",
+                             [](const PyReference& r) {
+                               std::vector<py::ssize_t> dims(r.ref.expected.shape().begin(),
+                                                             r.ref.expected.shape().end());
+                               py::array_t<bool> s(dims);
+                               for (std::size_t i = 0; i < r.ref.specified.size(); ++i)
+                                 s.mutable_data()[i] = r.ref.specified[i] != 0;
+                               return s;
+                             })
+      .def_property_readonly("correctly_rounded",
+                             [](py::object self) -> py::object {
+                               const auto& r = self.cast<PyReference&>().ref;
+                               if (!r.correctly_rounded) return py::none();
+                               return view(*r.correctly_rounded, self);
+                             })
+      .def(
+          "dot_product_check",
+          [](const PyReference& r, const py::handle& actual) -> py::object {
+            if (!r.ref.dot_product) return py::none();
+            const qc::DotProductVerdict v =
+                r.ref.dot_product(to_tensor(actual, r.ref.expected.dtype(), "dot_product_check: actual"));
+            py::dict d;
+            d["pass"] = v.pass;
+            d["reason"] = v.reason;
+            d["abs_limit"] = v.abs_limit;
+            d["variance_limit"] = v.variance_limit;
+            d["first_failure"] = v.first_failure;
+            return d;
+          },
+          py::arg("actual"), "Weight-only GEMM: the TOSA dot-product check of an output (None for other ops).");
+  m.def("evaluate", &evaluate_arg, py::arg("op"), py::arg("policy") = py::none(),
+        "The oracle's reference for an op or case (policy: the case's, else 'onnx'): expected output, labels, which "
+        "elements the spec defines, and the correctly rounded exact value for float outputs.");
+
+  py::class_<Comparison>(m, "Comparison", "An output compared with the spec element by element.")
+      .def_readonly("metrics", &Comparison::metrics)
+      .def_readonly("expected", &Comparison::expected)
+      .def_readonly("actual", &Comparison::actual)
+      .def_readonly(
+          "delta", &Comparison::delta,
+          "actual - expected per element: LSB for integer outputs, signed ULP of the output format for floats "
+          "(0 where the spec leaves the element open).")
+      .def_readonly("mismatch", &Comparison::mismatch, "Where the output differs from the spec (NaN matches NaN).")
+      .def_readonly("labels", &Comparison::labels);
+  m.def(
+      "compare",
+      [](const py::handle& op_or_case, const py::handle& actual, const py::handle& policy, int max_worst) {
+        return compare_arrays(evaluate_arg(op_or_case, policy), actual, max_worst);
+      },
+      py::arg("op"), py::arg("actual"), py::arg("policy") = py::none(), py::arg("max_worst") = 10,
+      "Compares an output array with the oracle's reference, as the runner does: metrics and per-element deltas.");
+
+  py::class_<qc::InferFinding>(m, "InferFinding", "One policy dimension and the values that reproduce a backend.")
+      .def_readonly("op", &qc::InferFinding::op)
+      .def_readonly("dimension", &qc::InferFinding::dimension)
+      .def_readonly("values", &qc::InferFinding::values)
+      .def_readonly("description", &qc::InferFinding::description)
+      .def("__repr__", [](const qc::InferFinding& f) {
+        std::string v;
+        for (const auto& x : f.values) v += (v.empty() ? "" : ", ") + x;
+        return "<InferFinding " + f.op + "." + f.dimension + " = {" + v + "}>";
+      });
+  py::class_<qc::InferReport>(m, "InferReport", "What policy a backend behaves like.")
+      .def_readonly("backend", &qc::InferReport::backend)
+      .def_readonly("ops", &qc::InferReport::ops)
+      .def_readonly("skipped", &qc::InferReport::skipped)
+      .def_readonly("probes", &qc::InferReport::probes)
+      .def_readonly("presets", &qc::InferReport::presets)
+      .def_readonly("findings", &qc::InferReport::findings)
+      .def_readonly("summary", &qc::InferReport::summary)
+      .def(
+          "finding",
+          [](const qc::InferReport& r, const std::string& op, const std::string& dimension) -> py::object {
+            for (const qc::InferFinding& f : r.findings)
+              if (f.op == op && f.dimension == dimension) return py::cast(f);
+            return py::none();
+          },
+          py::arg("op"), py::arg("dimension"), "The finding for (op, dimension), or None.")
+      .def("__repr__", [](const qc::InferReport& r) { return "<InferReport " + r.backend + ": " + r.summary + ">"; });
+  m.def(
+      "infer",
+      [](const py::handle& backend, std::uint64_t seed, std::int64_t elements) {
+        std::unique_ptr<qc::Backend> owned;
+        qc::Backend* b = nullptr;
+        if (py::isinstance<py::str>(backend)) {
+          owned = builtin(backend.cast<std::string>());
+          b = owned.get();
+        } else {
+          b = backend.cast<qc::Backend*>();
+        }
+        py::gil_scoped_release release;
+        return qc::infer(*b, qc::InferOptions{seed, elements});
+      },
+      py::arg("backend"), py::arg("seed") = 1, py::arg("elements") = 4096,
+      "Policy inference (harness/infer.hpp): probes a backend (an object or a built-in name) with discriminating "
+      "inputs and reports which presets and which single policy choices reproduce all its outputs.");
+}
+
+}  // namespace qcpy

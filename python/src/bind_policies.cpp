@@ -1,0 +1,297 @@
+// Numerics policies and presets: every choice as an enum, the per-op policies as read-only value
+// objects, and qconform.Policy (a qc::Spec) built from a preset and keyword choices with exactly the
+// case format's "spec" semantics (one definition: qc::parse_spec).
+#include "cases/case_writer.hpp"
+#include "common.hpp"
+#include "oracles/choose_qparams.hpp"
+#include "oracles/error.hpp"
+#include "oracles/int_accumulate.hpp"
+#include "oracles/policy.hpp"
+#include "oracles/presets.hpp"
+#include "oracles/requantize.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace qcpy {
+
+using json = nlohmann::json;
+using qc::InputError;
+
+namespace {
+
+py::object clip_value(const std::optional<std::pair<std::int64_t, std::int64_t>>& c) {
+  if (!c) return py::none();
+  return py::make_tuple(c->first, c->second);
+}
+
+py::object json_to_python(const json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+
+json kwargs_json(const py::kwargs& kw) { return json::parse(json_text(kw)); }
+
+// The case format's "spec" object: overrides merged into a base spec object. A requantize object
+// that names a scheme replaces the base's (a scheme brings its source's defaults); otherwise
+// nested objects merge field by field.
+json merged(json base, const json& overrides) {
+  for (const auto& [key, value] : overrides.items()) {
+    const bool nested = (key == "dequantize" || key == "requantize") && value.is_object() && base.contains(key) &&
+                        base[key].is_object();
+    if (nested && !(key == "requantize" && value.contains("scheme"))) {
+      base[key].update(value);
+    } else {
+      base[key] = value;
+    }
+  }
+  return base;
+}
+
+qc::Spec make_policy(const py::handle& preset, const py::kwargs& kw) {
+  if (!py::isinstance<py::str>(preset)) {
+    if (py::isinstance<qc::Spec>(preset) && kw.empty()) return preset.cast<qc::Spec>();
+    throw InputError("Policy: the preset must be a name such as \"onnx\"");
+  }
+  const std::string name = preset.cast<std::string>();
+  if (kw.empty()) return qc::parse_spec(name, "policy");  // the preset itself, or the loader's message
+  json j = kwargs_json(kw);
+  j["preset"] = name;
+  return qc::parse_spec(j.dump(), "policy");
+}
+
+qc::Spec with_choices(const qc::Spec& s, const py::kwargs& kw) {
+  if (kw.empty()) return s;
+  json base = qc::spec_to_json(s);
+  if (base.is_string()) base = json{{"preset", base.get<std::string>()}};
+  return qc::parse_spec(merged(base, kwargs_json(kw)).dump(), "policy");
+}
+
+std::string policy_repr(const qc::Spec& s) {
+  try {
+    const json j = qc::spec_to_json(s);
+    return "Policy(" + (j.is_string() ? "'" + j.get<std::string>() + "'" : j.dump()) + ")";
+  } catch (const InputError&) {
+    return "Policy(<" + s.name + ">)";
+  }
+}
+
+}  // namespace
+
+void bind_policies(py::module_& m) {
+  using namespace qc;
+  bind_enum<QuantizeOrder>(
+      m, "QuantizeOrder",
+      {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float, QuantizeOrder::recip_then_add_int,
+       QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float},
+      "The order of quantize's operations.")
+      .def_property_readonly("formula", [](QuantizeOrder o) { return std::string(formula(o)); });
+  bind_enum<Clamp>(m, "Clamp", {Clamp::int_after, Clamp::float_before, Clamp::wrap}, "Where quantize saturates.");
+  bind_enum<NanRule>(m, "NanRule",
+                     {NanRule::unspecified, NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point,
+                      NanRule::to_zero, NanRule::error},
+                     "What quantize makes of NaN.");
+  bind_enum<DequantizeOrder>(m, "DequantizeOrder",
+                             {DequantizeOrder::sub_int_then_mul, DequantizeOrder::sub_float_then_mul,
+                              DequantizeOrder::mul_then_sub, DequantizeOrder::fma},
+                             "The order of dequantize's operations.")
+      .def_property_readonly("formula", [](DequantizeOrder o) { return std::string(formula(o)); });
+  bind_enum<RequantizeScheme>(m, "RequantizeScheme", {kAllRequantizeSchemes.begin(), kAllRequantizeSchemes.end()},
+                              "A requantization scheme.")
+      .def_property_readonly("description", [](RequantizeScheme r) { return std::string(describe(r)); });
+  bind_enum<MultiplierOrder>(
+      m, "MultiplierOrder",
+      {MultiplierOrder::left_to_right, MultiplierOrder::product_then_divide, MultiplierOrder::per_op},
+      "How the requantize multiplier s_in*s_w/s_out is formed.");
+  bind_enum<MultiplierDerivation>(
+      m, "MultiplierDerivation",
+      {MultiplierDerivation::tflite, MultiplierDerivation::tflite_single_round, MultiplierDerivation::fp32_mantissa,
+       MultiplierDerivation::qnnpack_q31, MultiplierDerivation::tosa_scale32, MultiplierDerivation::tosa_scale16,
+       MultiplierDerivation::glow, MultiplierDerivation::fbgemm},
+      "How a fixed-point scheme derives its integer multiplier.");
+  bind_enum<ZeroPointAdd>(m, "ZeroPointAdd", {ZeroPointAdd::int_after_rounding, ZeroPointAdd::float_before_rounding},
+                          "Where requantize adds the output zero point.");
+  bind_enum<Accumulation>(m, "Accumulation", {kAllAccumulations.begin(), kAllAccumulations.end()},
+                          "How a GEMM's integer products add up.")
+      .def_property_readonly("description", [](Accumulation a) { return std::string(describe(a)); });
+  bind_enum<ZeroPointCorrection>(m, "ZeroPointCorrection",
+                                 {ZeroPointCorrection::subtract_first, ZeroPointCorrection::compensate},
+                                 "How GEMM/conv zero points enter the accumulation.");
+  bind_enum<QParamsRecipe>(
+      m, "QParamsRecipe",
+      {QParamsRecipe::onnx_ort, QParamsRecipe::gemmlowp, QParamsRecipe::fbgemm, QParamsRecipe::pytorch_aten,
+       QParamsRecipe::pytorch_observer, QParamsRecipe::xnnpack_qd8, QParamsRecipe::glow},
+      "Whose parameter-choice code a rule follows.");
+  bind_enum<QParamsScheme>(m, "QParamsScheme",
+                           {QParamsScheme::asymmetric, QParamsScheme::symmetric, QParamsScheme::symmetric_unsigned,
+                            QParamsScheme::power_of_two},
+                           "Asymmetric, symmetric, or power-of-two scales.");
+  bind_enum<ZeroPointChoice>(m, "ZeroPointChoice",
+                             {ZeroPointChoice::from_min, ZeroPointChoice::smaller_error,
+                              ZeroPointChoice::smaller_error_difference, ZeroPointChoice::xnnpack_sign_rule},
+                             "How a rule picks the zero point.");
+  bind_enum<ReduceRange>(m, "ReduceRange", {ReduceRange::none, ReduceRange::ort_int8, ReduceRange::halve},
+                         "Reduced integer ranges.");
+
+  py::class_<ComputeFormat>(m, "ComputeFormat", "The format intermediates are rounded to (exact, f64, fixed64:N, ...).")
+      .def(py::init([](const std::string& s) {
+             auto c = parse_compute_format(s);
+             if (!c) throw InputError("unknown compute format '" + s + "'");
+             return *c;
+           }),
+           py::arg("name"))
+      .def_property_readonly("kind",
+                             [](const ComputeFormat& c) {
+                               const std::string s = to_string(c);
+                               return s.substr(0, s.find(':'));
+                             })
+      .def_readonly("frac_bits", &ComputeFormat::frac_bits)
+      .def("__str__", [](const ComputeFormat& c) { return to_string(c); })
+      .def("__repr__", [](const ComputeFormat& c) { return "ComputeFormat('" + to_string(c) + "')"; })
+      .def("__eq__", [](const ComputeFormat& a, const py::handle& b) {
+        if (py::isinstance<py::str>(b)) return to_string(a) == b.cast<std::string>();
+        return py::isinstance<ComputeFormat>(b) && a == b.cast<ComputeFormat>();
+      });
+
+  py::class_<QuantizePolicy>(m, "QuantizePolicy", "Every choice of quantize (a read-only value).")
+      .def_readonly("order", &QuantizePolicy::order)
+      .def_readonly("compute", &QuantizePolicy::compute)
+      .def_readonly("rounding", &QuantizePolicy::rounding)
+      .def_readonly("clamp", &QuantizePolicy::clamp)
+      .def_readonly("narrow_range", &QuantizePolicy::narrow_range)
+      .def_property_readonly("clip", [](const QuantizePolicy& p) { return clip_value(p.clip); })
+      .def_readonly("nan", &QuantizePolicy::nan)
+      .def("__eq__", [](const QuantizePolicy& a, const QuantizePolicy& b) { return a == b; })
+      .def("__repr__", [](const QuantizePolicy& p) {
+        return "QuantizePolicy(order=" + std::string(name(p.order)) + ", compute=" + to_string(p.compute) +
+               ", rounding=" + std::string(name(p.rounding)) + ", clamp=" + std::string(name(p.clamp)) +
+               ", narrow_range=" + (p.narrow_range ? "True" : "False") + ", nan=" + std::string(name(p.nan)) + ")";
+      });
+  py::class_<DequantizePolicy>(m, "DequantizePolicy", "Every choice of dequantize (a read-only value).")
+      .def_readonly("order", &DequantizePolicy::order)
+      .def_readonly("compute", &DequantizePolicy::compute)
+      .def("__eq__", [](const DequantizePolicy& a, const DequantizePolicy& b) { return a == b; })
+      .def("__repr__", [](const DequantizePolicy& p) {
+        return "DequantizePolicy(order=" + std::string(name(p.order)) + ", compute=" + to_string(p.compute) + ")";
+      });
+  py::class_<RequantizePolicy>(m, "RequantizePolicy", "Every choice of requantize (a read-only value).")
+      .def_readonly("scheme", &RequantizePolicy::scheme)
+      .def_readonly("multiplier_order", &RequantizePolicy::multiplier_order)
+      .def_readonly("multiplier_format", &RequantizePolicy::multiplier_format)
+      .def_readonly("derivation", &RequantizePolicy::derivation)
+      .def_readonly("product_format", &RequantizePolicy::product_format)
+      .def_readonly("zero_point", &RequantizePolicy::zero_point)
+      .def_readonly("rounding", &RequantizePolicy::rounding)
+      .def_readonly("clamp", &RequantizePolicy::clamp)
+      .def_readonly("narrow_range", &RequantizePolicy::narrow_range)
+      .def_property_readonly("clip", [](const RequantizePolicy& p) { return clip_value(p.clip); })
+      .def("__eq__", [](const RequantizePolicy& a, const RequantizePolicy& b) { return a == b; })
+      .def("__str__", [](const RequantizePolicy& p) { return to_string(p); })
+      .def("__repr__", [](const RequantizePolicy& p) { return "RequantizePolicy(" + to_string(p) + ")"; });
+
+  py::class_<QParamsRule>(m, "QParamsRule",
+                          "A parameter-choice rule (min/max -> scale, zero point): a preset's, with fields changed.")
+      .def(py::init([](const std::string& preset, const py::kwargs& kw) {
+             auto base = find_qparams_preset(preset);
+             if (!base) throw InputError("unknown parameter-choice rule '" + preset + "'");
+             QParamsRule r = *base;
+             for (const auto& [k, v] : kw) {
+               const std::string key = k.cast<std::string>();
+               const std::string where = "QParamsRule: " + key;
+               if (key == "recipe")
+                 r.recipe = enum_arg<QParamsRecipe>(
+                     v,
+                     [](std::string_view s) {
+                       return parse_by_name(s, {QParamsRecipe::onnx_ort, QParamsRecipe::gemmlowp, QParamsRecipe::fbgemm,
+                                                QParamsRecipe::pytorch_aten, QParamsRecipe::pytorch_observer,
+                                                QParamsRecipe::xnnpack_qd8, QParamsRecipe::glow});
+                     },
+                     where);
+               else if (key == "scheme")
+                 r.scheme = enum_arg<QParamsScheme>(
+                     v,
+                     [](std::string_view s) {
+                       return parse_by_name(s, {QParamsScheme::asymmetric, QParamsScheme::symmetric,
+                                                QParamsScheme::symmetric_unsigned, QParamsScheme::power_of_two});
+                     },
+                     where);
+               else if (key == "zero_point")
+                 r.zero_point = enum_arg<ZeroPointChoice>(
+                     v,
+                     [](std::string_view s) {
+                       return parse_by_name(
+                           s, {ZeroPointChoice::from_min, ZeroPointChoice::smaller_error,
+                               ZeroPointChoice::smaller_error_difference, ZeroPointChoice::xnnpack_sign_rule});
+                     },
+                     where);
+               else if (key == "reduce_range")
+                 r.reduce_range = enum_arg<ReduceRange>(
+                     v,
+                     [](std::string_view s) {
+                       return parse_by_name(s, {ReduceRange::none, ReduceRange::ort_int8, ReduceRange::halve});
+                     },
+                     where);
+               else if (key == "nudge")
+                 r.nudge = enum_arg<RoundingMode>(v, parse_rounding_mode, where);
+               else if (key == "include_zero")
+                 r.include_zero = v.cast<bool>();
+               else if (key == "narrow_range")
+                 r.narrow_range = v.cast<bool>();
+               else if (key == "scale_floor")
+                 r.scale_floor = v.cast<double>();
+               else if (key == "arithmetic")
+                 r.arithmetic = dtype_arg(v, where);
+               else
+                 throw InputError("QParamsRule: unknown field '" + key + "'");
+             }
+             return r;
+           }),
+           py::arg("preset") = "onnx-dynamic-quantize-linear")
+      .def_readonly("recipe", &QParamsRule::recipe)
+      .def_readonly("scheme", &QParamsRule::scheme)
+      .def_readonly("include_zero", &QParamsRule::include_zero)
+      .def_readonly("zero_point", &QParamsRule::zero_point)
+      .def_readonly("nudge", &QParamsRule::nudge)
+      .def_readonly("reduce_range", &QParamsRule::reduce_range)
+      .def_readonly("narrow_range", &QParamsRule::narrow_range)
+      .def_readonly("scale_floor", &QParamsRule::scale_floor)
+      .def_readonly("arithmetic", &QParamsRule::arithmetic)
+      .def("__eq__", [](const QParamsRule& a, const QParamsRule& b) { return a == b; })
+      .def("__repr__", [](const QParamsRule& r) {
+        return "QParamsRule(recipe=" + std::string(name(r.recipe)) + ", scheme=" + std::string(name(r.scheme)) +
+               ", zero_point=" + std::string(name(r.zero_point)) + ", nudge=" + std::string(name(r.nudge)) +
+               ", reduce_range=" + std::string(name(r.reduce_range)) + ")";
+      });
+  py::dict qparams;
+  for (const QParamsPreset& p : qparams_presets()) qparams[py::str(std::string(p.name))] = p.rule;
+  m.attr("qparams_presets") = qparams;
+
+  py::class_<Spec>(m, "Policy",
+                   "A numerics policy for every op (a preset, or a preset with choices changed), with the case "
+                   "format's spec semantics: Policy('onnx', rounding='rna', requantize={'scheme': "
+                   "'gemmlowp_double'}).")
+      .def(py::init(&make_policy), py::arg("preset") = "onnx")
+      .def("with_", &with_choices,
+           "A new policy with the given choices changed (the keywords of a case file's spec object).")
+      .def_readonly("name", &Spec::name)
+      .def_readonly("description", &Spec::description)
+      .def_readonly("sources", &Spec::sources)
+      .def_readonly("quantize", &Spec::quantize)
+      .def_readonly("quantize_half_input", &Spec::quantize_half_input)
+      .def(
+          "quantize_for", [](const Spec& s, const py::handle& t) { return s.quantize_for(dtype_arg(t, "dtype")); },
+          py::arg("input_dtype"), "The quantize policy for inputs of a format (some presets treat f16/bf16 apart).")
+      .def_readonly("dequantize", &Spec::dequantize)
+      .def_readonly("requantize", &Spec::requantize)
+      .def_readonly("accumulation", &Spec::accumulation)
+      .def_readonly("zero_points", &Spec::zero_points)
+      .def_readonly("qparams", &Spec::qparams)
+      .def(
+          "to_json", [](const Spec& s) { return json_to_python(spec_to_json(s)); },
+          "The case format's spec field: the preset name, or {'preset': ..., choices}.")
+      .def("__eq__", [](const Spec& a,
+                        const py::handle& b) { return py::isinstance<Spec>(b) && same_numerics(a, b.cast<Spec>()); })
+      .def("__repr__", &policy_repr);
+
+  py::dict presets_dict;
+  for (const Spec& s : presets()) presets_dict[py::str(s.name)] = s;
+  m.attr("presets") = presets_dict;
+}
+
+}  // namespace qcpy
