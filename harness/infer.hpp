@@ -21,7 +21,10 @@ struct InferOptions {
 struct InferFinding {
   std::string op;  // "quantize", "requantize", "qgemm"
   std::string dimension;
-  std::vector<std::string> values;  // empty: no single value reproduces the outputs
+  // As people read them: order formulas ("round(x/s) + zp"), compute formats ("f32"), rounding
+  // descriptions ("round to nearest, ties to even"), clamp, NaN rule and accumulation names.
+  // Empty: no single value reproduces the outputs.
+  std::vector<std::string> values;
   std::string description;          // human words for the values ("ties to even")
 };
 
