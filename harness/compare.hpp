@@ -12,8 +12,8 @@ Metrics compare(const Reference& ref, const Tensor& actual, int max_worst);
 
 // Signed distance in ULP between two values of float format t given as bit patterns:
 // position(actual) - position(expected) in the ordered sequence of the format's values (+0 and
-// -0 share a position). NaN is at 0 from NaN and kUlpInfinite from anything else.
-inline constexpr std::int64_t kUlpInfinite = std::int64_t{1} << 62;
+// -0 share a position). NaN is at 0 from NaN and kUlpInfinite (reports/result.hpp) from anything
+// else.
 std::int64_t ulp_delta(DType t, std::uint64_t expected, std::uint64_t actual);
 
 // True when element i of a and b is the same value bit for bit (any NaN equals any NaN).

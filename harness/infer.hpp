@@ -25,7 +25,7 @@ struct InferFinding {
   // descriptions ("round to nearest, ties to even"), clamp, NaN rule and accumulation names.
   // Empty: no single value reproduces the outputs.
   std::vector<std::string> values;
-  std::string description;          // human words for the values ("ties to even")
+  std::string description;  // human words for the values ("ties to even")
 };
 
 struct InferReport {

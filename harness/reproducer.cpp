@@ -61,6 +61,14 @@ std::vector<T> crop_flat(const std::vector<T>& v, const Shape& shape, const Box&
   return out;
 }
 
+// The box of one element: its coordinates, each with length 1.
+Box point_box(std::int64_t index, const Shape& shape, std::vector<std::int64_t>& coords) {
+  unravel(index, shape, coords);
+  Box box;
+  for (std::int64_t v : coords) box.emplace_back(v, 1);
+  return box;
+}
+
 int resolved(int axis, std::size_t rank) { return axis < 0 ? axis + static_cast<int>(rank) : axis; }
 
 // The parameters of `x[box]`. Blocked parameters need the box to start on a block boundary along
@@ -256,9 +264,7 @@ std::int64_t block_along(const QuantParams& p, const Shape& x, std::size_t d) {
 OpUnit unit_op(const OpRequest& op, std::int64_t index) {
   if (const auto* q = std::get_if<QuantizeOp>(&op)) {
     std::vector<std::int64_t> c;
-    unravel(index, q->x.shape(), c);
-    Box box;
-    for (std::int64_t v : c) box.emplace_back(v, 1);
+    const Box box = point_box(index, q->x.shape(), c);
     QuantizeOp u = *q;
     u.x = crop(q->x, box);
     u.params = crop_params(q->params, q->x.shape(), box);
@@ -266,9 +272,7 @@ OpUnit unit_op(const OpRequest& op, std::int64_t index) {
   }
   if (const auto* dq = std::get_if<DequantizeOp>(&op)) {
     std::vector<std::int64_t> c;
-    unravel(index, dq->q.shape(), c);
-    Box box;
-    for (std::int64_t v : c) box.emplace_back(v, 1);
+    const Box box = point_box(index, dq->q.shape(), c);
     DequantizeOp u = *dq;
     u.q = crop(dq->q, box);
     u.params = crop_params(dq->params, dq->q.shape(), box);
@@ -276,9 +280,7 @@ OpUnit unit_op(const OpRequest& op, std::int64_t index) {
   }
   if (const auto* r = std::get_if<RequantizeOp>(&op)) {
     std::vector<std::int64_t> c;
-    unravel(index, r->acc.shape(), c);
-    Box box;
-    for (std::int64_t v : c) box.emplace_back(v, 1);
+    const Box box = point_box(index, r->acc.shape(), c);
     RequantizeOp u = *r;
     u.acc = crop(r->acc, box);
     if (r->params.axis) {
@@ -456,8 +458,8 @@ void save_single_case(const Case& c, const std::string& backend, const std::file
   write_file_atomic(path, file.dump(1) + "\n");
 }
 
-void write_reproducer(const Case& c, Backend& b, const Reference& ref, const Tensor& out,
-                      const std::vector<std::int64_t>& deciding, const std::string& dir, BackendResult& r) {
+void write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>& deciding, const std::string& dir,
+                      BackendResult& r) {
   if (deciding.empty()) return;
   // The deciding element with the largest |delta| (the worst list is sorted that way).
   std::int64_t index = deciding.front();
@@ -466,8 +468,6 @@ void write_reproducer(const Case& c, Backend& b, const Reference& ref, const Ten
       index = d.index;
       break;
     }
-  (void)ref;
-  (void)out;
   Case unit = c;
   try {
     OpUnit u = unit_op(c.op, index);

@@ -37,8 +37,8 @@ bool still_fails(const Case& c, const OpRequest& op, Backend& backend);
 // Writes DIR/<suite>__<case>__<backend>.json with the unit of the deciding element with the
 // largest |delta|, checks that it fails on its own, and fills r.reproducer and
 // r.reproduce_command.
-void write_reproducer(const Case& c, Backend& b, const Reference& ref, const Tensor& out,
-                      const std::vector<std::int64_t>& deciding, const std::string& dir, BackendResult& r);
+void write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>& deciding, const std::string& dir,
+                      BackendResult& r);
 
 // Shrinks a failing case: first the unit of each failing element, then halving every dimension
 // while the backend keeps failing. Returns the smallest failing case found (`c` if none).

@@ -260,7 +260,7 @@ BackendResult run_one(const Case& c, const Reference& ref, Backend& b, const Run
   }
   if (opt.baseline) apply_baseline(*opt.baseline, c.id(), r);
   if (!opt.reproducer_dir.empty() && (r.verdict == Verdict::fail || r.verdict == Verdict::xfail))
-    write_reproducer(c, b, ref, out, deciding, opt.reproducer_dir, r);
+    write_reproducer(c, b, deciding, opt.reproducer_dir, r);
   return r;
 }
 

@@ -23,10 +23,6 @@ namespace {
 constexpr std::array kVerdicts = {Verdict::pass, Verdict::fail,  Verdict::xfail,  Verdict::xpass,
                                   Verdict::skip, Verdict::crash, Verdict::timeout};
 
-// The comparison reports a NaN against a number as this distance (harness/compare.hpp,
-// kUlpInfinite); reports sit below the harness, so the threshold is repeated here.
-constexpr std::int64_t kInfiniteDistance = std::int64_t{1} << 62;
-
 std::string esc(const std::string& s) { return xml_escape(s); }
 
 std::string lower(std::string_view s) {
@@ -72,10 +68,10 @@ bool has_metrics(const BackendResult& b) {
 
 std::string unit_name(const Metrics& m) { return m.unit == "ulp" ? "ULP" : "LSB"; }
 
-std::string distance(std::int64_t d) { return std::abs(d) >= kInfiniteDistance ? "∞" : std::to_string(d); }
+std::string distance(std::int64_t d) { return std::abs(d) >= kUlpInfinite ? "∞" : std::to_string(d); }
 
 std::string signed_distance(std::int64_t d) {
-  if (std::abs(d) >= kInfiniteDistance) return d < 0 ? "-∞" : "+∞";
+  if (std::abs(d) >= kUlpInfinite) return d < 0 ? "-∞" : "+∞";
   return (d > 0 ? "+" : "") + std::to_string(d);
 }
 

@@ -40,6 +40,10 @@ struct CauseCount {
   std::map<std::int64_t, std::int64_t> per_channel;
 };
 
+// The distance the comparison gives a NaN against a number (it has no place among the values):
+// every report shows distances at or above it as infinite.
+inline constexpr std::int64_t kUlpInfinite = std::int64_t{1} << 62;
+
 struct Metrics {
   std::string unit = "lsb";  // "lsb" for integer outputs, "ulp" (of the output format) for floats
   std::int64_t elements = 0;
