@@ -1,6 +1,7 @@
 #include "backends/backend.hpp"
 #include "backends/cpu_ref/cpu_ref.hpp"
 #include "backends/vnni/backend.hpp"
+#include "oracles/error.hpp"
 
 namespace qc {
 
@@ -10,6 +11,31 @@ std::vector<std::unique_ptr<Backend>> make_builtin_backends() {
   for (vnni::Isa isa : {vnni::Isa::vnni512, vnni::Isa::avxvnni, vnni::Isa::avx2_maddubs})
     v.push_back(std::make_unique<VnniBackend>(isa));
   return v;
+}
+
+std::vector<std::string> backend_variants() {
+  std::vector<std::string> v;
+  for (const cpu_ref::Numerics& n : cpu_ref::claimable())
+    if (n.preset != cpu_ref::claimable().front().preset) v.push_back("cpu-ref:" + std::string(n.preset));
+  return v;
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& name) {
+  constexpr std::string_view kCpuRef = "cpu-ref:";
+  if (name.starts_with(kCpuRef)) {
+    const std::string preset = name.substr(kCpuRef.size());
+    if (!cpu_ref::find_numerics(preset))
+      throw InputError("unknown backend '" + name + "': cpu-ref can claim " + cpu_ref::claimable_list() + ", not '" +
+                       preset + "'");
+    return std::make_unique<CpuRefBackend>(preset);
+  }
+  std::string known;
+  for (auto& b : make_builtin_backends()) {
+    if (b->name() == name) return std::move(b);
+    known += (known.empty() ? "" : ", ") + b->name();
+  }
+  for (const std::string& v : backend_variants()) known += ", " + v;
+  throw InputError("unknown backend '" + name + "' (known: " + known + ")");
 }
 
 }  // namespace qc

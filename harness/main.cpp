@@ -45,7 +45,9 @@ std::vector<fs::path> case_paths(const std::vector<std::string>& args) {
   return {args.begin(), args.end()};
 }
 
-std::vector<qc::Backend*> select_backends(const std::vector<std::unique_ptr<qc::Backend>>& all,
+// The named backends (default: every built-in one). A name outside the default set, such as
+// cpu-ref:tflite-reference, is made and kept in `all`.
+std::vector<qc::Backend*> select_backends(std::vector<std::unique_ptr<qc::Backend>>& all,
                                           const std::vector<std::string>& names) {
   std::vector<qc::Backend*> out;
   if (names.empty()) {
@@ -57,9 +59,12 @@ std::vector<qc::Backend*> select_backends(const std::vector<std::unique_ptr<qc::
     for (const auto& b : all)
       if (b->name() == n) found = b.get();
     if (!found) {
-      std::string known;
-      for (const auto& b : all) known += (known.empty() ? "" : ", ") + b->name();
-      throw qc::InputError("--backend: unknown backend '" + n + "' (known: " + known + ")");
+      try {
+        all.push_back(qc::make_backend(n));
+      } catch (const qc::InputError& e) {
+        throw qc::InputError(std::string("--backend: ") + e.what());
+      }
+      found = all.back().get();
     }
     out.push_back(found);
   }
@@ -177,7 +182,7 @@ struct RunArgs {
 int cmd_run(const RunArgs& a, int argc, char** argv) {
   // Everything that can fail on bad input happens before anything is written.
   std::vector<qc::Suite> suites = qc::load_suites(case_paths(a.paths));
-  const auto all = qc::make_builtin_backends();
+  auto all = qc::make_builtin_backends();
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends);
   if (a.gate && a.baseline.empty()) throw qc::InputError("--gate needs --baseline FILE (see qconform baseline)");
   std::optional<qc::Baseline> baseline;
@@ -272,7 +277,7 @@ int cmd_shrink(const std::string& path, const std::string& case_name, const std:
                const std::string& out) {
   const std::vector<qc::Suite> suites = qc::load_suites({path});
   const qc::Case& c = find_case(suites, case_name);
-  const auto all = qc::make_builtin_backends();
+  auto all = qc::make_builtin_backends();
   qc::Backend* b = select_backends(all, {backend}).front();
   if (!b->availability().available) {
     std::cerr << "qconform: " << backend << " is not available: " << b->availability().reason << "\n";
@@ -291,7 +296,7 @@ int cmd_shrink(const std::string& path, const std::string& case_name, const std:
 }
 
 int cmd_infer(const std::string& backend, const std::string& json_out, std::uint64_t seed) {
-  const auto all = qc::make_builtin_backends();
+  auto all = qc::make_builtin_backends();
   qc::Backend* b = select_backends(all, {backend}).front();
   qc::InferOptions opt;
   opt.seed = seed;
@@ -329,6 +334,11 @@ int cmd_list(const std::string& what, const std::vector<std::string>& paths) {
       const qc::Availability a = b->availability();
       std::cout << "  " << b->name() << "  claims " << b->claim() << "  "
                 << (a.available ? "available" : "unavailable: " + a.reason) << "\n    " << b->description() << "\n";
+    }
+    std::cout << "  not run by default, named with --backend:\n";
+    for (const std::string& n : qc::backend_variants()) {
+      const auto b = qc::make_backend(n);
+      std::cout << "  " << b->name() << "  claims " << b->claim() << "\n    " << b->description() << "\n";
     }
   }
   if (what == "presets" || what == "all") {

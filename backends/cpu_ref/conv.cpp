@@ -24,7 +24,7 @@ bool per_output_channel(const QuantParams& p) { return p.block_size == 0 && p.ax
 
 }  // namespace
 
-Availability supports_qconv2d(const QConv2dOp& op) {
+Availability supports_qconv2d(const QConv2dOp& op, const Numerics& n) {
   if (op.input.quantization == ActivationQuantization::dynamic_per_row)
     return {false, "a convolution input is quantized per tensor, not per row"};
   if (const Availability a = check_activation(op.input); !a.available) return a;
@@ -38,12 +38,12 @@ Availability supports_qconv2d(const QConv2dOp& op) {
       op.input.quantization == ActivationQuantization::static_params || is_int(op.input.values.dtype())
           ? op.input.params.scale_dtype
           : DType::f32;
-  return check_output(op.output, op.bias, 1, scale_dtype);
+  return check_output(op.output, op.bias, 1, scale_dtype, op.weight.params.scale_dtype, n);
 }
 
-Tensor run_qconv2d(const QConv2dOp& op) {
-  const IntOperand x = activation_integers(op.input);
-  const IntOperand w = weight_integers(op.weight);
+Tensor run_qconv2d(const QConv2dOp& op, const Numerics& n) {
+  const IntOperand x = activation_integers(op.input, n);
+  const IntOperand w = weight_integers(op.weight, n);
   const bool nhwc = op.layout == ConvLayout::nhwc;
   const Conv2dGeometry& g = op.geometry;
   if (x.shape.size() != 4 || w.shape.size() != 4)
@@ -101,7 +101,7 @@ Tensor run_qconv2d(const QConv2dOp& op) {
           acc.channel[e] = oc;
         }
     }
-  return output_stage(acc, op.bias, op.output, x.params.scale_dtype);
+  return output_stage(acc, op.bias, op.output, x.params.scale_dtype, n);
 }
 
 }  // namespace qc::cpu_ref

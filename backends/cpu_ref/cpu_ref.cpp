@@ -1,51 +1,44 @@
 #include "backends/cpu_ref/cpu_ref.hpp"
 
 #include "backends/cpu_ref/linear.hpp"
+#include "oracles/error.hpp"
 
 #include <boost/multiprecision/cpp_int.hpp>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace qc {
 namespace cpu_ref {
 namespace {
 
-// ONNX QuantizeLinear as a plain C++ reference writes it: divide in the scale's type, round
-// half to even with nearbyint (default FP environment), add the zero point in int, saturate.
-// For f16/bf16 scales the division runs in float and is rounded back to the scale's format:
-// float carries more than 2p+2 bits for both, so that equals a native f16/bf16 division.
+// QuantizeLinear as a plain C++ reference writes it: x and s in the numerics' float type T, x / s
+// (or x * (1 / s)), one rounding call, the zero point added in integers, saturate. A NaN has no
+// integer; the references leave it open (ONNX, TFLite) or send it to qmax (FBGEMM's min_ps), and
+// cpu-ref picks qmin where it is open.
 template <class Out>
-void quantize_into(const QuantizeOp& op, Tensor& y) {
+void quantize_into(const QuantizeOp& op, const Numerics& n, Tensor& y) {
   const Tensor& x = op.x;
   const QuantParams& p = op.params;
   const ParamIndexer index(p, x.shape());
+  const FloatIn T = float_in(n.quantize_in, p.scale_dtype);
   const auto lo = static_cast<std::int64_t>(int_min(op.out));
   const auto hi = static_cast<std::int64_t>(int_max(op.out));
-  const bool narrow_scale = p.scale_dtype == DType::f16 || p.scale_dtype == DType::bf16;
   Out* out = y.data<Out>();
   for (std::int64_t i = 0; i < x.size(); ++i) {
     const std::int64_t k = index(i);
-    double q;
-    if (p.scale_dtype == DType::f64) {
-      q = x.get_double(i) / p.scales[static_cast<std::size_t>(k)];
-    } else {
-      float xf = static_cast<float>(x.get_double(i));
-      const auto sf = static_cast<float>(p.scales[static_cast<std::size_t>(k)]);
-      if (narrow_scale)
-        xf = static_cast<float>(float_bits_to_double(p.scale_dtype, double_to_float_bits(p.scale_dtype, xf)));
-      float qf = xf / sf;
-      if (narrow_scale)
-        qf = static_cast<float>(float_bits_to_double(p.scale_dtype, double_to_float_bits(p.scale_dtype, qf)));
-      q = qf;
-    }
+    const double xt = T.round(x.get_double(i));
+    const double st = T.round(p.scales[static_cast<std::size_t>(k)]);
+    const double q = n.reciprocal ? T.mul(xt, T.div(1.0, st)) : T.div(xt, st);
     std::int64_t v;
     if (std::isnan(q)) {
-      v = lo;  // ONNX leaves NaN open; a reference has to pick something
+      v = n.nan_to_qmax ? hi : lo;
     } else {
-      const double r = std::nearbyint(std::clamp(q, -1e18, 1e18));
+      const double bounded = std::clamp(q, -1e18, 1e18);  // infinities saturate below
+      const double r = n.ties_away ? std::round(bounded) : std::nearbyint(bounded);
       v = static_cast<std::int64_t>(r) + p.zero_point(k);
     }
     out[i] = static_cast<Out>(std::clamp(v, lo, hi));
@@ -54,22 +47,22 @@ void quantize_into(const QuantizeOp& op, Tensor& y) {
 
 }  // namespace
 
-Tensor quantize_linear(const QuantizeOp& q) {
+Tensor quantize_linear(const QuantizeOp& q, const Numerics& n) {
   Tensor y(q.out, q.x.shape());
   switch (q.out) {
     case DType::i8:
     case DType::i4:
-      quantize_into<std::int8_t>(q, y);
+      quantize_into<std::int8_t>(q, n, y);
       break;
     case DType::u8:
     case DType::u4:
-      quantize_into<std::uint8_t>(q, y);
+      quantize_into<std::uint8_t>(q, n, y);
       break;
     case DType::i16:
-      quantize_into<std::int16_t>(q, y);
+      quantize_into<std::int16_t>(q, n, y);
       break;
     case DType::u16:
-      quantize_into<std::uint16_t>(q, y);
+      quantize_into<std::uint16_t>(q, n, y);
       break;
     default:
       throw std::invalid_argument("cpu-ref: unsupported output " + std::string(qc::name(q.out)));
@@ -79,26 +72,18 @@ Tensor quantize_linear(const QuantizeOp& q) {
 
 namespace {
 
-// ONNX DequantizeLinear as a reference writes it: static_cast<T>(q - zp) * scale in the scale's
-// type T, then stored in the output format. The converted difference times a 24-bit (or
-// narrower) significand is exact in double, so one cast gives T's rounded product.
-Tensor dequantize_linear(const DequantizeOp& op) {
+// DequantizeLinear as a reference writes it: static_cast<T>(q - zp) * static_cast<T>(scale) in
+// the numerics' type T, then stored in the output format.
+Tensor dequantize_linear(const DequantizeOp& op, const Numerics& n) {
   const QuantParams& p = op.params;
   const ParamIndexer index(p, op.q.shape());
+  const FloatIn T = float_in(n.dequantize_in, p.scale_dtype);
   Tensor y(op.out, op.q.shape());
-  auto in_scale_type = [&](double v) {
-    if (p.scale_dtype == DType::f64) return v;
-    if (p.scale_dtype == DType::f32) return static_cast<double>(static_cast<float>(v));
-    return float_bits_to_double(p.scale_dtype, double_to_float_bits(p.scale_dtype, v));
-  };
   for (std::int64_t i = 0; i < op.q.size(); ++i) {
     const std::int64_t k = index(i);
-    const double diff = in_scale_type(static_cast<double>(op.q.get_int(i) - p.zero_point(k)));
-    const long double prod =
-        static_cast<long double>(diff) * static_cast<long double>(p.scales[static_cast<std::size_t>(k)]);
-    const double in_t =
-        p.scale_dtype == DType::f64 ? static_cast<double>(prod) : in_scale_type(static_cast<double>(prod));
-    y.set_bits(i, double_to_float_bits(op.out, in_t));
+    const double diff = T.round(static_cast<double>(op.q.get_int(i) - p.zero_point(k)));
+    const double v = T.mul(diff, T.round(p.scales[static_cast<std::size_t>(k)]));
+    y.set_bits(i, double_to_float_bits(op.out, v));
   }
   return y;
 }
@@ -207,9 +192,95 @@ std::int32_t wrap_int32(std::int64_t v) {
   return static_cast<std::int32_t>(static_cast<std::uint32_t>(v));  // modulo 2^32 (C++20)
 }
 
+// ---- TFLite's requantization ----------------------------------------------------------------
+// Written out as TFLite and gemmlowp write it (cpu-ref does not share the oracle's fixed-point
+// code, so the two are checked against each other rather than against themselves).
+
+// tensorflow/lite/kernels/internal/quantization_util.cc::QuantizeMultiplier: real = q * 2^shift with
+// q in [0.5, 1), q rounded to Q31 half away from zero (TfLiteRound is std::round).
+Q31 tflite_quantize_multiplier(double real) {
+  if (real == 0) return {0, 0};
+  int shift = 0;
+  const double q = std::frexp(real, &shift);
+  auto q_fixed = static_cast<std::int64_t>(std::round(q * static_cast<double>(std::int64_t{1} << 31)));
+  if (q_fixed == (std::int64_t{1} << 31)) {
+    q_fixed /= 2;
+    ++shift;
+  }
+  if (shift < -31) {  // "if exponent < -31, the multiplier is flushed to zero"
+    shift = 0;
+    q_fixed = 0;
+  }
+  return {static_cast<std::int32_t>(q_fixed), shift};
+}
+
 namespace {
 
-Tensor requantize(const RequantizeOp& op) {
+// google/gemmlowp fixedpoint/fixedpoint.h::SaturatingRoundingDoublingHighMul: round(a * b / 2^31),
+// ties toward +inf, the one overflow case (INT32_MIN squared) saturated.
+std::int32_t saturating_rounding_doubling_high_mul(std::int32_t a, std::int32_t b) {
+  const bool overflow = a == b && a == std::numeric_limits<std::int32_t>::min();
+  const std::int64_t ab = std::int64_t{a} * b;
+  const std::int64_t nudge = ab >= 0 ? (std::int64_t{1} << 30) : (1 - (std::int64_t{1} << 30));
+  const auto high = static_cast<std::int32_t>((ab + nudge) / (std::int64_t{1} << 31));  // truncates toward 0
+  return overflow ? std::numeric_limits<std::int32_t>::max() : high;
+}
+
+// fixedpoint.h::RoundingDivideByPOT: x / 2^exponent, ties away from zero (0 <= exponent <= 31).
+std::int32_t rounding_divide_by_pot(std::int32_t x, int exponent) {
+  const auto mask = static_cast<std::int32_t>((std::int64_t{1} << exponent) - 1);
+  const std::int32_t remainder = x & mask;
+  const std::int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+  return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+// tensorflow/lite/kernels/internal/common.cc::MultiplyByQuantizedMultiplier (the double-rounding
+// build): x * (1 << left_shift) is an int32 multiply, which wraps here (TFLite leaves it undefined).
+std::int32_t multiply_by_quantized_multiplier(std::int32_t x, Q31 m) {
+  if (m.shift > 30)
+    throw std::invalid_argument("cpu-ref (gemmlowp): a left shift of " + std::to_string(m.shift) +
+                                " (a multiplier of 2^30 or more); TFLite requires shift <= 30");
+  const int left = m.shift > 0 ? m.shift : 0, right = m.shift > 0 ? 0 : -m.shift;
+  return rounding_divide_by_pot(
+      saturating_rounding_doubling_high_mul(wrap_int32(std::int64_t{x} * (std::int64_t{1} << left)), m.multiplier),
+      right);
+}
+
+}  // namespace
+
+std::int64_t requantize_value(const Numerics& n, std::int64_t acc, double s_a, double s_b, double s_out,
+                              std::int64_t zp) {
+  switch (n.requantize) {
+    case RequantizeRoutine::exact:
+      return requantize_exact(acc, s_a, s_b, s_out) + zp;
+    case RequantizeRoutine::gemmlowp: {
+      // The real multiplier in double, left to right (tensorflow/lite/kernels/kernel_util.cc::
+      // PopulateConvolutionQuantizationParams), and `acc += output_offset` in int32.
+      if (acc < std::numeric_limits<std::int32_t>::min() || acc > std::numeric_limits<std::int32_t>::max())
+        throw std::invalid_argument("cpu-ref (gemmlowp): the accumulator " + std::to_string(acc) + " is not an int32");
+      const Q31 m = tflite_quantize_multiplier(s_a * s_b / s_out);
+      return wrap_int32(std::int64_t{multiply_by_quantized_multiplier(static_cast<std::int32_t>(acc), m)} + zp);
+    }
+    case RequantizeRoutine::f32_multiplier: {
+      // Every operation in float (the scales are exact in float: check_requantize_scales).
+      const float m = static_cast<float>(s_a) * static_cast<float>(s_b) / static_cast<float>(s_out);
+      const float v = static_cast<float>(acc) * m;
+      return static_cast<std::int64_t>(std::nearbyint(std::clamp<double>(v, -1e18, 1e18))) + zp;
+    }
+  }
+  throw std::invalid_argument("cpu-ref: unknown requantize routine");
+}
+
+Availability check_requantize_scales(const Numerics& n, DType scale_dtype) {
+  if (n.requantize == RequantizeRoutine::f32_multiplier && scale_dtype != DType::f32 && scale_dtype != DType::f16 &&
+      scale_dtype != DType::bf16)
+    return {false, "cpu-ref (" + std::string(n.preset) + ") forms its float multiplier from f32, f16 or bf16 scales"};
+  return {};
+}
+
+namespace {
+
+Tensor requantize(const RequantizeOp& op, const Numerics& n) {
   const RequantizeParams& p = op.params;
   Tensor y(op.out, op.acc.shape());
   std::int64_t inner = 1, dim = 1;
@@ -223,7 +294,7 @@ Tensor requantize(const RequantizeOp& op) {
     const double w = p.weight_scales[p.weight_scales.size() == 1 ? 0 : c];
     const std::int64_t zp =
         p.output_zero_points.empty() ? 0 : p.output_zero_points[p.output_zero_points.size() == 1 ? 0 : c];
-    const std::int64_t v = requantize_exact(op.acc.get_int(i), p.input_scale, w, p.output_scale) + zp;
+    const std::int64_t v = requantize_value(n, op.acc.get_int(i), p.input_scale, w, p.output_scale, zp);
     y.set_int(i, std::clamp(v, int_min(op.out), int_max(op.out)));
   }
   return y;
@@ -232,7 +303,24 @@ Tensor requantize(const RequantizeOp& op) {
 }  // namespace
 }  // namespace cpu_ref
 
+CpuRefBackend::CpuRefBackend(std::string_view preset) : numerics_(cpu_ref::find_numerics(preset)) {
+  if (!numerics_)
+    throw InputError("cpu-ref cannot claim '" + std::string(preset) + "' (it implements " + cpu_ref::claimable_list() +
+                     ")");
+}
+
+std::string CpuRefBackend::name() const {
+  return numerics_ == &cpu_ref::claimable().front() ? "cpu-ref" : "cpu-ref:" + std::string(numerics_->preset);
+}
+
+std::string CpuRefBackend::description() const {
+  return "plain C++ reference, " + std::string(numerics_->description) + " (Eigen int32 GEMM, direct conv)";
+}
+
+std::string CpuRefBackend::claim() const { return std::string(numerics_->preset); }
+
 Availability CpuRefBackend::supports(const OpRequest& op) const {
+  const cpu_ref::Numerics& n = *numerics_;
   if (const auto* wo = std::get_if<WeightOnlyGemmOp>(&op)) return cpu_ref::supports_weight_only(*wo);
   if (const auto* q = std::get_if<QuantizeOp>(&op)) {
     if (!is_float(q->params.scale_dtype) || q->params.scale_dtype == DType::f8e4m3fn ||
@@ -248,20 +336,24 @@ Availability CpuRefBackend::supports(const OpRequest& op) const {
   }
   if (const auto* r = std::get_if<RequantizeOp>(&op)) {
     if (r->params.scale_dtype != DType::f32) return {false, "cpu-ref requantizes with f32 scales only"};
+    if (n.requantize == cpu_ref::RequantizeRoutine::gemmlowp && info(r->acc.dtype()).bits > 32)
+      return {false, "TFLite's MultiplyByQuantizedMultiplier takes int32 accumulators, not " +
+                         std::string(qc::name(r->acc.dtype()))};
     return {};
   }
-  if (const auto* g = std::get_if<QGemmOp>(&op)) return cpu_ref::supports_qgemm(*g);
-  if (const auto* c = std::get_if<QConv2dOp>(&op)) return cpu_ref::supports_qconv2d(*c);
+  if (const auto* g = std::get_if<QGemmOp>(&op)) return cpu_ref::supports_qgemm(*g, n);
+  if (const auto* c = std::get_if<QConv2dOp>(&op)) return cpu_ref::supports_qconv2d(*c, n);
   return {false, "op not implemented by cpu-ref"};
 }
 
 Tensor CpuRefBackend::run(const OpRequest& op) {
-  if (const auto* d = std::get_if<DequantizeOp>(&op)) return cpu_ref::dequantize_linear(*d);
-  if (const auto* r = std::get_if<RequantizeOp>(&op)) return cpu_ref::requantize(*r);
-  if (const auto* g = std::get_if<QGemmOp>(&op)) return cpu_ref::run_qgemm(*g);
-  if (const auto* c = std::get_if<QConv2dOp>(&op)) return cpu_ref::run_qconv2d(*c);
+  const cpu_ref::Numerics& n = *numerics_;
+  if (const auto* d = std::get_if<DequantizeOp>(&op)) return cpu_ref::dequantize_linear(*d, n);
+  if (const auto* r = std::get_if<RequantizeOp>(&op)) return cpu_ref::requantize(*r, n);
+  if (const auto* g = std::get_if<QGemmOp>(&op)) return cpu_ref::run_qgemm(*g, n);
+  if (const auto* c = std::get_if<QConv2dOp>(&op)) return cpu_ref::run_qconv2d(*c, n);
   if (const auto* wo = std::get_if<WeightOnlyGemmOp>(&op)) return cpu_ref::run_weight_only(*wo);
-  return cpu_ref::quantize_linear(std::get<QuantizeOp>(op));
+  return cpu_ref::quantize_linear(std::get<QuantizeOp>(op), n);
 }
 
 }  // namespace qc

@@ -79,7 +79,7 @@ std::int64_t max_abs(const Matrix<std::int32_t>& m) { return m.size() == 0 ? 0 :
 
 }  // namespace
 
-Availability supports_qgemm(const QGemmOp& op) {
+Availability supports_qgemm(const QGemmOp& op, const Numerics& n) {
   if (const Availability a = check_activation(op.a); !a.available) return a;
   if (const Availability b = check_weights(op.b); !b.available) return b;
   const Shape b_shape = op.b.packing ? op.b.shape : op.b.values.shape();
@@ -94,12 +94,12 @@ Availability supports_qgemm(const QGemmOp& op) {
   const DType scale_dtype = op.a.quantization == ActivationQuantization::static_params || is_int(op.a.values.dtype())
                                 ? op.a.params.scale_dtype
                                 : DType::f32;
-  return check_output(op.output, op.bias, blocks, scale_dtype);
+  return check_output(op.output, op.bias, blocks, scale_dtype, op.b.params.scale_dtype, n);
 }
 
-Tensor run_qgemm(const QGemmOp& op) {
-  const IntOperand a = activation_integers(op.a);  // shape [rows, K] for a dynamic per-row activation
-  const IntOperand b = weight_integers(op.b);
+Tensor run_qgemm(const QGemmOp& op, const Numerics& n) {
+  const IntOperand a = activation_integers(op.a, n);  // shape [rows, K] for a dynamic per-row activation
+  const IntOperand b = weight_integers(op.b, n);
   const GemmSizes d = sizes(a.shape, b.shape, op.b_layout);
   const std::int64_t R = d.rows, K = d.depth, N = d.cols;
   const ParamIndexer ai(a.params, a.shape), bi(b.params, b.shape);
@@ -150,7 +150,7 @@ Tensor run_qgemm(const QGemmOp& op) {
         acc.channel[static_cast<std::size_t>(r * N + n)] = n;
       }
   }
-  return output_stage(acc, op.bias, op.output, a.params.scale_dtype);
+  return output_stage(acc, op.bias, op.output, a.params.scale_dtype, n);
 }
 
 }  // namespace qc::cpu_ref

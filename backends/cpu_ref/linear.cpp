@@ -48,7 +48,7 @@ void dynamic_quantize_linear_params(float xmin, float xmax, DType format, double
 
 // Dynamic quantization: one (scale, zero point) per row of x viewed as [rows, K] (per_row) or for
 // the whole tensor, from its min and max.
-IntOperand dynamic_activation(const ActivationOperand& a, bool per_row) {
+IntOperand dynamic_activation(const ActivationOperand& a, bool per_row, const Numerics& n) {
   const Tensor& x = a.values;
   const std::int64_t K = x.shape().back(), rows = x.size() / K;
   const std::int64_t groups = per_row ? rows : 1, group_size = per_row ? K : x.size();
@@ -69,7 +69,7 @@ IntOperand dynamic_activation(const ActivationOperand& a, bool per_row) {
     q.params.scales.push_back(scale);
     q.params.zero_points.push_back(zp);
   }
-  return {q.x.shape(), integers(quantize_linear(q)), q.params};
+  return {q.x.shape(), integers(quantize_linear(q, n)), q.params};
 }
 
 }  // namespace
@@ -98,16 +98,16 @@ Availability check_activation(const ActivationOperand& a) {
   return {};
 }
 
-IntOperand activation_integers(const ActivationOperand& a) {
+IntOperand activation_integers(const ActivationOperand& a, const Numerics& n) {
   const Tensor& x = a.values;
   if (is_int(x.dtype())) return {x.shape(), integers(x), a.params};
   switch (a.quantization) {
     case ActivationQuantization::static_params:
-      return {x.shape(), integers(quantize_linear(QuantizeOp{x, a.params, a.format})), a.params};
+      return {x.shape(), integers(quantize_linear(QuantizeOp{x, a.params, a.format}, n)), a.params};
     case ActivationQuantization::dynamic_per_tensor:
-      return dynamic_activation(a, false);
+      return dynamic_activation(a, false, n);
     case ActivationQuantization::dynamic_per_row:
-      return dynamic_activation(a, true);
+      return dynamic_activation(a, true, n);
   }
   throw std::invalid_argument("cpu-ref: unknown activation quantization");
 }
@@ -130,37 +130,16 @@ Availability check_weights(const QWeights& w) {
   return {};
 }
 
-IntOperand weight_integers(const QWeights& w) {
+IntOperand weight_integers(const QWeights& w, const Numerics& n) {
   if (w.packing) return {w.shape, integers(unpack_int4(w.values, w.format, w.shape, *w.packing)), w.params};
   if (is_int(w.values.dtype())) return {w.values.shape(), integers(w.values), w.params};
-  return {w.values.shape(), integers(quantize_linear(QuantizeOp{w.values, w.params, w.format})), w.params};
+  return {w.values.shape(), integers(quantize_linear(QuantizeOp{w.values, w.params, w.format}, n)), w.params};
 }
 
 // ---- Output stage ----------------------------------------------------------------------------
 
-namespace {
-
-// IEEE arithmetic in the scales' type T: the activation's scale type (ONNX: the scale's type
-// sets the precision; a weight scale is converted into T before the product). Each
-// operation is done in double and rounded once to T: products of two values of T (24-bit f32,
-// 11-bit f16, 8-bit bf16 significands) are exact in double, and a double sum rounded again to T
-// equals T's own sum because double has at least 2p + 2 bits for each (so the double rounding is
-// innocuous). For T = f64 the double operation is T's.
-struct ScaleTypeArithmetic {
-  DType t;
-  double round(double v) const {
-    if (t == DType::f64) return v;
-    if (t == DType::f32) return static_cast<double>(static_cast<float>(v));
-    return float_bits_to_double(t, double_to_float_bits(t, v));
-  }
-  double mul(double a, double b) const { return round(a * b); }
-  double add(double a, double b) const { return round(a + b); }
-};
-
-}  // namespace
-
 Availability check_output(const OutputStage& out, const std::optional<Tensor>& bias, std::int64_t segments,
-                          DType scale_dtype) {
+                          DType scale_dtype, DType weight_scale_dtype, const Numerics& n) {
   if (bias && bias->dtype() == DType::i32 && segments > 1)
     return {false, "an int32 bias needs one accumulator per output (blocked weights have several)"};
   if (bias && bias->dtype() != DType::i32 && !is_float(bias->dtype()))
@@ -177,18 +156,26 @@ Availability check_output(const OutputStage& out, const std::optional<Tensor>& b
       return {};
     case OutputKind::requantized:
       if (!is_int(out.format)) return {false, "a requantized output has an integer format"};
+      if (n.requantize != RequantizeRoutine::exact && (segments > 1 || (bias && is_float(bias->dtype()))))
+        return {false, "cpu-ref (" + std::string(n.preset) +
+                           ") requantizes one int32 accumulator with one multiplier; blocked scales or a float "
+                           "bias are defined for the exact routine only"};
+      for (const DType t : {scale_dtype, weight_scale_dtype})
+        if (const Availability a = check_requantize_scales(n, t); !a.available) return a;
       return {};
   }
   return {false, "unknown output kind"};
 }
 
 Tensor output_stage(const Accumulators& acc, const std::optional<Tensor>& bias, const OutputStage& out,
-                    DType scale_dtype) {
+                    DType scale_dtype, const Numerics& n) {
   Tensor y(out.format, acc.shape);
   const std::int64_t S = acc.segments;
   const bool int_bias = bias && bias->dtype() == DType::i32;
   const bool float_bias = bias && is_float(bias->dtype());
-  const ScaleTypeArithmetic T{scale_dtype};
+  // A dequantized output computes in the numerics' dequantize type (ONNX: the scale's type, since
+  // the graph is DequantizeLinear of the accumulator with scale s_a * s_b).
+  const FloatIn T = float_in(n.dequantize_in, scale_dtype);
   std::int64_t lo = int_min(out.format), hi = int_max(out.format);
   if (out.kind == OutputKind::requantized && out.clamp)
     lo = std::max(lo, out.clamp->lo), hi = std::min(hi, out.clamp->hi);
@@ -207,7 +194,7 @@ Tensor output_stage(const Accumulators& acc, const std::optional<Tensor>& bias, 
         y.set_int(e, accumulator(0));
         break;
       case OutputKind::dequantized: {
-        // float(acc) * (s_a * s_b) in the scale's type, one term per K block summed in order, + bias.
+        // float(acc) * (s_a * s_b) in T, one term per K block summed in order, + bias.
         double sum = 0;
         for (std::int64_t s = 0; s < S; ++s) {
           const double term = T.mul(T.round(accumulator(s)), T.mul(T.round(s_a(s)), T.round(s_b(s))));
@@ -220,14 +207,14 @@ Tensor output_stage(const Accumulators& acc, const std::optional<Tensor>& bias, 
       case OutputKind::requantized: {
         std::int64_t q;
         if (S == 1 && !float_bias) {
-          q = requantize_exact(accumulator(0), s_a(0), s_b(0), out.scale);
-        } else {
+          q = requantize_value(n, accumulator(0), s_a(0), s_b(0), out.scale, out.zero_point);
+        } else {  // the exact routine only (check_output)
           terms.clear();
           for (std::int64_t s = 0; s < S; ++s) terms.push_back({accumulator(s), s_a(s), s_b(s)});
           if (float_bias && bias->get_double(c) != 0) terms.push_back({1, bias->get_double(c), 1.0});
-          q = requantize_sum_exact(terms, out.scale);
+          q = requantize_sum_exact(terms, out.scale) + out.zero_point;
         }
-        y.set_int(e, std::clamp(q + out.zero_point, lo, hi));
+        y.set_int(e, std::clamp(q, lo, hi));
         break;
       }
     }

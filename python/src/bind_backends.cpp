@@ -132,14 +132,7 @@ class Recorder final : public qc::Backend {
   std::string name_;
 };
 
-std::unique_ptr<qc::Backend> builtin(const std::string& name) {
-  std::string known;
-  for (auto& b : qc::make_builtin_backends()) {
-    if (b->name() == name) return std::move(b);
-    known += (known.empty() ? "" : ", ") + b->name();
-  }
-  throw InputError("unknown backend '" + name + "' (known: " + known + ")");
-}
+std::unique_ptr<qc::Backend> builtin(const std::string& name) { return qc::make_backend(name); }
 
 // Cases, suites, case files or folders, or a list of them, grouped into suites by suite name in
 // order of first appearance.
@@ -289,7 +282,9 @@ void bind_backends(py::module_& m) {
         return v;
       },
       "Every backend built into qconform (cpu-ref, the x86 kernels, ...), in a stable order.");
-  m.def("backend", &builtin, py::arg("name"), "A built-in backend by name.");
+  m.def(
+      "backend", &builtin, py::arg("name"),
+      "A built-in backend by name, or a variant such as 'cpu-ref:tflite-reference' (cpu-ref claiming another preset).");
 
   m.def(
       "run_cases",

@@ -68,6 +68,25 @@ def test_builtin_backends():
         qconform.backend("nope")
 
 
+def test_cpu_ref_claims_another_preset_by_name():
+    # Quotients 0.5, 1.5, 2.5, -2.5 (scale 1): TFLite's std::round takes ties away from zero
+    # (1, 2, 3, -3) where ONNX's nearbyint takes them to even (0, 2, 2, -2).
+    tfl = qconform.backend("cpu-ref:tflite-reference")
+    assert tfl.name() == "cpu-ref:tflite-reference" and tfl.claim() == "tflite-reference"
+    op = qconform.QuantizeOp(np.array([0.5, 1.5, 2.5, -2.5], np.float32), 1.0)
+    assert tfl.run(op).tolist() == [1, 2, 3, -3]
+    assert qconform.backend("cpu-ref").run(op).tolist() == [0, 2, 2, -2]
+    # Judged against its claim it passes; against the onnx spec, three of four elements differ.
+    claim = qconform.Case("ties", op, policy="onnx", expect={"*": "claim"}, suite="pytests")
+    exact = qconform.Case("ties_exact", op, policy="onnx", expect={"*": "exact"}, suite="pytests")
+    report = qconform.run_cases([claim, exact], ["cpu-ref:tflite-reference"])
+    verdicts = [c.backends[0].verdict for c in report.cases]
+    assert verdicts == [qconform.Verdict.PASS, qconform.Verdict.FAIL]
+    assert report.cases[1].backends[0].metrics.mismatches == 3
+    with pytest.raises(qconform.InputError, match="cpu-ref can claim onnx, tflite-reference, pytorch-cpu"):
+        qconform.backend("cpu-ref:tosa-single")
+
+
 def test_python_backend_through_run_compare_and_report(tmp_path):
     backend = RoundHalfAway()
     dq = qconform.Case("dq", qconform.DequantizeOp(np.array([1, 2], np.int8), 0.5), suite="pytests")

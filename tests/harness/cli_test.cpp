@@ -167,6 +167,27 @@ TEST_F(Cli, FailingExpectationExitsOne) {
   EXPECT_NE(r.output.find("FAIL"), std::string::npos) << r.output;
 }
 
+TEST_F(Cli, CpuRefClaimsAnotherPresetByName) {
+  // Quotients 0.5 and 1.5 at scale 1: TFLite's std::round gives 1 and 2, ONNX's ties to even 0 and
+  // 2; judged "exact" against the onnx spec, the tflite-reference variant fails on 1 element.
+  const fs::path f = write_case(case_with("", ""));
+  Result r =
+      run("run " + f.string() + " --backend cpu-ref:tflite-reference --report-dir " + (dir_ / "reports").string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  std::ifstream in(dir_ / "reports" / "report.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["cases"][0]["backends"][0]["backend"], "cpu-ref:tflite-reference");
+  EXPECT_EQ(j["cases"][0]["backends"][0]["claim"], "tflite-reference");
+  EXPECT_EQ(j["cases"][0]["backends"][0]["metrics"]["exact_matches"], 1);
+  r = run("run " + f.string() + " --backend cpu-ref:tosa-single --report-dir " + (dir_ / "reports").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("cpu-ref can claim onnx, tflite-reference, pytorch-cpu, not 'tosa-single'"),
+            std::string::npos)
+      << r.output;
+  r = run("list backends");
+  EXPECT_NE(r.output.find("cpu-ref:pytorch-cpu  claims pytorch-cpu"), std::string::npos) << r.output;
+}
+
 TEST_F(Cli, NothingRunnableExitsSeventySeven) {
   // cpu-ref does not quantize to i32: its only result is SKIP.
   const Result r = run_file(write_case(case_with("output_dtype", "\"i32\"")));
