@@ -124,8 +124,6 @@ QWeights crop_weights(const QWeights& w, const Box& box) {
   return out;
 }
 
-const Shape& weight_shape(const QWeights& w) { return w.packing ? w.shape : w.values.shape(); }
-
 ActivationOperand crop_activation(const ActivationOperand& a, const Box& box) {
   ActivationOperand out = a;
   out.values = crop(a.values, box);
@@ -149,7 +147,7 @@ std::int64_t flat_index(const std::vector<std::int64_t>& c, const Shape& s) {
 template <class Op, class GetA, class CropA>
 OpUnit gemm_unit(const Op& op, std::int64_t index, GetA get_a, CropA crop_a, bool a_whole) {
   const Shape& as = get_a(op).shape();
-  const Shape& bs = weight_shape(op.b);
+  const Shape& bs = logical_shape(op.b);
   const GemmShape g = gemm_shape(as, bs, op.b_layout);
   std::vector<std::int64_t> c;
   unravel(index, g.out_shape, c);
@@ -191,7 +189,7 @@ bool crop_window(std::int64_t o, std::int64_t stride, std::int64_t pad_lo, std::
 }
 
 OpUnit conv_unit(const QConv2dOp& op, std::int64_t index) {
-  const Conv2dShape s = resolve_conv2d(op.input.values.shape(), op.layout, weight_shape(op.weight), op.geometry);
+  const Conv2dShape s = resolve_conv2d(op.input.values.shape(), op.layout, logical_shape(op.weight), op.geometry);
   if (op.input.quantization == ActivationQuantization::dynamic_per_tensor) return {op, index};
   std::vector<std::int64_t> c;
   unravel(index, s.output_shape(), c);
@@ -223,11 +221,11 @@ OpUnit conv_unit(const QConv2dOp& op, std::int64_t index) {
   QConv2dOp u = op;
   u.input = crop_activation(op.input, ibox);
   u.geometry = ng;
-  Box wbox = full_box(weight_shape(op.weight));
+  Box wbox = full_box(logical_shape(op.weight));
   wbox[0] = {oc, 1};
   u.weight = crop_weights(op.weight, wbox);
   u.bias = crop_bias(op.bias, oc, 1);
-  const Conv2dShape us = resolve_conv2d(u.input.values.shape(), u.layout, weight_shape(u.weight), u.geometry);
+  const Conv2dShape us = resolve_conv2d(u.input.values.shape(), u.layout, logical_shape(u.weight), u.geometry);
   return {std::move(u), flat_index(uc, us.output_shape())};
 }
 
@@ -355,7 +353,7 @@ std::vector<OpRequest> halves(const OpRequest& op) {
           halve(r->acc.shape(), d));
   } else if (const auto* g = std::get_if<QGemmOp>(&op)) {
     const Shape& as = g->a.values.shape();
-    const Shape& bs = weight_shape(g->b);
+    const Shape& bs = logical_shape(g->b);
     const std::size_t bn = g->b_layout == WeightLayout::k_by_n ? 1 : 0, bk = 1 - bn;
     if (g->a.quantization != ActivationQuantization::dynamic_per_tensor)
       for (std::size_t d = 0; d + 1 < as.size(); ++d)  // rows (batch and M)
@@ -406,7 +404,7 @@ std::vector<OpRequest> halves(const OpRequest& op) {
             u.bias = crop_bias(c->bias, b[0].first, b[0].second);
             return OpRequest(u);
           },
-          halve(weight_shape(c->weight), 0));
+          halve(logical_shape(c->weight), 0));
   }
   return out;
 }

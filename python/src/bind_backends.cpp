@@ -151,7 +151,7 @@ std::vector<qc::Suite> suites_arg(const py::handle& h) {
         s.cases.push_back(c);
         return;
       }
-    out.push_back(qc::Suite{c.suite, "", c.file, {c}});
+    out.push_back(qc::Suite{c.suite, "", c.file, {c}, {}});
   };
   std::function<void(const py::handle&)> add = [&](const py::handle& x) {
     if (py::isinstance<qc::Case>(x)) {

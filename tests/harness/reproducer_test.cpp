@@ -80,7 +80,7 @@ TEST(Reproducer, AFailingCaseGetsAOneElementFileThatFailsAgain) {
   FaultyBackend b(Fault::ties_away);
   RunOptions opt;
   opt.reproducer_dir = dir.string();
-  const RunReport r = run_cases({Suite{"planted", "", "", {ties_case(1000)}}}, {&b}, opt);
+  const RunReport r = run_cases({Suite{"planted", "", "", {ties_case(1000)}, {}}}, {&b}, opt);
   const BackendResult& br = r.cases[0].backends[0];
   ASSERT_EQ(br.verdict, Verdict::fail);
   ASSERT_FALSE(br.reproducer.empty());
