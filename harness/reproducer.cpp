@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <numeric>
+#include <set>
 
 namespace qc {
 namespace {
@@ -445,20 +446,60 @@ bool still_fails(const Case& c, const OpRequest& op, Backend& backend) {
   return count_mismatches(ref.expected, out, ref.specified) > 0;
 }
 
-void save_single_case(const Case& c, const std::string& backend, const std::filesystem::path& path) {
-  // canonical_nans: a NaN payload the format cannot spell is written as the loader's NaN rather
-  // than aborting the run (the element's value is unchanged for every spec but NaN-payload ones).
+namespace {
+
+std::filesystem::path reproducer_path(const Case& c, const Backend& b, const std::string& dir) {
+  return std::filesystem::path(dir) /
+         (file_safe(c.suite) + "__" + file_safe(c.name) + "__" + file_safe(b.name()) + ".json");
+}
+
+// canonical_nans: a NaN payload the format cannot spell is written as the loader's NaN rather than
+// aborting the run (the element's value is unchanged for every spec but NaN-payload ones).
+nlohmann::json reproducer_case(const Case& c, const std::string& backend) {
   nlohmann::json jc = case_to_json(c, WriteOptions{true});
   jc["expect"] = {{backend, expectation_to_json(c.expectation_for(backend))}};
-  const nlohmann::json file = {{"suite", c.suite + "-repro"},
-                               {"description", "A reproducer written by qconform for " + c.id() + " on " + backend},
-                               {"cases", nlohmann::json::array({jc})}};
+  return jc;
+}
+
+void save_reproducer(const std::string& suite, const std::string& description, nlohmann::json cases,
+                     const std::filesystem::path& path) {
+  const nlohmann::json file = {{"suite", suite + "-repro"}, {"description", description}, {"cases", std::move(cases)}};
   write_file_atomic(path, file.dump(1) + "\n");
 }
 
-void write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>& deciding, const std::string& dir,
+}  // namespace
+
+void save_single_case(const Case& c, const std::string& backend, const std::filesystem::path& path) {
+  if (!c.links.empty())
+    throw InputError("case '" + c.name + "' takes its " + c.links.front().field + " from '" + c.links.front().producer +
+                     "': a single-case file cannot hold it (standalone_case binds it)");
+  Case alone = c;
+  alone.agreements.clear();  // the other case is not in the file
+  save_reproducer(c.suite, "A reproducer written by qconform for " + c.id() + " on " + backend,
+                  nlohmann::json::array({reproducer_case(alone, backend)}), path);
+}
+
+std::string write_chain_reproducer(const std::vector<Case>& cases, const Case& c, Backend& b, const std::string& dir,
+                                   const std::string& description, BackendResult& r) {
+  std::set<std::string> names;
+  for (const Case& x : cases) names.insert(x.name);
+  nlohmann::json list = nlohmann::json::array();
+  for (Case x : cases) {
+    if (x.name != c.name) x.agreements.clear();
+    std::erase_if(x.agreements, [&](const Agreement& a) { return !names.contains(a.other); });
+    list.push_back(reproducer_case(x, b.name()));
+  }
+  const std::filesystem::path path = reproducer_path(c, b, dir);
+  save_reproducer(c.suite, "A reproducer written by qconform for " + c.id() + " on " + b.name() + ". " + description,
+                  std::move(list), path);
+  r.reproducer = path.string();
+  r.reproduce_command = "qconform run " + path.string() + " --backend " + b.name();
+  return path.string();
+}
+
+bool write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>& deciding, const std::string& dir,
                       BackendResult& r) {
-  if (deciding.empty()) return;
+  if (deciding.empty()) return false;
   // The deciding element with the largest |delta| (the worst list is sorted that way).
   std::int64_t index = deciding.front();
   for (const ElementDiff& d : r.metrics.worst)
@@ -475,18 +516,19 @@ void write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>
                        std::to_string(u.index) + " here), where " + b.name() + " failed.";
   } catch (const std::exception& e) {
     r.reason += "; no reproducer: " + std::string(e.what());
-    return;
+    return false;
   }
-  const bool fails = still_fails(unit, unit.op, b);
+  bool fails = still_fails(unit, unit.op, b);
   if (!fails) {
     unit = c;  // the unit passes on its own (a tiling or blocking effect): keep the whole case
     unit.description = "The whole case " + c.id() + ": its smallest unit passes on " + b.name() + " alone.";
+    fails = still_fails(unit, unit.op, b);
   }
-  const std::filesystem::path path = std::filesystem::path(dir) / (file_safe(c.suite) + "__" + file_safe(c.name) +
-                                                                   "__" + file_safe(b.name()) + ".json");
+  const std::filesystem::path path = reproducer_path(c, b, dir);
   save_single_case(unit, b.name(), path);
   r.reproducer = path.string();
   r.reproduce_command = "qconform run " + path.string() + " --backend " + b.name();
+  return fails;
 }
 
 Case shrink_case(const Case& c, Backend& backend, int max_steps) {
