@@ -373,8 +373,8 @@ std::vector<Case> chain_of(const Suite& s, const std::vector<std::string>& roots
 }
 
 // Runs the cases of one suite. A case that takes operands from other cases, or compares its
-// outputs with them, needs those cases evaluated first: each case is evaluated once (the oracle and
-// every backend), when it is reported or when a case needs it, whichever comes first, and kept
+// outputs with them, needs those cases first: each case is evaluated once by the oracle and once
+// by each backend, when it is reported or when a case needs it, whichever comes first, and kept
 // until the end of the suite when another case names it.
 class SuiteRunner {
  public:
@@ -395,12 +395,16 @@ class SuiteRunner {
   struct CaseRun {
     OpRequest op;   // the case's op with the oracle's outputs of its producers bound
     Reference ref;  // the oracle's answer for `op` (its describe() refers to `op`: a CaseRun stays put)
-    std::vector<BackendRun> backends;
+    std::vector<std::optional<BackendRun>> backends;  // by backend index, once run
   };
 
   const Case& find(const std::string& name) const { return *by_name_.at(name); }
   std::string id(const std::string& name) const { return s_.name + "/" + name; }
+  // The oracle's side of a case (its producers' first).
   CaseRun& evaluated(const Case& c);
+  // Backend i's run of a case (its producers' on backend i first). One backend at a time, so a
+  // result streams out (progress, results.jsonl) as soon as it and what it needs are done.
+  const BackendRun& ran(const Case& c, std::size_t i);
   void write_reproducers(const Case& c, const CaseRun& run, Backend& b, const std::vector<std::int64_t>& deciding,
                          const std::vector<std::string>& broken_with, BackendResult& r);
 
@@ -418,6 +422,7 @@ SuiteRunner::CaseRun& SuiteRunner::evaluated(const Case& c) {
   for (const OperandLink& l : c.links) producers.push_back(&evaluated(find(l.producer)));
   auto run = std::make_unique<CaseRun>();
   run->op = c.op;
+  run->backends.resize(backends_.size());
   try {
     for (std::size_t k = 0; k < c.links.size(); ++k)
       bind_operand(run->op, c.links[k].field, producers[k]->ref.expected);
@@ -425,53 +430,53 @@ SuiteRunner::CaseRun& SuiteRunner::evaluated(const Case& c) {
   } catch (const InputError& e) {
     throw InputError(c.file + ":" + std::to_string(c.line) + ": case '" + c.name + "': " + e.what());
   }
-  for (std::size_t i = 0; i < backends_.size(); ++i) {
-    Backend& b = *backends_[i];
-    if (c.links.empty()) {
-      run->backends.push_back(judge(c, run->op, c.op, run->ref, b, opt_, {}));
-      continue;
-    }
-    // This backend's own outputs of the producers: a rounding of its own at an earlier case
-    // propagates into this one, as in the lowered graph.
-    OpRequest own = c.op;
-    std::string missing;
-    std::vector<InputVariation> propagated;
-    for (std::size_t k = 0; k < c.links.size() && missing.empty(); ++k) {
-      const OperandLink& l = c.links[k];
-      const BackendRun& p = producers[k]->backends[i];
-      if (!p.output) {
-        missing = "takes its " + l.field + " from '" + l.producer + "', which gave no output on " + b.name() + " (" +
-                  std::string(name(p.result.verdict)) + ": " + p.result.reason + ")";
-        break;
-      }
-      bind_operand(own, l.field, *p.output);
-      const std::int64_t moved =
-          count_mismatches(producers[k]->ref.expected, *p.output, std::vector<std::uint8_t>(p.output->size(), 1));
-      if (moved > 0) {
-        InputVariation v{l.field + ".from=" + l.producer,
-                         b.name() + "'s own output of '" + l.producer + "' as " + l.field + " (it differs from the " +
-                             "oracle's in " + std::to_string(moved) + " of " + std::to_string(p.output->size()) +
-                             " elements): the difference propagates",
-                         run->op};
-        bind_operand(v.op, l.field, *p.output);
-        propagated.push_back(std::move(v));
-      }
-    }
-    if (!missing.empty() && b.availability().available) {
-      BackendRun skipped;
-      skipped.result = started(c, b);
-      skipped.result.verdict = Verdict::skip;
-      skipped.result.reason = missing;
-      run->backends.push_back(std::move(skipped));
-      continue;
-    }
-    run->backends.push_back(judge(c, run->op, own, run->ref, b, opt_, propagated));
-  }
   return *runs_.emplace(c.name, std::move(run)).first->second;
 }
 
-CaseResult SuiteRunner::report(const Case& c, std::size_t& done, std::size_t total) {
+const BackendRun& SuiteRunner::ran(const Case& c, std::size_t i) {
   CaseRun& run = evaluated(c);
+  if (run.backends[i]) return *run.backends[i];
+  Backend& b = *backends_[i];
+  if (c.links.empty()) return run.backends[i].emplace(judge(c, run.op, c.op, run.ref, b, opt_, {}));
+  // This backend's own outputs of the producers: a rounding of its own at an earlier case
+  // propagates into this one, as in the lowered graph.
+  OpRequest own = c.op;
+  std::string missing;
+  std::vector<InputVariation> propagated;
+  for (const OperandLink& l : c.links) {
+    const Case& producer = find(l.producer);
+    const BackendRun& p = ran(producer, i);
+    if (!p.output) {
+      missing = "takes its " + l.field + " from '" + l.producer + "', which gave no output on " + b.name() + " (" +
+                std::string(name(p.result.verdict)) + ": " + p.result.reason + ")";
+      break;
+    }
+    bind_operand(own, l.field, *p.output);
+    const Tensor& oracle = evaluated(producer).ref.expected;
+    const std::int64_t moved =
+        count_mismatches(oracle, *p.output, std::vector<std::uint8_t>(static_cast<std::size_t>(p.output->size()), 1));
+    if (moved > 0) {
+      InputVariation v{l.field + ".from=" + l.producer,
+                       b.name() + "'s own output of '" + l.producer + "' as " + l.field + " (it differs from the " +
+                           "oracle's in " + std::to_string(moved) + " of " + std::to_string(p.output->size()) +
+                           " elements): the difference propagates",
+                       run.op};
+      bind_operand(v.op, l.field, *p.output);
+      propagated.push_back(std::move(v));
+    }
+  }
+  if (!missing.empty() && b.availability().available) {
+    BackendRun skipped;
+    skipped.result = started(c, b);
+    skipped.result.verdict = Verdict::skip;
+    skipped.result.reason = missing;
+    return run.backends[i].emplace(std::move(skipped));
+  }
+  return run.backends[i].emplace(judge(c, run.op, own, run.ref, b, opt_, propagated));
+}
+
+CaseResult SuiteRunner::report(const Case& c, std::size_t& done, std::size_t total) {
+  const CaseRun& run = evaluated(c);
   std::vector<const CaseRun*> others;
   for (const Agreement& a : c.agreements) others.push_back(&evaluated(find(a.other)));
   const Tensor& in = op_input(c.op);
@@ -496,12 +501,12 @@ CaseResult SuiteRunner::report(const Case& c, std::size_t& done, std::size_t tot
                                 .check);
   for (std::size_t i = 0; i < backends_.size(); ++i) {
     Backend& b = *backends_[i];
-    BackendRun& br = run.backends[i];
+    const BackendRun& br = ran(c, i);
     BackendResult r = br.result;
     std::vector<std::string> broken_with;  // the other cases of broken agreements
     for (std::size_t k = 0; k < c.agreements.size(); ++k) {
       const Agreement& a = c.agreements[k];
-      const BackendRun& theirs = others[k]->backends[i];
+      const BackendRun& theirs = ran(find(a.other), i);
       if (!br.output || !theirs.output) {
         AgreementCheck u;
         u.assertion = std::string(a.assertion());
