@@ -10,8 +10,12 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <type_traits>
+#include <utility>
 
 namespace qc {
 
@@ -42,12 +46,21 @@ Expectation Case::expectation_for(const std::string& backend) const {
 
 namespace {
 
-// Context for messages: "file:line: case 'name'".
+// What a case being loaded may take from the cases loaded before it: their output formats and
+// shapes (an operand {"from": name} becomes a tensor of that format and shape), and where the case
+// records the links it makes.
+struct LinkContext {
+  std::map<std::string, std::pair<DType, Shape>> outputs;
+  std::vector<OperandLink> links;
+};
+
+// Context for messages: "file:line: case 'name'"; and, while a case loads, its link context.
 struct Where {
   std::string file;
   int line = 0;
   std::string case_name;
-  std::string prefix;  // the enclosing object's path, e.g. "a." for a GEMM operand
+  std::string prefix;            // the enclosing object's path, e.g. "a." for a GEMM operand
+  LinkContext* links = nullptr;  // null: operands cannot take other cases' outputs (a spec alone)
   std::string str() const {
     std::string s = file;
     if (line > 0) s += ":" + std::to_string(line);
@@ -201,9 +214,40 @@ void fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w
   }
 }
 
+// An operand {"from": "name", ...}: a tensor of the named case's output format and shape, whose
+// values the runner binds (case.hpp, OperandLink). A "dtype" or "shape" given beside "from" must
+// be the producer's. `w.prefix` names the operand ("a.", "bias.", ...; empty for a case's input).
+Tensor load_linked(const json& j, const Where& w) {
+  const std::string operand = w.prefix.empty() ? "input" : w.prefix.substr(0, w.prefix.size() - 1);
+  Where at = w;
+  at.prefix.clear();
+  if (j.contains("data") || j.contains("generator"))
+    at.fail(operand + ".from", "an operand takes its values from another case or from 'data'/'generator', not both");
+  if (!j["from"].is_string()) at.fail(operand + ".from", "expected the name of a case of this file");
+  const std::string producer = j["from"].get<std::string>();
+  if (!w.links) at.fail(operand + ".from", "operands can be taken from other cases only in a case file");
+  const auto it = w.links->outputs.find(producer);
+  // load_suite loads producers first and reports unknown names and cycles itself.
+  if (it == w.links->outputs.end()) at.fail(operand + ".from", "no case named '" + producer + "' loaded before it");
+  const auto& [t, shape] = it->second;
+  const std::string produced = "'" + producer + "' outputs " + std::string(name(t)) + " " + shape_str(shape);
+  if (j.contains("dtype") && dtype(j["dtype"], at, operand + ".dtype") != t)
+    at.fail(operand + ".dtype", produced + ", not " + j["dtype"].dump());
+  if (j.contains("shape")) {
+    Shape given;
+    if (j["shape"].is_array())
+      for (std::size_t i = 0; i < j["shape"].size(); ++i)
+        given.push_back(integer(j["shape"][i], at, operand + ".shape[" + std::to_string(i) + "]"));
+    if (given != shape) at.fail(operand + ".shape", produced + ", not the shape " + j["shape"].dump());
+  }
+  w.links->links.push_back({operand, producer});
+  return Tensor(t, shape);  // zeros until the runner binds the producer's output
+}
+
 Tensor load_input(const json& j, const json& c, const Where& w) {
   if (!j.is_object()) w.fail("input", "expected an object with dtype, shape and data or generator");
-  check_fields(j, {"dtype", "shape", "data", "generator"}, w, "input.");
+  check_fields(j, {"dtype", "shape", "data", "generator", "from"}, w, "input.");
+  if (j.contains("from")) return load_linked(j, w);
   if (!j.contains("dtype")) w.fail("input.dtype", "missing");
   if (!j.contains("shape")) w.fail("input.shape", "missing");
   const DType t = dtype(j["dtype"], w, "input.dtype");
@@ -465,7 +509,7 @@ Where nested(const Where& w, const std::string& key) {
 // The tensor part of an operand object (dtype, shape, data or generator).
 Tensor load_operand_values(const json& o, const json& c, const Where& w) {
   json t = json::object();
-  for (const char* k : {"dtype", "shape", "data", "generator"})
+  for (const char* k : {"dtype", "shape", "data", "generator", "from"})
     if (o.contains(k)) t[k] = o[k];
   return load_input(t, c, w);
 }
@@ -475,8 +519,8 @@ ActivationOperand load_activation(const json& j, const char* key, const Spec& sp
   const json& o = j[key];
   const Where w = nested(cw, key);
   check_fields(o,
-               {"dtype", "shape", "data", "generator", "format", "quantize", "scale", "scale_dtype", "zero_point",
-                "axis", "block_size", "layout"},
+               {"dtype", "shape", "data", "generator", "from", "format", "quantize", "scale", "scale_dtype",
+                "zero_point", "axis", "block_size", "layout"},
                w, "");
   ActivationOperand a;
   a.values = load_operand_values(o, j, w);
@@ -506,7 +550,7 @@ QWeights load_weights(const json& j, const char* key, const Where& cw) {
   const json& o = j[key];
   const Where w = nested(cw, key);
   check_fields(o,
-               {"dtype", "shape", "data", "generator", "format", "scale", "scale_dtype", "zero_point", "axis",
+               {"dtype", "shape", "data", "generator", "from", "format", "scale", "scale_dtype", "zero_point", "axis",
                 "block_size", "layout", "packing"},
                w, "");
   QWeights b;
@@ -624,7 +668,7 @@ OpRequest load_weight_only(const json& j, const Where& w) {
   WeightOnlyGemmOp g;
   if (!j.contains("a") || !j["a"].is_object()) w.fail("a", "missing operand object");
   const Where aw = nested(w, "a");
-  check_fields(j["a"], {"dtype", "shape", "data", "generator"}, aw, "");
+  check_fields(j["a"], {"dtype", "shape", "data", "generator", "from"}, aw, "");
   g.a = load_operand_values(j["a"], j, aw);
   if (!is_float(g.a.dtype())) aw.fail("dtype", "weight-only activations are floats");
   g.b = load_weights(j, "b", w);
@@ -679,6 +723,47 @@ OpRequest load_qconv2d(const json& j, const Spec& spec, const Where& w) {
   return c;
 }
 
+// "same_outputs_as": "name" or ["name", ...]; "differs_from": "name", {"case": "name",
+// "elements": n} or a list of them. The named cases are checked by check_links.
+std::vector<Agreement> load_agreements(const json& j, const Where& w) {
+  std::vector<Agreement> out;
+  auto name_of = [&](const json& v, const std::string& field) {
+    if (!v.is_string() || v.get<std::string>().empty()) w.fail(field, "expected the name of a case of this file");
+    return v.get<std::string>();
+  };
+  auto list = [](const json& v) { return v.is_array() ? v : json::array({v}); };
+  if (j.contains("same_outputs_as")) {
+    const json l = list(j["same_outputs_as"]);
+    if (l.empty()) w.fail("same_outputs_as", "expected a case name or a non-empty list of them");
+    for (std::size_t i = 0; i < l.size(); ++i)
+      out.push_back({Agreement::Kind::same_outputs,
+                     name_of(l[i], "same_outputs_as" + (j["same_outputs_as"].is_array() ? "[" + std::to_string(i) + "]"
+                                                                                        : std::string())),
+                     -1});
+  }
+  if (j.contains("differs_from")) {
+    const json l = list(j["differs_from"]);
+    if (l.empty()) w.fail("differs_from", "expected a case name, {\"case\": name, \"elements\": n} or a list of them");
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      const std::string f = "differs_from" + (j["differs_from"].is_array() ? "[" + std::to_string(i) + "]" : "");
+      if (l[i].is_string()) {
+        out.push_back({Agreement::Kind::differs, name_of(l[i], f), -1});
+        continue;
+      }
+      if (!l[i].is_object() || !l[i].contains("case"))
+        w.fail(f, "expected a case name or {\"case\": name, \"elements\": n}");
+      check_fields(l[i], {"case", "elements"}, w, f + ".");
+      Agreement a{Agreement::Kind::differs, name_of(l[i]["case"], f + ".case"), -1};
+      if (l[i].contains("elements")) {
+        a.elements = integer(l[i]["elements"], w, f + ".elements");
+        if (a.elements < 1) w.fail(f + ".elements", "must be at least 1 (outputs that agree: same_outputs_as)");
+      }
+      out.push_back(std::move(a));
+    }
+  }
+  return out;
+}
+
 Case load_case(const json& j, std::size_t index, const std::string& text, const Where& file_where) {
   Where w = file_where;
   if (!j.is_object()) w.fail("cases[" + std::to_string(index) + "]", "expected an object");
@@ -701,6 +786,7 @@ Case load_case(const json& j, std::size_t index, const std::string& text, const 
   if (op == "qconv2d")
     fields = {"name", "description", "op",     "spec",    "expect",   "input",  "weight",
               "bias", "output",      "stride", "padding", "dilation", "groups", "padding_value"};
+  fields.insert({"same_outputs_as", "differs_from"});
   check_fields(j, fields, w, "");
   if (j.contains("description")) c.description = j["description"].get<std::string>();
   c.spec = load_spec(j.contains("spec") ? j["spec"] : json("onnx"), w);
@@ -726,6 +812,8 @@ Case load_case(const json& j, std::size_t index, const std::string& text, const 
     if (!e.is_object()) w.fail("expect", "expected an object {backend: expectation}");
     for (const auto& [backend, v] : e.items()) c.expect[backend] = load_expectation(v, w, "expect." + backend);
   }
+  c.agreements = load_agreements(j, w);
+  if (w.links) c.links = std::exchange(w.links->links, {});
   return c;
 }
 
@@ -765,6 +853,99 @@ std::vector<json> expand_sweep(const json& c, const Where& w) {
   return out;
 }
 
+// The operands of a case object that take another case's output: (operand, case name).
+std::vector<std::pair<std::string, std::string>> operand_links(const json& c) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!c.is_object()) return out;
+  for (const char* key : {"input", "a", "b", "weight", "bias"})
+    if (c.contains(key) && c[key].is_object() && c[key].contains("from") && c[key]["from"].is_string())
+      out.emplace_back(key, c[key]["from"].get<std::string>());
+  return out;
+}
+
+// The message for a name that is no case of the file; a swept case is named with its values.
+std::string unknown_case(const std::string& name, const std::vector<std::string>& names) {
+  std::string msg = "no case named '" + name + "' in this file";
+  for (const std::string& n : names)
+    if (n.rfind(name + "[", 0) == 0)
+      return msg + " ('" + name + "' is a sweep: name one of its cases, e.g. '" + n + "')";
+  return msg;
+}
+
+// Calls visit(k) once for every k < n, after visiting the nodes deps(k) lists. A cycle calls
+// on_cycle with its path (k, ..., k), which must throw.
+void in_dependency_order(std::size_t n, const std::function<std::vector<std::size_t>(std::size_t)>& deps,
+                         const std::function<void(std::size_t)>& visit,
+                         const std::function<void(const std::vector<std::size_t>&)>& on_cycle) {
+  enum : std::uint8_t { unseen, on_path, visited };
+  std::vector<std::uint8_t> state(n, unseen);
+  std::vector<std::size_t> path;
+  std::function<void(std::size_t)> go = [&](std::size_t k) {
+    if (state[k] == visited) return;
+    if (state[k] == on_path) {
+      std::vector<std::size_t> cycle(std::find(path.begin(), path.end(), k), path.end());
+      cycle.push_back(k);
+      on_cycle(cycle);
+      throw std::logic_error("in_dependency_order: on_cycle must throw");
+    }
+    state[k] = on_path;
+    path.push_back(k);
+    for (std::size_t d : deps(k)) go(d);
+    path.pop_back();
+    state[k] = visited;
+    visit(k);
+  };
+  for (std::size_t k = 0; k < n; ++k) go(k);
+}
+
+// The tensor an operand name refers to in an op (null when the op has none), and its weights
+// when it is a weight operand (their packing and logical shape).
+struct OperandSlot {
+  Tensor* values = nullptr;
+  QWeights* weights = nullptr;
+  // The format and shape a tensor bound to it must have: one element per value.
+  std::pair<DType, Shape> type() const {
+    if (weights && weights->packing) return {weights->format, weights->shape};
+    return {values->dtype(), values->shape()};
+  }
+};
+
+OperandSlot operand_slot(OpRequest& op, const std::string& field) {
+  OperandSlot s;
+  auto weights = [&](QWeights& w) {
+    s.weights = &w;
+    s.values = &w.values;
+  };
+  auto bias = [&](std::optional<Tensor>& b) {
+    if (b) s.values = &*b;
+  };
+  std::visit(
+      [&](auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, QuantizeOp>) {
+          if (field == "input") s.values = &o.x;
+        } else if constexpr (std::is_same_v<T, DequantizeOp>) {
+          if (field == "input") s.values = &o.q;
+        } else if constexpr (std::is_same_v<T, RequantizeOp>) {
+          if (field == "input") s.values = &o.acc;
+        } else if constexpr (std::is_same_v<T, QGemmOp>) {
+          if (field == "a") s.values = &o.a.values;
+          if (field == "b") weights(o.b);
+          if (field == "bias") bias(o.bias);
+        } else if constexpr (std::is_same_v<T, QConv2dOp>) {
+          if (field == "input") s.values = &o.input.values;
+          if (field == "weight") weights(o.weight);
+          if (field == "bias") bias(o.bias);
+        } else {
+          if (field == "a") s.values = &o.a;
+          if (field == "b") weights(o.b);
+          if (field == "bias") bias(o.bias);
+        }
+      },
+      op);
+  return s;
+}
+
 }  // namespace
 
 Spec parse_spec(const std::string& text, const std::string& where) {
@@ -774,7 +955,7 @@ Spec parse_spec(const std::string& text, const std::string& where) {
   } catch (const json::parse_error&) {
     j = text;  // a bare preset name
   }
-  return load_spec(j, Where{where, 0, "", ""});
+  return load_spec(j, Where{where, 0, "", "", nullptr});
 }
 
 Suite load_suite(const fs::path& file) {
@@ -792,7 +973,7 @@ Suite load_suite(const fs::path& file) {
     if (auto k = msg.find("]: "); k != std::string::npos) msg = msg.substr(k + 3);
     throw InputError(file.string() + ":" + std::to_string(line) + ": JSON syntax error: " + msg);
   }
-  Where w{file.string(), 0, "", ""};
+  Where w{file.string(), 0, "", "", nullptr};
   if (!j.is_object()) w.fail("(top level)", "expected an object with 'suite' and 'cases'");
   check_fields(j, {"suite", "description", "cases", "$schema", "expect"}, w, "");
   // A file-level "expect" is every case's default (a case's own entries win).
@@ -808,7 +989,15 @@ Suite load_suite(const fs::path& file) {
   s.name = j["suite"].get<std::string>();
   s.file = file.string();
   if (j.contains("description")) s.description = j["description"].get<std::string>();
-  std::set<std::string> seen;
+
+  // Every case after sweeps, by name, so that a case can name any other of the file.
+  struct Pending {
+    json j;
+    std::size_t index;  // in the file's "cases"
+    Where where;        // the case (its line; a swept case points at its sweep)
+  };
+  std::vector<Pending> pending;
+  std::map<std::string, std::size_t> by_name;
   for (std::size_t i = 0; i < j["cases"].size(); ++i) {
     const json& raw = j["cases"][i];
     Where cw = w;
@@ -816,16 +1005,57 @@ Suite load_suite(const fs::path& file) {
       cw.case_name = raw["name"].get<std::string>();
       cw.line = line_of_case(text, cw.case_name);
     }
-    for (const json& expanded : expand_sweep(raw, cw)) {
-      Case c = load_case(expanded, i, text, cw);
-      if (!seen.insert(c.name).second)
-        throw InputError(file.string() + ":" + std::to_string(c.line) + ": case '" + c.name + "': duplicate case name");
-      c.suite = s.name;
-      c.file = s.file;
-      for (const auto& [backend, e] : defaults) c.expect.try_emplace(backend, e);
-      s.cases.push_back(std::move(c));
+    for (json& expanded : expand_sweep(raw, cw)) {
+      Where at = cw;
+      if (expanded.is_object() && expanded.contains("name") && expanded["name"].is_string()) {
+        at.case_name = expanded["name"].get<std::string>();
+        if (const int line = line_of_case(text, at.case_name); line > 0) at.line = line;
+        if (!by_name.emplace(at.case_name, pending.size()).second) throw InputError(at.str() + ": duplicate case name");
+      }
+      pending.push_back({std::move(expanded), i, at});
     }
   }
+  std::vector<std::string> names;
+  for (const auto& [n, _] : by_name) names.push_back(n);
+
+  // Producers load before the cases that take their outputs, so a consumer's operand gets the
+  // producer's output format and shape and every check of the consumer's op applies to it.
+  LinkContext links;
+  std::vector<std::optional<Case>> loaded(pending.size());
+  auto producers = [&](std::size_t k) {
+    std::vector<std::size_t> d;
+    for (const auto& [operand, producer] : operand_links(pending[k].j)) {
+      const auto it = by_name.find(producer);
+      if (it == by_name.end()) pending[k].where.fail(operand + ".from", unknown_case(producer, names));
+      d.push_back(it->second);
+    }
+    return d;
+  };
+  auto load = [&](std::size_t k) {
+    Where cw = pending[k].where;
+    cw.links = &links;
+    Case c = load_case(pending[k].j, pending[k].index, text, cw);
+    links.outputs[c.name] = {op_output_dtype(c.op), op_output_shape(c.op)};
+    loaded[k] = std::move(c);
+  };
+  auto cycle = [&](const std::vector<std::size_t>& path) {
+    std::string chain;
+    for (std::size_t k : path) chain += (chain.empty() ? "" : " -> ") + pending[k].where.case_name;
+    const std::string& next = pending[path[1]].where.case_name;
+    for (const auto& [operand, producer] : operand_links(pending[path[0]].j))
+      if (producer == next)
+        pending[path[0]].where.fail(operand + ".from", path.size() == 2 ? "a case cannot take an operand from itself"
+                                                                        : "the cases' operands form a cycle: " + chain);
+  };
+  in_dependency_order(pending.size(), producers, load, cycle);
+
+  for (std::optional<Case>& c : loaded) {
+    c->suite = s.name;
+    c->file = s.file;
+    for (const auto& [backend, e] : defaults) c->expect.try_emplace(backend, e);
+    s.cases.push_back(std::move(*c));
+  }
+  check_links(s);
   return s;
 }
 
@@ -849,6 +1079,112 @@ std::vector<Suite> load_suites(const std::vector<fs::path>& paths) {
   std::vector<Suite> suites;
   for (const fs::path& f : files) suites.push_back(load_suite(f));
   return suites;
+}
+
+void bind_operand(OpRequest& op, const std::string& field, const Tensor& values) {
+  const OperandSlot slot = operand_slot(op, field);
+  if (!slot.values) throw InputError("a " + std::string(op_name(op)) + " op has no operand '" + field + "'");
+  const auto [t, shape] = slot.type();
+  if (values.dtype() != t || values.shape() != shape)
+    throw InputError(field + ": expected " + std::string(name(t)) + " " + shape_str(shape) + ", got " +
+                     std::string(name(values.dtype())) + " " + shape_str(values.shape()));
+  if (slot.weights && slot.weights->packing)
+    *slot.values = pack_int4(values, slot.weights->format, *slot.weights->packing);
+  else
+    *slot.values = values;
+}
+
+void check_links(const Suite& s) {
+  std::vector<const Case*> all;
+  for (const Case& c : s.cases) all.push_back(&c);
+  for (const Case& c : s.dependencies) all.push_back(&c);
+  std::map<std::string, std::size_t> by_name;
+  std::vector<std::string> names;
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    by_name.emplace(all[k]->name, k);
+    names.push_back(all[k]->name);
+  }
+  auto at = [&](const Case& c) { return Where{c.file.empty() ? s.file : c.file, c.line, c.name, "", nullptr}; };
+  auto output = [](const Case& c) {
+    return std::string(name(op_output_dtype(c.op))) + " " + shape_str(op_output_shape(c.op));
+  };
+  for (const Case* c : all) {
+    for (const OperandLink& l : c->links) {
+      const auto it = by_name.find(l.producer);
+      if (it == by_name.end()) at(*c).fail(l.field + ".from", unknown_case(l.producer, names));
+      OpRequest op = c->op;  // a copy: operand_slot hands out mutable pointers
+      const OperandSlot slot = operand_slot(op, l.field);
+      if (!slot.values) at(*c).fail(l.field + ".from", "a " + std::string(op_name(op)) + " op has no such operand");
+      const auto [t, shape] = slot.type();
+      const Case& p = *all[it->second];
+      if (op_output_dtype(p.op) != t || op_output_shape(p.op) != shape)
+        at(*c).fail(l.field + ".from", "'" + p.name + "' outputs " + output(p) + ", but the operand is " +
+                                           std::string(name(t)) + " " + shape_str(shape));
+    }
+  }
+  // Only the cases this selection judges compare outputs; dependencies are evaluated, not judged.
+  for (const Case& c : s.cases) {
+    for (const Agreement& a : c.agreements) {
+      const std::string field(a.assertion());
+      const auto it = by_name.find(a.other);
+      if (it == by_name.end()) at(c).fail(field, unknown_case(a.other, names));
+      const Case& o = *all[it->second];
+      if (&o == &c) at(c).fail(field, "a case cannot be compared with itself");
+      if (output(o) != output(c))
+        at(c).fail(field, "'" + o.name + "' outputs " + output(o) + " and this case " + output(c) +
+                              ": outputs are compared element by element, so their formats and shapes must agree");
+    }
+  }
+  in_dependency_order(
+      all.size(),
+      [&](std::size_t k) {
+        std::vector<std::size_t> d;
+        for (const OperandLink& l : all[k]->links) d.push_back(by_name.at(l.producer));
+        return d;
+      },
+      [](std::size_t) {},
+      [&](const std::vector<std::size_t>& path) {
+        std::string chain;
+        for (std::size_t k : path) chain += (chain.empty() ? "" : " -> ") + all[k]->name;
+        for (const OperandLink& l : all[path[0]]->links)
+          if (l.producer == all[path[1]]->name)
+            at(*all[path[0]])
+                .fail(l.field + ".from", path.size() == 2 ? "a case cannot take an operand from itself"
+                                                          : "the cases' operands form a cycle: " + chain);
+      });
+}
+
+Suite select_cases(const Suite& s, const std::vector<bool>& keep) {
+  Suite out = s;
+  out.cases.clear();
+  out.dependencies.clear();
+  std::map<std::string, const Case*> by_name;
+  for (const auto* list : {&s.cases, &s.dependencies})
+    for (const Case& c : *list) by_name.emplace(c.name, &c);
+  std::set<std::string> kept, needed;
+  for (std::size_t i = 0; i < s.cases.size(); ++i)
+    if (i < keep.size() && keep[i]) {
+      out.cases.push_back(s.cases[i]);
+      kept.insert(s.cases[i].name);
+    }
+  std::vector<std::string> todo;
+  auto need = [&](const std::string& n) {
+    if (!kept.contains(n) && needed.insert(n).second) todo.push_back(n);
+  };
+  for (const Case& c : out.cases) {
+    for (const OperandLink& l : c.links) need(l.producer);
+    for (const Agreement& a : c.agreements) need(a.other);
+  }
+  while (!todo.empty()) {  // the producers of what is needed, transitively
+    const auto it = by_name.find(todo.back());
+    todo.pop_back();
+    if (it != by_name.end())
+      for (const OperandLink& l : it->second->links) need(l.producer);
+  }
+  for (const auto* list : {&s.cases, &s.dependencies})
+    for (const Case& c : *list)
+      if (needed.contains(c.name)) out.dependencies.push_back(c);
+  return out;
 }
 
 }  // namespace qc

@@ -25,6 +25,26 @@ struct Expectation {
   std::string str() const;
 };
 
+// An operand whose values are another case's output (the case format's {"from": "name"}): two
+// lowerings of one graph chain cases instead of copying intermediate data by hand. The op holds a
+// tensor of the producer's output format and shape (zeros) until the runner binds the values: the
+// oracle's output of the producer for the reference, each backend's own output for that backend.
+struct OperandLink {
+  std::string field;     // "input", "a", "b", "weight" or "bias"
+  std::string producer;  // the name of a case of the same suite
+};
+
+// A statement about two lowerings: this case's outputs equal another case's bit for bit
+// ("same_outputs_as"), or differ from them ("differs_from"), in `elements` elements when given.
+// The runner checks it on the oracle's outputs and on each backend's.
+struct Agreement {
+  enum class Kind : std::uint8_t { same_outputs, differs };
+  Kind kind = Kind::same_outputs;
+  std::string other;           // the name of a case of the same suite
+  std::int64_t elements = -1;  // differs: the number of differing elements stated; -1: any number but 0
+  std::string_view assertion() const { return kind == Kind::same_outputs ? "same_outputs_as" : "differs_from"; }
+};
+
 struct Case {
   std::string suite;  // the file's suite name
   std::string name;   // unique within the suite
@@ -34,6 +54,8 @@ struct Case {
   OpRequest op;
   Spec spec;
   std::map<std::string, Expectation> expect;  // by backend name; "*" for every other backend
+  std::vector<OperandLink> links;             // operands taken from other cases' outputs
+  std::vector<Agreement> agreements;          // what this case's outputs are to other cases'
 
   std::string id() const { return suite + "/" + name; }
   Expectation expectation_for(const std::string& backend) const;
@@ -44,7 +66,27 @@ struct Suite {
   std::string description;
   std::string file;
   std::vector<Case> cases;
+  // Cases of the file that `cases` take operands from or compare with but that this selection does
+  // not hold (a shard's view of the file, select_cases): the runner evaluates them where needed and
+  // reports nothing for them.
+  std::vector<Case> dependencies;
 };
+
+// `op` with the operand named `field` ("input", "a", "b", "weight", "bias") replaced by `values`,
+// which must have the operand's format and (logical) shape; packed int4 weights are packed again.
+// Throws InputError otherwise.
+void bind_operand(OpRequest& op, const std::string& field, const Tensor& values);
+
+// Checks a suite's links and agreements: every named case exists in the suite (cases or
+// dependencies) and is not the case itself, links form no cycle, a producer's output has the
+// consumer's operand format and shape, and two cases compared have the same output format and
+// shape. Throws InputError naming the file, the case (and its line) and the field. load_suite
+// checks this; the runner checks it again for suites built in code (Python).
+void check_links(const Suite& s);
+
+// The suite reduced to the cases whose index is in `keep` (in order), with every case they need
+// (producers, transitively, and the cases they compare with) moved to `dependencies`.
+Suite select_cases(const Suite& s, const std::vector<bool>& keep);
 
 // A spec from a preset name or a JSON object {"preset": ..., overrides} (the case format's
 // "spec" field; docs/cases.md). Throws InputError naming `where` and the field.

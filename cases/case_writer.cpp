@@ -325,6 +325,22 @@ json case_to_json(const Case& c, const WriteOptions& options) {
     j["op"] = op_name(c.op);
     j["spec"] = spec_to_json(c.spec);
     std::visit([&](const auto& op) { op_json(j, op, c.spec, options); }, c.op);
+    // A linked operand keeps its parameters, format and shape (the loader checks them against the
+    // producer) and takes its values from the producer instead of data.
+    for (const OperandLink& l : c.links) {
+      if (!j.contains(l.field)) throw InputError(l.field + ".from: the op has no operand '" + l.field + "'");
+      j[l.field].erase("data");
+      j[l.field]["from"] = l.producer;
+    }
+    json same = json::array(), differs = json::array();
+    for (const Agreement& a : c.agreements) {
+      if (a.kind == Agreement::Kind::same_outputs)
+        same.push_back(a.other);
+      else
+        differs.push_back(a.elements < 0 ? json(a.other) : json{{"case", a.other}, {"elements", a.elements}});
+    }
+    if (!same.empty()) j["same_outputs_as"] = same.size() == 1 ? same[0] : same;
+    if (!differs.empty()) j["differs_from"] = differs.size() == 1 ? differs[0] : differs;
     if (!c.expect.empty()) {
       json e = json::object();
       for (const auto& [backend, ex] : c.expect) e[backend] = expectation_to_json(ex);
@@ -345,6 +361,8 @@ void save_cases(const fs::path& file, const std::string& suite, const std::vecto
       throw InputError(file.string() + ": case '" + c.name + "': duplicate case name in suite '" + suite + "'");
     list.push_back(case_to_json(c, options));
   }
+  // The file must read back: every case a link or an agreement names is among `cases`.
+  check_links(Suite{suite, "", file.string(), cases, {}});
   const json j = {{"suite", suite}, {"cases", std::move(list)}};
   const fs::path tmp = file.string() + ".tmp";
   {

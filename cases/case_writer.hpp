@@ -13,6 +13,10 @@
 // object reproduces. WriteOptions::canonical_nans writes such NaNs as the NaN the loader makes instead
 // (for reproducers: the oracle treats every NaN alike, and no format's NaN bits change a quantized
 // result).
+//
+// An operand taken from another case (Case::links) is written as {"from": name} with its
+// parameters, format and shape, not its values, and agreements as "same_outputs_as" and
+// "differs_from"; save_cases therefore needs every case they name in the same file.
 #pragma once
 
 #include "cases/case.hpp"

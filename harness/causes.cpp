@@ -238,7 +238,8 @@ std::optional<int> channel_axis(const OpRequest& op) {
 }
 
 void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& ref, const Tensor& actual,
-                      const std::vector<std::int64_t>& mismatches, BackendResult& r) {
+                      const std::vector<std::int64_t>& mismatches, BackendResult& r,
+                      const std::vector<InputVariation>& inputs) {
   r.causes.clear();
   r.unexplained = static_cast<std::int64_t>(mismatches.size());
   if (mismatches.empty()) return;
@@ -252,24 +253,28 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
   std::unordered_map<std::int64_t, ElementDiff*> worst;
   for (ElementDiff& d : r.metrics.worst) worst[d.index] = &d;
   std::vector<std::uint8_t> explained(mismatches.size(), 0);
-  for (Variation& v : single_changes(spec, op)) {
+  // Counts the mismatches that `alt_op` evaluated under `alt_spec` reproduces.
+  auto tally = [&](const std::string& cause, const std::string& description, const OpRequest& alt_op,
+                   const Spec& alt_spec) {
     Reference alt;
     try {
-      alt = evaluate(op, v.spec);
+      alt = evaluate(alt_op, alt_spec);
     } catch (const InputError&) {
-      continue;  // the op rejects this combination (e.g. a multiplier outside the scheme's range)
+      return;  // the op rejects this combination (e.g. a multiplier outside the scheme's range)
     }
-    CauseCount cc{v.cause, v.description, 0, {}};
+    CauseCount cc{cause, description, 0, {}};
     for (std::size_t j = 0; j < mismatches.size(); ++j) {
       const std::int64_t i = mismatches[j];
       if (!same_element(alt.expected, actual, i)) continue;
       ++cc.count;
       explained[j] = 1;
       if (axis) ++cc.per_channel[(i / inner) % dim];
-      if (auto it = worst.find(i); it != worst.end()) it->second->causes.push_back(v.cause);
+      if (auto it = worst.find(i); it != worst.end()) it->second->causes.push_back(cause);
     }
     if (cc.count > 0) r.causes.push_back(std::move(cc));
-  }
+  };
+  for (const InputVariation& v : inputs) tally(v.cause, v.description, v.op, spec);
+  for (const Variation& v : single_changes(spec, op)) tally(v.cause, v.description, op, v.spec);
   r.unexplained = std::count(explained.begin(), explained.end(), std::uint8_t{0});
   std::stable_sort(r.causes.begin(), r.causes.end(),
                    [](const CauseCount& a, const CauseCount& b) { return a.count > b.count; });

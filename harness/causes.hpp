@@ -29,10 +29,20 @@ std::vector<Variation> single_changes(const Spec& spec, const OpRequest& op);
 // channels), if the op's output has one.
 std::optional<int> channel_axis(const OpRequest& op);
 
+// Another input for the same op under the unchanged spec: a chained case's op with a producer's
+// output as the backend computed it instead of the oracle's, so a difference that propagates from
+// an earlier case of the chain is named ("a.from=matmul_requantized").
+struct InputVariation {
+  std::string cause;
+  std::string description;
+  OpRequest op;
+};
+
 // Fills r.causes, r.unexplained and the causes of r.metrics.worst for the elements where
-// `actual` differs from `ref` (the spec's answer). Variations the op rejects (e.g. a derivation
-// the scheme cannot use) are skipped.
+// `actual` differs from `ref` (the spec's answer): each single change of the spec, and each input
+// variation. Variations the op rejects (e.g. a derivation the scheme cannot use) are skipped.
 void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& ref, const Tensor& actual,
-                      const std::vector<std::int64_t>& mismatches, BackendResult& r);
+                      const std::vector<std::int64_t>& mismatches, BackendResult& r,
+                      const std::vector<InputVariation>& inputs = {});
 
 }  // namespace qc

@@ -153,21 +153,21 @@ std::pair<int, int> parse_shard(const std::string& s) {
   return {i, n};
 }
 
-std::vector<qc::Suite> take_shard(std::vector<qc::Suite> suites, int i, int n) {
+// A case whose operands come from, or whose outputs are compared with, a case of another shard
+// keeps that case as a dependency: the shard evaluates it again and reports nothing for it.
+std::vector<qc::Suite> take_shard(const std::vector<qc::Suite>& suites, int i, int n) {
   std::size_t total = 0;
   for (const auto& s : suites) total += s.cases.size();
   const std::size_t lo = total * static_cast<std::size_t>(i - 1) / static_cast<std::size_t>(n);
   const std::size_t hi = total * static_cast<std::size_t>(i) / static_cast<std::size_t>(n);
   std::size_t k = 0;
-  for (auto& s : suites) {
-    std::vector<qc::Case> keep;
-    for (auto& c : s.cases) {
-      if (k >= lo && k < hi) keep.push_back(std::move(c));
-      ++k;
-    }
-    s.cases = std::move(keep);
+  std::vector<qc::Suite> out;
+  for (const auto& s : suites) {
+    std::vector<bool> keep;
+    for (std::size_t j = 0; j < s.cases.size(); ++j, ++k) keep.push_back(k >= lo && k < hi);
+    out.push_back(qc::select_cases(s, keep));
   }
-  return suites;
+  return out;
 }
 
 struct RunArgs {
@@ -190,7 +190,7 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   std::string shard;
   if (!a.shard.empty()) {
     const auto [i, n] = parse_shard(a.shard);
-    suites = take_shard(std::move(suites), i, n);
+    suites = take_shard(suites, i, n);
     shard = std::to_string(i) + "/" + std::to_string(n);
   }
   if (a.timeout < 0) throw qc::InputError("--timeout: must be positive, got " + std::to_string(a.timeout));
@@ -233,7 +233,8 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
             << (fs::path(a.report_dir) / "report.html").string() << ", "
             << (fs::path(a.report_dir) / "report.junit.xml").string() << "\n";
   if (a.gate) {
-    int changes = 0;
+    // An agreement the oracle's own outputs break is a wrong case, which no baseline accepts.
+    std::int64_t changes = qc::broken_oracle_agreements(report);
     for (const auto& c : report.cases)
       for (const auto& b : c.backends) changes += qc::is_change(b.verdict) ? 1 : 0;
     std::cout << "gate: "
@@ -266,17 +267,25 @@ int cmd_report(const std::vector<std::string>& inputs, const std::string& out_di
   return qc::exit_code(r);
 }
 
-const qc::Case& find_case(const std::vector<qc::Suite>& suites, const std::string& name) {
+std::pair<const qc::Case*, const qc::Suite*> find_case(const std::vector<qc::Suite>& suites, const std::string& name) {
   for (const auto& s : suites)
     for (const auto& c : s.cases)
-      if (c.name == name || c.id() == name) return c;
+      if (c.name == name || c.id() == name) return {&c, &s};
   throw qc::InputError("--case: no case named '" + name + "'");
 }
 
 int cmd_shrink(const std::string& path, const std::string& case_name, const std::string& backend,
                const std::string& out) {
   const std::vector<qc::Suite> suites = qc::load_suites({path});
-  const qc::Case& c = find_case(suites, case_name);
+  const auto [found, suite] = find_case(suites, case_name);
+  // A case that takes operands from other cases shrinks standing alone, with the oracle's outputs of
+  // those cases inlined (the shrunk file then needs no other case).
+  std::string producers;
+  for (const qc::OperandLink& l : found->links) producers += (producers.empty() ? "'" : ", '") + l.producer + "'";
+  if (!producers.empty())
+    std::cout << found->id() << " takes operands from " << producers
+              << ": shrinking it with the oracle's outputs of those cases inlined\n";
+  const qc::Case c = producers.empty() ? *found : qc::standalone_case(*found, *suite);
   auto all = qc::make_builtin_backends();
   qc::Backend* b = select_backends(all, {backend}).front();
   if (!b->availability().available) {
@@ -284,7 +293,12 @@ int cmd_shrink(const std::string& path, const std::string& case_name, const std:
     return 77;
   }
   if (!qc::still_fails(c, c.op, *b)) {
-    std::cout << c.id() << " passes on " << backend << ": nothing to shrink\n";
+    if (producers.empty())
+      std::cout << c.id() << " passes on " << backend << ": nothing to shrink\n";
+    else
+      std::cout << c.id() << " passes on " << backend << " with the oracle's outputs of " << producers
+                << " inlined: a failure of the chain comes through those cases (shrink them, or run the chain "
+                   "reproducer of the run)\n";
     return 0;
   }
   const qc::Case small = qc::shrink_case(c, *b);
@@ -349,7 +363,12 @@ int cmd_list(const std::string& what, const std::vector<std::string>& paths) {
     std::cout << "cases:\n";
     for (const qc::Suite& s : qc::load_suites(case_paths(paths))) {
       std::cout << "  " << s.name << " (" << s.file << ", " << s.cases.size() << " cases)\n";
-      for (const qc::Case& c : s.cases) std::cout << "    " << c.id() << "  [" << c.spec.name << "]\n";
+      for (const qc::Case& c : s.cases) {
+        std::cout << "    " << c.id() << "  [" << c.spec.name << "]";
+        for (const qc::OperandLink& l : c.links) std::cout << "  " << l.field << " <- " << l.producer;
+        for (const qc::Agreement& g : c.agreements) std::cout << "  " << g.assertion() << " " << g.other;
+        std::cout << "\n";
+      }
     }
   }
   if (what != "backends" && what != "presets" && what != "cases" && what != "all")

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <numeric>
+#include <set>
 
 namespace qc {
 namespace {
@@ -124,8 +125,6 @@ QWeights crop_weights(const QWeights& w, const Box& box) {
   return out;
 }
 
-const Shape& weight_shape(const QWeights& w) { return w.packing ? w.shape : w.values.shape(); }
-
 ActivationOperand crop_activation(const ActivationOperand& a, const Box& box) {
   ActivationOperand out = a;
   out.values = crop(a.values, box);
@@ -149,7 +148,7 @@ std::int64_t flat_index(const std::vector<std::int64_t>& c, const Shape& s) {
 template <class Op, class GetA, class CropA>
 OpUnit gemm_unit(const Op& op, std::int64_t index, GetA get_a, CropA crop_a, bool a_whole) {
   const Shape& as = get_a(op).shape();
-  const Shape& bs = weight_shape(op.b);
+  const Shape& bs = logical_shape(op.b);
   const GemmShape g = gemm_shape(as, bs, op.b_layout);
   std::vector<std::int64_t> c;
   unravel(index, g.out_shape, c);
@@ -191,7 +190,7 @@ bool crop_window(std::int64_t o, std::int64_t stride, std::int64_t pad_lo, std::
 }
 
 OpUnit conv_unit(const QConv2dOp& op, std::int64_t index) {
-  const Conv2dShape s = resolve_conv2d(op.input.values.shape(), op.layout, weight_shape(op.weight), op.geometry);
+  const Conv2dShape s = resolve_conv2d(op.input.values.shape(), op.layout, logical_shape(op.weight), op.geometry);
   if (op.input.quantization == ActivationQuantization::dynamic_per_tensor) return {op, index};
   std::vector<std::int64_t> c;
   unravel(index, s.output_shape(), c);
@@ -223,11 +222,11 @@ OpUnit conv_unit(const QConv2dOp& op, std::int64_t index) {
   QConv2dOp u = op;
   u.input = crop_activation(op.input, ibox);
   u.geometry = ng;
-  Box wbox = full_box(weight_shape(op.weight));
+  Box wbox = full_box(logical_shape(op.weight));
   wbox[0] = {oc, 1};
   u.weight = crop_weights(op.weight, wbox);
   u.bias = crop_bias(op.bias, oc, 1);
-  const Conv2dShape us = resolve_conv2d(u.input.values.shape(), u.layout, weight_shape(u.weight), u.geometry);
+  const Conv2dShape us = resolve_conv2d(u.input.values.shape(), u.layout, logical_shape(u.weight), u.geometry);
   return {std::move(u), flat_index(uc, us.output_shape())};
 }
 
@@ -355,7 +354,7 @@ std::vector<OpRequest> halves(const OpRequest& op) {
           halve(r->acc.shape(), d));
   } else if (const auto* g = std::get_if<QGemmOp>(&op)) {
     const Shape& as = g->a.values.shape();
-    const Shape& bs = weight_shape(g->b);
+    const Shape& bs = logical_shape(g->b);
     const std::size_t bn = g->b_layout == WeightLayout::k_by_n ? 1 : 0, bk = 1 - bn;
     if (g->a.quantization != ActivationQuantization::dynamic_per_tensor)
       for (std::size_t d = 0; d + 1 < as.size(); ++d)  // rows (batch and M)
@@ -406,7 +405,7 @@ std::vector<OpRequest> halves(const OpRequest& op) {
             u.bias = crop_bias(c->bias, b[0].first, b[0].second);
             return OpRequest(u);
           },
-          halve(weight_shape(c->weight), 0));
+          halve(logical_shape(c->weight), 0));
   }
   return out;
 }
@@ -447,20 +446,60 @@ bool still_fails(const Case& c, const OpRequest& op, Backend& backend) {
   return count_mismatches(ref.expected, out, ref.specified) > 0;
 }
 
-void save_single_case(const Case& c, const std::string& backend, const std::filesystem::path& path) {
-  // canonical_nans: a NaN payload the format cannot spell is written as the loader's NaN rather
-  // than aborting the run (the element's value is unchanged for every spec but NaN-payload ones).
+namespace {
+
+std::filesystem::path reproducer_path(const Case& c, const Backend& b, const std::string& dir) {
+  return std::filesystem::path(dir) /
+         (file_safe(c.suite) + "__" + file_safe(c.name) + "__" + file_safe(b.name()) + ".json");
+}
+
+// canonical_nans: a NaN payload the format cannot spell is written as the loader's NaN rather than
+// aborting the run (the element's value is unchanged for every spec but NaN-payload ones).
+nlohmann::json reproducer_case(const Case& c, const std::string& backend) {
   nlohmann::json jc = case_to_json(c, WriteOptions{true});
   jc["expect"] = {{backend, expectation_to_json(c.expectation_for(backend))}};
-  const nlohmann::json file = {{"suite", c.suite + "-repro"},
-                               {"description", "A reproducer written by qconform for " + c.id() + " on " + backend},
-                               {"cases", nlohmann::json::array({jc})}};
+  return jc;
+}
+
+void save_reproducer(const std::string& suite, const std::string& description, nlohmann::json cases,
+                     const std::filesystem::path& path) {
+  const nlohmann::json file = {{"suite", suite + "-repro"}, {"description", description}, {"cases", std::move(cases)}};
   write_file_atomic(path, file.dump(1) + "\n");
 }
 
-void write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>& deciding, const std::string& dir,
+}  // namespace
+
+void save_single_case(const Case& c, const std::string& backend, const std::filesystem::path& path) {
+  if (!c.links.empty())
+    throw InputError("case '" + c.name + "' takes its " + c.links.front().field + " from '" + c.links.front().producer +
+                     "': a single-case file cannot hold it (standalone_case binds it)");
+  Case alone = c;
+  alone.agreements.clear();  // the other case is not in the file
+  save_reproducer(c.suite, "A reproducer written by qconform for " + c.id() + " on " + backend,
+                  nlohmann::json::array({reproducer_case(alone, backend)}), path);
+}
+
+std::string write_chain_reproducer(const std::vector<Case>& cases, const Case& c, Backend& b, const std::string& dir,
+                                   const std::string& description, BackendResult& r) {
+  std::set<std::string> names;
+  for (const Case& x : cases) names.insert(x.name);
+  nlohmann::json list = nlohmann::json::array();
+  for (Case x : cases) {
+    if (x.name != c.name) x.agreements.clear();
+    std::erase_if(x.agreements, [&](const Agreement& a) { return !names.contains(a.other); });
+    list.push_back(reproducer_case(x, b.name()));
+  }
+  const std::filesystem::path path = reproducer_path(c, b, dir);
+  save_reproducer(c.suite, "A reproducer written by qconform for " + c.id() + " on " + b.name() + ". " + description,
+                  std::move(list), path);
+  r.reproducer = path.string();
+  r.reproduce_command = "qconform run " + path.string() + " --backend " + b.name();
+  return path.string();
+}
+
+bool write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>& deciding, const std::string& dir,
                       BackendResult& r) {
-  if (deciding.empty()) return;
+  if (deciding.empty()) return false;
   // The deciding element with the largest |delta| (the worst list is sorted that way).
   std::int64_t index = deciding.front();
   for (const ElementDiff& d : r.metrics.worst)
@@ -477,18 +516,19 @@ void write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>
                        std::to_string(u.index) + " here), where " + b.name() + " failed.";
   } catch (const std::exception& e) {
     r.reason += "; no reproducer: " + std::string(e.what());
-    return;
+    return false;
   }
-  const bool fails = still_fails(unit, unit.op, b);
+  bool fails = still_fails(unit, unit.op, b);
   if (!fails) {
     unit = c;  // the unit passes on its own (a tiling or blocking effect): keep the whole case
     unit.description = "The whole case " + c.id() + ": its smallest unit passes on " + b.name() + " alone.";
+    fails = still_fails(unit, unit.op, b);
   }
-  const std::filesystem::path path = std::filesystem::path(dir) / (file_safe(c.suite) + "__" + file_safe(c.name) +
-                                                                   "__" + file_safe(b.name()) + ".json");
+  const std::filesystem::path path = reproducer_path(c, b, dir);
   save_single_case(unit, b.name(), path);
   r.reproducer = path.string();
   r.reproduce_command = "qconform run " + path.string() + " --backend " + b.name();
+  return fails;
 }
 
 Case shrink_case(const Case& c, Backend& backend, int max_steps) {

@@ -35,10 +35,18 @@ std::vector<OpRequest> halves(const OpRequest& op);
 bool still_fails(const Case& c, const OpRequest& op, Backend& backend);
 
 // Writes DIR/<suite>__<case>__<backend>.json with the unit of the deciding element with the
-// largest |delta|, checks that it fails on its own, and fills r.reproducer and
-// r.reproduce_command.
-void write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>& deciding, const std::string& dir,
+// largest |delta| (or, when that unit passes alone, the whole case), and fills r.reproducer and
+// r.reproduce_command. Returns whether the file fails on its own. `c` must stand alone (no links).
+bool write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>& deciding, const std::string& dir,
                       BackendResult& r);
+
+// For what no single case reproduces (a failure that comes through an earlier case of a chain, an
+// agreement between two cases that breaks): writes the same path with `cases` (a chain of the
+// suite: each case with its links and data, in order), each expecting for `b` what it expects in
+// the suite, and only `c`'s agreements with cases in the file. Fills r.reproducer and
+// r.reproduce_command and returns the path.
+std::string write_chain_reproducer(const std::vector<Case>& cases, const Case& c, Backend& b, const std::string& dir,
+                                   const std::string& description, BackendResult& r);
 
 // Shrinks a failing case: first the unit of each failing element, then halving every dimension
 // while the backend keeps failing. Returns the smallest failing case found (`c` if none).

@@ -6,6 +6,7 @@
 #include "harness/evaluate.hpp"
 #include "harness/reproducer.hpp"
 #include "oracles/error.hpp"
+#include "reports/writers.hpp"
 
 #include <poll.h>
 #include <sys/wait.h>
@@ -18,7 +19,10 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <optional>
+#include <set>
 
 #include "qconform_revision.hpp"
 
@@ -163,32 +167,51 @@ std::vector<std::int64_t> beyond_tolerance(const Reference& ref, const Tensor& o
   return v;
 }
 
-BackendResult run_one(const Case& c, const Reference& ref, Backend& b, const RunOptions& opt) {
+// One backend's run of one case: its result, and its output while a later case may need it.
+struct BackendRun {
+  BackendResult result;
+  std::optional<Tensor> output;        // set when the backend gave the op's format and shape
+  std::vector<std::int64_t> deciding;  // the elements the verdict rests on
+};
+
+BackendResult started(const Case& c, const Backend& b) {
   BackendResult r;
   r.backend = b.name();
   r.claim = b.claim();
+  r.expectation = c.expectation_for(r.backend).str();
+  return r;
+}
+
+// Runs `backend_op` on `b` and judges the output under the case's expectation. `oracle_op` is the
+// op the reference `ref` was evaluated from. They are one op, except for a case that takes operands
+// from other cases: there the oracle's op holds the oracle's outputs of those cases and the
+// backend's op this backend's own (`propagated` then names what the difference explains).
+BackendRun judge(const Case& c, const OpRequest& oracle_op, const OpRequest& backend_op, const Reference& ref,
+                 Backend& b, const RunOptions& opt, const std::vector<InputVariation>& propagated) {
+  BackendRun run;
+  BackendResult& r = run.result;
+  r = started(c, b);
   const Expectation ex = c.expectation_for(r.backend);
-  r.expectation = ex.str();
   const Availability av = b.availability();
   if (!av.available) {
     r.verdict = Verdict::skip;
     r.reason = av.reason;
-    return r;
+    return run;
   }
-  const Availability sup = b.supports(c.op);
+  const Availability sup = b.supports(backend_op);
   if (!sup.available) {
     r.verdict = Verdict::skip;
     r.reason = sup.reason;
-    return r;
+    return run;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  CallResult call =
-      opt.isolate || opt.timeout_seconds > 0 ? call_isolated(b, c.op, opt.timeout_seconds) : call_in_process(b, c.op);
+  CallResult call = opt.isolate || opt.timeout_seconds > 0 ? call_isolated(b, backend_op, opt.timeout_seconds)
+                                                           : call_in_process(b, backend_op);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!call.out) {
     r.verdict = call.verdict;
     r.reason = call.reason;
-    return r;
+    return run;
   }
   const Tensor& out = *call.out;
   if (out.dtype() != ref.expected.dtype() || out.shape() != ref.expected.shape()) {
@@ -196,11 +219,11 @@ BackendResult run_one(const Case& c, const Reference& ref, Backend& b, const Run
     r.reason = "backend returned " + std::string(name(out.dtype())) + " " + shape_str(out.shape()) + ", expected " +
                std::string(name(ref.expected.dtype())) + " " + shape_str(ref.expected.shape());
     r.fingerprint = "shape";
-    return r;
+    return run;
   }
   r.metrics = compare(ref, out, opt.max_worst);
   const std::vector<std::int64_t> mismatches = mismatch_indices(ref.expected, out, ref.specified);
-  if (opt.attribute_causes) attribute_causes(c.op, c.spec, ref, out, mismatches, r);
+  if (opt.attribute_causes) attribute_causes(oracle_op, c.spec, ref, out, mismatches, r, propagated);
   const Metrics& m = r.metrics;
   const std::string unit = m.unit == "ulp" ? " ULP" : " LSB";
   const std::string counts = std::to_string(m.exact) + "/" + std::to_string(m.compared) + " exact";
@@ -244,7 +267,9 @@ BackendResult run_one(const Case& c, const Reference& ref, Backend& b, const Run
         r.reason = "backend claims unknown preset '" + r.claim + "'";
         break;
       }
-      const Reference cref = evaluate(c.op, *claimed);
+      // The claim judges this backend's kernel on the inputs it was given: for a chained case its
+      // own outputs of the earlier cases (where those miss the claim, the earlier case says so).
+      const Reference cref = evaluate(backend_op, *claimed);
       deciding = mismatch_indices(cref.expected, out, cref.specified);
       r.claim_mismatches = static_cast<std::int64_t>(deciding.size());
       r.verdict = r.claim_mismatches == 0 ? Verdict::pass : Verdict::fail;
@@ -258,10 +283,9 @@ BackendResult run_one(const Case& c, const Reference& ref, Backend& b, const Run
     r.reason += "; reproduced by " + r.causes.front().cause + " (" + std::to_string(r.causes.front().count) + "/" +
                 std::to_string(m.mismatches()) + ")";
   }
-  if (opt.baseline) apply_baseline(*opt.baseline, c.id(), r);
-  if (!opt.reproducer_dir.empty() && (r.verdict == Verdict::fail || r.verdict == Verdict::xfail))
-    write_reproducer(c, b, deciding, opt.reproducer_dir, r);
-  return r;
+  run.output = std::move(call.out);
+  run.deciding = std::move(deciding);
+  return run;
 }
 
 std::string granularity_of(const OpRequest& op) {
@@ -282,9 +306,286 @@ std::string now_utc() {
   return buf;
 }
 
+// How two cases' outputs compare against what `a` states about them.
+struct AgreementFinding {
+  AgreementCheck check;
+  std::vector<std::int64_t> differing;  // every differing index
+};
+
+AgreementFinding check_agreement(const Agreement& a, const Case& c, const std::string& other_id, const Tensor& mine,
+                                 const Tensor& theirs, const std::string& whose) {
+  constexpr std::size_t kShown = 8;
+  AgreementFinding f;
+  AgreementCheck& k = f.check;
+  k.assertion = std::string(a.assertion());
+  k.other = other_id;
+  k.stated = a.kind == Agreement::Kind::differs ? a.elements : -1;
+  k.elements = mine.size();
+  for (std::int64_t i = 0; i < mine.size(); ++i)
+    if (!same_element(mine, theirs, i)) f.differing.push_back(i);
+  k.differing = static_cast<std::int64_t>(f.differing.size());
+  for (std::size_t i = 0; i < std::min(kShown, f.differing.size()); ++i) k.first_differing.push_back(f.differing[i]);
+  const bool holds = a.kind == Agreement::Kind::same_outputs ? k.differing == 0
+                     : a.elements < 0                        ? k.differing > 0
+                                                             : k.differing == a.elements;
+  k.status = holds ? AgreementStatus::holds : AgreementStatus::broken;
+  std::string at;
+  for (std::size_t i = 0; i < k.first_differing.size(); ++i)
+    at += (i ? ", " : "") + std::to_string(k.first_differing[i]);
+  if (k.differing > static_cast<std::int64_t>(k.first_differing.size())) at += ", ...";
+  const std::string stated = a.kind == Agreement::Kind::same_outputs ? "the same outputs"
+                             : a.elements < 0                        ? "different outputs"
+                                              : std::to_string(a.elements) + " differing elements";
+  k.reason = k.assertion + " " + (holds ? "holds" : "broken") + ": " + whose + " of '" + c.name + "' and '" + a.other +
+             "' differ in " + std::to_string(k.differing) + " of " + std::to_string(k.elements) + " elements" +
+             (at.empty() ? "" : " (at " + at + ")") + "; the case states " + stated;
+  return f;
+}
+
+// A case with the operands it takes from other cases bound to `op`'s values, standing alone.
+Case standalone(const Case& c, const OpRequest& op) {
+  Case s = c;
+  s.op = op;
+  s.links.clear();
+  s.agreements.clear();
+  return s;
+}
+
+// The cases of `s` (cases and dependencies) that `roots` need, producers transitively, in order.
+std::vector<Case> chain_of(const Suite& s, const std::vector<std::string>& roots) {
+  std::map<std::string, const Case*> by_name;
+  for (const auto* list : {&s.cases, &s.dependencies})
+    for (const Case& c : *list) by_name.emplace(c.name, &c);
+  std::set<std::string> need;
+  std::vector<std::string> todo = roots;
+  while (!todo.empty()) {
+    const std::string n = todo.back();
+    todo.pop_back();
+    if (!need.insert(n).second) continue;
+    if (auto it = by_name.find(n); it != by_name.end())
+      for (const OperandLink& l : it->second->links) todo.push_back(l.producer);
+  }
+  std::vector<Case> out;
+  for (const auto* list : {&s.cases, &s.dependencies})
+    for (const Case& c : *list)
+      if (need.contains(c.name)) out.push_back(c);
+  return out;
+}
+
+// Runs the cases of one suite. A case that takes operands from other cases, or compares its
+// outputs with them, needs those cases first: each case is evaluated once by the oracle and once
+// by each backend, when it is reported or when a case needs it, whichever comes first, and kept
+// until the end of the suite when another case names it.
+class SuiteRunner {
+ public:
+  SuiteRunner(const Suite& s, const std::vector<Backend*>& backends, const RunOptions& opt)
+      : s_(s), backends_(backends), opt_(opt) {
+    for (const auto* list : {&s.cases, &s.dependencies})
+      for (const Case& c : *list) {
+        by_name_.emplace(c.name, &c);
+        for (const OperandLink& l : c.links) named_.insert(l.producer);
+        for (const Agreement& a : c.agreements) named_.insert(a.other);
+      }
+  }
+
+  // The case's result on every backend (progress is called after each).
+  CaseResult report(const Case& c, std::size_t& done, std::size_t total);
+
+ private:
+  struct CaseRun {
+    OpRequest op;   // the case's op with the oracle's outputs of its producers bound
+    Reference ref;  // the oracle's answer for `op` (its describe() refers to `op`: a CaseRun stays put)
+    std::vector<std::optional<BackendRun>> backends;  // by backend index, once run
+  };
+
+  const Case& find(const std::string& name) const { return *by_name_.at(name); }
+  std::string id(const std::string& name) const { return s_.name + "/" + name; }
+  // The oracle's side of a case (its producers' first).
+  CaseRun& evaluated(const Case& c);
+  // Backend i's run of a case (its producers' on backend i first). One backend at a time, so a
+  // result streams out (progress, results.jsonl) as soon as it and what it needs are done.
+  const BackendRun& ran(const Case& c, std::size_t i);
+  void write_reproducers(const Case& c, const CaseRun& run, Backend& b, const std::vector<std::int64_t>& deciding,
+                         const std::vector<std::string>& broken_with, BackendResult& r);
+
+  const Suite& s_;
+  const std::vector<Backend*>& backends_;
+  const RunOptions& opt_;
+  std::map<std::string, const Case*> by_name_;
+  std::set<std::string> named_;  // cases another case takes operands from or compares with
+  std::map<std::string, std::unique_ptr<CaseRun>> runs_;
+};
+
+SuiteRunner::CaseRun& SuiteRunner::evaluated(const Case& c) {
+  if (auto it = runs_.find(c.name); it != runs_.end()) return *it->second;
+  std::vector<const CaseRun*> producers;
+  for (const OperandLink& l : c.links) producers.push_back(&evaluated(find(l.producer)));
+  auto run = std::make_unique<CaseRun>();
+  run->op = c.op;
+  run->backends.resize(backends_.size());
+  try {
+    for (std::size_t k = 0; k < c.links.size(); ++k)
+      bind_operand(run->op, c.links[k].field, producers[k]->ref.expected);
+    run->ref = evaluate(run->op, c.spec);
+  } catch (const InputError& e) {
+    throw InputError(c.file + ":" + std::to_string(c.line) + ": case '" + c.name + "': " + e.what());
+  }
+  return *runs_.emplace(c.name, std::move(run)).first->second;
+}
+
+const BackendRun& SuiteRunner::ran(const Case& c, std::size_t i) {
+  CaseRun& run = evaluated(c);
+  if (run.backends[i]) return *run.backends[i];
+  Backend& b = *backends_[i];
+  if (c.links.empty()) return run.backends[i].emplace(judge(c, run.op, c.op, run.ref, b, opt_, {}));
+  // This backend's own outputs of the producers: a rounding of its own at an earlier case
+  // propagates into this one, as in the lowered graph.
+  OpRequest own = c.op;
+  std::string missing;
+  std::vector<InputVariation> propagated;
+  for (const OperandLink& l : c.links) {
+    const Case& producer = find(l.producer);
+    const BackendRun& p = ran(producer, i);
+    if (!p.output) {
+      missing = "takes its " + l.field + " from '" + l.producer + "', which gave no output on " + b.name() + " (" +
+                std::string(name(p.result.verdict)) + ": " + p.result.reason + ")";
+      break;
+    }
+    bind_operand(own, l.field, *p.output);
+    const Tensor& oracle = evaluated(producer).ref.expected;
+    const std::int64_t moved =
+        count_mismatches(oracle, *p.output, std::vector<std::uint8_t>(static_cast<std::size_t>(p.output->size()), 1));
+    if (moved > 0) {
+      InputVariation v{l.field + ".from=" + l.producer,
+                       b.name() + "'s own output of '" + l.producer + "' as " + l.field + " (it differs from the " +
+                           "oracle's in " + std::to_string(moved) + " of " + std::to_string(p.output->size()) +
+                           " elements): the difference propagates",
+                       run.op};
+      bind_operand(v.op, l.field, *p.output);
+      propagated.push_back(std::move(v));
+    }
+  }
+  if (!missing.empty() && b.availability().available) {
+    BackendRun skipped;
+    skipped.result = started(c, b);
+    skipped.result.verdict = Verdict::skip;
+    skipped.result.reason = missing;
+    return run.backends[i].emplace(std::move(skipped));
+  }
+  return run.backends[i].emplace(judge(c, run.op, own, run.ref, b, opt_, propagated));
+}
+
+CaseResult SuiteRunner::report(const Case& c, std::size_t& done, std::size_t total) {
+  const CaseRun& run = evaluated(c);
+  std::vector<const CaseRun*> others;
+  for (const Agreement& a : c.agreements) others.push_back(&evaluated(find(a.other)));
+  const Tensor& in = op_input(c.op);
+  CaseResult cr;
+  cr.id = c.id();
+  cr.suite = c.suite;
+  cr.name = c.name;
+  cr.description = c.description;
+  cr.file = c.file;
+  cr.line = c.line;
+  cr.op = std::string(op_name(c.op));
+  cr.spec = c.spec.name;
+  cr.spec_description = c.spec.description;
+  cr.shape = shape_str(in.shape());
+  cr.input_dtype = std::string(name(in.dtype()));
+  cr.output_dtype = std::string(name(op_output_dtype(c.op)));
+  cr.granularity = granularity_of(c.op);
+  for (const OperandLink& l : c.links) cr.operands_from[l.field] = id(l.producer);
+  for (std::size_t k = 0; k < c.agreements.size(); ++k)
+    cr.agreements.push_back(check_agreement(c.agreements[k], c, id(c.agreements[k].other), run.ref.expected,
+                                            others[k]->ref.expected, "the oracle's outputs")
+                                .check);
+  for (std::size_t i = 0; i < backends_.size(); ++i) {
+    Backend& b = *backends_[i];
+    const BackendRun& br = ran(c, i);
+    BackendResult r = br.result;
+    std::vector<std::string> broken_with;  // the other cases of broken agreements
+    for (std::size_t k = 0; k < c.agreements.size(); ++k) {
+      const Agreement& a = c.agreements[k];
+      const BackendRun& theirs = ran(find(a.other), i);
+      if (!br.output || !theirs.output) {
+        AgreementCheck u;
+        u.assertion = std::string(a.assertion());
+        u.other = id(a.other);
+        u.stated = a.kind == Agreement::Kind::differs ? a.elements : -1;
+        u.reason = u.assertion + " unchecked on " + b.name() + ": '" + (br.output ? a.other : c.name) +
+                   "' gave no output (" + std::string(name((br.output ? theirs : br).result.verdict)) + ")";
+        r.agreements.push_back(std::move(u));
+        continue;
+      }
+      AgreementFinding f = check_agreement(a, c, id(a.other), *br.output, *theirs.output, b.name() + "'s outputs");
+      if (f.check.status == AgreementStatus::broken) {
+        if (cr.agreements[k].status == AgreementStatus::broken)
+          f.check.reason += " (the oracle's outputs break it too)";
+        r.reason += "; " + f.check.reason;
+        if (r.verdict == Verdict::pass) {
+          r.verdict = Verdict::fail;
+          r.fingerprint = fingerprint(f.differing);
+        }
+        broken_with.push_back(a.other);
+      } else {
+        r.reason += "; " + f.check.assertion + " '" + a.other + "' holds";
+      }
+      r.agreements.push_back(std::move(f.check));
+    }
+    if (opt_.baseline) apply_baseline(*opt_.baseline, c.id(), r);
+    if (!opt_.reproducer_dir.empty() && (r.verdict == Verdict::fail || r.verdict == Verdict::xfail)) {
+      // The elements of the case's own failure, if it failed before its agreements were checked.
+      const std::vector<std::int64_t> own =
+          br.result.verdict == Verdict::fail ? br.deciding : std::vector<std::int64_t>{};
+      write_reproducers(c, run, b, own, broken_with, r);
+    }
+    if (br.output && opt_.on_output) opt_.on_output(c, r, *br.output);
+    cr.backends.push_back(std::move(r));
+    if (opt_.progress) opt_.progress(cr, cr.backends.back(), ++done, total);
+  }
+  if (!named_.contains(c.name)) runs_.erase(c.name);  // nothing later needs it
+  return cr;
+}
+
+// Reproducers (harness/reproducer.hpp): a standalone case for the smallest failing unit. A case
+// whose failure does not survive standing alone (the difference comes through an earlier case of
+// its chain, or is a broken agreement between two cases) gets the chain instead: every case it
+// needs, in one file, with the links and the agreement kept.
+void SuiteRunner::write_reproducers(const Case& c, const CaseRun& run, Backend& b,
+                                    const std::vector<std::int64_t>& deciding,
+                                    const std::vector<std::string>& broken_with, BackendResult& r) {
+  if (r.fingerprint == "shape") return;  // nothing to reduce: the backend's output has the wrong shape
+  if (!deciding.empty()) {
+    const bool alone = write_reproducer(standalone(c, run.op), b, deciding, opt_.reproducer_dir, r);
+    if (alone || c.links.empty()) return;
+  }
+  if (deciding.empty() && broken_with.empty()) return;  // (a failure with no elements to point at)
+  std::vector<std::string> roots{c.name};
+  roots.insert(roots.end(), broken_with.begin(), broken_with.end());
+  const std::string why =
+      broken_with.empty()
+          ? "The chain of " + c.id() + ": it fails on " + b.name() +
+                " only with the backend's own outputs of the earlier cases (with the oracle's inlined it passes)."
+          : "The cases whose agreement breaks on " + b.name() + ", " + c.id() + " and " + id(broken_with.front()) +
+                ", with the cases they take operands from.";
+  const std::string path = write_chain_reproducer(chain_of(s_, roots), c, b, opt_.reproducer_dir, why, r);
+  // The file is checked the way its command runs it.
+  try {
+    RunOptions again;
+    again.attribute_causes = false;
+    const RunReport rr = run_cases(load_suites({path}), {&b}, again);
+    for (const CaseResult& x : rr.cases)
+      if (x.name == c.name && !x.backends.empty() && x.backends[0].verdict != Verdict::fail)
+        r.reason += "; the chain reproducer gives " + std::string(name(x.backends[0].verdict)) + " when re-run";
+  } catch (const InputError& e) {
+    r.reason += "; the chain reproducer does not load: " + std::string(e.what());
+  }
+}
+
 }  // namespace
 
 RunReport run_cases(const std::vector<Suite>& suites, const std::vector<Backend*>& backends, const RunOptions& opt) {
+  for (const Suite& s : suites) check_links(s);  // suites built in code have not been through the loader
   RunReport report;
   report.meta = collect_metadata();
   for (Backend* b : backends) {
@@ -299,34 +600,8 @@ RunReport run_cases(const std::vector<Suite>& suites, const std::vector<Backend*
   std::size_t total = 0, done = 0;
   for (const Suite& s : suites) total += s.cases.size() * backends.size();
   for (const Suite& s : suites) {
-    for (const Case& c : s.cases) {
-      const Tensor& in = op_input(c.op);
-      CaseResult cr;
-      cr.id = c.id();
-      cr.suite = c.suite;
-      cr.name = c.name;
-      cr.description = c.description;
-      cr.file = c.file;
-      cr.line = c.line;
-      cr.op = std::string(op_name(c.op));
-      cr.spec = c.spec.name;
-      cr.spec_description = c.spec.description;
-      cr.shape = shape_str(in.shape());
-      cr.input_dtype = std::string(name(in.dtype()));
-      cr.output_dtype = std::string(name(op_output_dtype(c.op)));
-      cr.granularity = granularity_of(c.op);
-      Reference ref;
-      try {
-        ref = evaluate(c.op, c.spec);
-      } catch (const InputError& e) {
-        throw InputError(c.file + ":" + std::to_string(c.line) + ": case '" + c.name + "': " + e.what());
-      }
-      for (Backend* b : backends) {
-        cr.backends.push_back(run_one(c, ref, *b, opt));
-        if (opt.progress) opt.progress(cr, cr.backends.back(), ++done, total);
-      }
-      report.cases.push_back(std::move(cr));
-    }
+    SuiteRunner runner(s, backends, opt);
+    for (const Case& c : s.cases) report.cases.push_back(runner.report(c, done, total));
   }
   report.meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;
@@ -334,6 +609,7 @@ RunReport run_cases(const std::vector<Suite>& suites, const std::vector<Backend*
 
 int exit_code(const RunReport& r) {
   bool ran = false;
+  if (broken_oracle_agreements(r) > 0) return 1;
   for (const CaseResult& c : r.cases) {
     for (const BackendResult& b : c.backends) {
       if (is_change(b.verdict)) return 1;
@@ -341,6 +617,29 @@ int exit_code(const RunReport& r) {
     }
   }
   return ran ? 0 : 77;
+}
+
+std::int64_t broken_oracle_agreements(const RunReport& r) {
+  std::int64_t n = 0;
+  for (const CaseResult& c : r.cases)
+    for (const AgreementCheck& a : c.agreements) n += a.status == AgreementStatus::broken ? 1 : 0;
+  return n;
+}
+
+Case standalone_case(const Case& c, const Suite& s) {
+  OpRequest op = c.op;
+  for (const OperandLink& l : c.links) {
+    const Case* p = nullptr;
+    for (const auto* list : {&s.cases, &s.dependencies})
+      for (const Case& x : *list)
+        if (x.name == l.producer) p = &x;
+    if (!p)
+      throw InputError("case '" + c.name + "': takes its " + l.field + " from '" + l.producer +
+                       "', no case of suite '" + s.name + "'");
+    const Case producer = standalone_case(*p, s);
+    bind_operand(op, l.field, evaluate(producer.op, producer.spec).expected);
+  }
+  return standalone(c, op);
 }
 
 RunMetadata collect_metadata() {

@@ -29,14 +29,35 @@ struct RunOptions {
   double timeout_seconds = 0;
   // Called after each (case, backend) with the number done and the total.
   std::function<void(const CaseResult&, const BackendResult&, std::size_t, std::size_t)> progress;
+  // Called with each output a backend gave for a case of the run (not for the dependencies of a
+  // selection), before `progress`: for callers that keep the arrays (Python's keep_outputs).
+  std::function<void(const Case&, const BackendResult&, const Tensor&)> on_output;
 };
 
 // Runs every case on every backend in `backends` (unavailable ones are reported as SKIP).
+//
+// Chains (docs/cases.md): a case that takes an operand from another case's output is evaluated
+// after it. The oracle's reference uses the oracle's output of the earlier case (under that case's
+// spec); each backend runs the later case on its own output of the earlier one, so its rounding
+// there propagates. Where a backend gave no output for the earlier case (SKIP, CRASH, a wrong
+// shape), the later case is SKIP with a reason naming it. A case's agreement statements
+// (same_outputs_as, differs_from) are checked on the oracle's outputs (CaseResult::agreements) and
+// on each backend's (BackendResult::agreements); a broken one makes that backend's result a FAIL.
+// Throws InputError for suites whose links check_links rejects.
 RunReport run_cases(const std::vector<Suite>& suites, const std::vector<Backend*>& backends, const RunOptions& opt);
 
-// Exit code of a run: 1 if any FAIL/XPASS/CRASH/TIMEOUT, 77 if nothing ran (all SKIP or no
-// case), else 0.
+// The number of agreement statements the oracle's own outputs break: the case's statement
+// contradicts its specs, whatever the backends do.
+std::int64_t broken_oracle_agreements(const RunReport& r);
+
+// Exit code of a run: 1 if any FAIL/XPASS/CRASH/TIMEOUT or an agreement the oracle's outputs break,
+// 77 if nothing ran (all SKIP or no case), else 0.
 int exit_code(const RunReport& r);
+
+// The case with every operand it takes from another case of `s` bound to the oracle's output of
+// that case (each evaluated under its own spec, recursively), without links or agreements: a case
+// that stands alone, for shrinking. Throws InputError when a producer is missing.
+Case standalone_case(const Case& c, const Suite& s);
 
 RunMetadata collect_metadata();
 

@@ -38,4 +38,22 @@ DType op_output_dtype(const OpRequest& op) {
   return std::visit(Visitor{}, op);
 }
 
+Shape op_output_shape(const OpRequest& op) {
+  struct Visitor {
+    Shape operator()(const QuantizeOp& o) const { return o.x.shape(); }
+    Shape operator()(const DequantizeOp& o) const { return o.q.shape(); }
+    Shape operator()(const RequantizeOp& o) const { return o.acc.shape(); }
+    Shape operator()(const QGemmOp& o) const {
+      return gemm_shape(o.a.values.shape(), logical_shape(o.b), o.b_layout).out_shape;
+    }
+    Shape operator()(const QConv2dOp& o) const {
+      return resolve_conv2d(o.input.values.shape(), o.layout, logical_shape(o.weight), o.geometry).output_shape();
+    }
+    Shape operator()(const WeightOnlyGemmOp& o) const {
+      return gemm_shape(o.a.shape(), logical_shape(o.b), o.b_layout).out_shape;
+    }
+  };
+  return std::visit(Visitor{}, op);
+}
+
 }  // namespace qc

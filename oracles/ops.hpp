@@ -43,5 +43,8 @@ std::string_view op_name(const OpRequest& op);
 // The op's main input (the tensor whose elements the outputs correspond to).
 const Tensor& op_input(const OpRequest& op);
 DType op_output_dtype(const OpRequest& op);
+// The shape of the op's output, from its operands' shapes and parameters alone (nothing is
+// evaluated), so a case that takes another case's output can be checked when it is loaded.
+Shape op_output_shape(const OpRequest& op);
 
 }  // namespace qc

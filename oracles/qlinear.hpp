@@ -70,6 +70,9 @@ struct QWeights {
   QuantParams params;
 };
 
+// The weights' logical shape (one element per value, packed or not).
+inline const Shape& logical_shape(const QWeights& w) { return w.packing ? w.shape : w.values.shape(); }
+
 // An operand after quantization: integer values and the parameters they are quantized with.
 struct QuantizedOperand {
   Tensor q;            // integer values, one per element

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -253,6 +254,12 @@ pre.cmd{margin:4px 0;padding:6px 8px;background:#1f2430;color:#e8ebf0;border-rad
 .facts{font-size:12px;margin-top:8px}
 .attention{list-style:none;padding:0;margin:4px 0 0}
 .attention li{margin:2px 0}
+.from{margin:2px 0 6px}
+ul.agreements{list-style:none;padding:0;margin:4px 0}
+ul.agreements li{margin:2px 0}
+.badge.agree-holds,td.agree-holds{background:#d5f2dc;color:#11582a;font-weight:600}
+.badge.agree-broken,td.agree-broken{background:#fcd2d0;color:#8f1411;font-weight:600}
+.badge.agree-unchecked,td.agree-unchecked{background:#e9ebef;color:#4b5260}
 )";
 
 class Renderer {
@@ -263,6 +270,7 @@ class Renderer {
         if (std::find(backends_.begin(), backends_.end(), b.backend) == backends_.end()) backends_.push_back(b.backend);
     for (const CaseResult& c : r.cases) {
       CaseRef cr{&c, anchors_.make("case-" + (c.id.empty() ? c.name : c.id)), {}};
+      case_anchor_.emplace(c.id, cr.anchor);
       for (const BackendResult& b : c.backends) cr.results.push_back({&b, anchors_.make(cr.anchor + "-" + b.backend)});
       cases_.push_back(std::move(cr));
     }
@@ -429,8 +437,59 @@ class Renderer {
     if (!c.file.empty()) o_ << " &middot; <code>" << esc(c.file) << ":" << c.line << "</code>";
     o_ << "</div>";
     if (!c.description.empty()) o_ << "<div class=\"desc\">" << esc(c.description) << "</div>";
+    operands_from(c);
+    agreements(cr);
     for (const ResultRef& rr : cr.results) result(rr);
     o_ << "</section>";
+  }
+
+  // A case id, linked to its section when the report has it (a merged or sharded report may not).
+  std::string case_link(const std::string& id) const {
+    const auto it = case_anchor_.find(id);
+    if (it == case_anchor_.end()) return "<code>" + esc(id) + "</code>";
+    return "<a href=\"#" + it->second + "\"><code>" + esc(id) + "</code></a>";
+  }
+
+  void operands_from(const CaseResult& c) {
+    if (c.operands_from.empty()) return;
+    o_ << "<div class=\"from\">takes ";
+    std::size_t n = 0;
+    for (const auto& [operand, producer] : c.operands_from)
+      o_ << (n++ ? ", " : "") << "<b>" << esc(operand) << "</b> from the output of " << case_link(producer);
+    o_ << " <span class=\"muted\">(the oracle's output for the reference, each backend's own for that "
+          "backend)</span></div>";
+  }
+
+  // The case's agreement statements: one row for the oracle's outputs, one per backend.
+  void agreements(const CaseRef& cr) {
+    const CaseResult& c = *cr.c;
+    if (c.agreements.empty()) return;
+    o_ << "<h4>Agreements</h4><table class=\"small agreements\"><thead><tr><th>statement</th><th>outputs "
+          "of</th><th>status</th><th class=\"num\">differing</th><th>first differing indices</th></tr></thead><tbody>";
+    for (std::size_t k = 0; k < c.agreements.size(); ++k) {
+      const AgreementCheck& a = c.agreements[k];
+      std::string statement = "<code>" + esc(a.assertion) + "</code> " + case_link(a.other);
+      if (a.stated >= 0) statement += " in " + std::to_string(a.stated) + " elements";
+      std::vector<std::pair<std::string, const AgreementCheck*>> rows{{"oracle", &a}};
+      for (const ResultRef& rr : cr.results)
+        if (k < rr.result->agreements.size()) rows.emplace_back(rr.result->backend, &rr.result->agreements[k]);
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const AgreementCheck& x = *rows[i].second;
+        o_ << "<tr data-status=\"" << name(x.status) << "\">";
+        if (i == 0) o_ << "<td rowspan=\"" << rows.size() << "\">" << statement << "</td>";
+        o_ << "<td>" << (i == 0 ? "<i>oracle</i>" : esc(rows[i].first)) << "</td><td class=\"agree-" << name(x.status)
+           << "\" title=\"" << esc(x.reason) << "\">" << name(x.status) << "</td>";
+        if (x.status == AgreementStatus::unchecked) {
+          o_ << "<td class=\"num muted\">&mdash;</td><td class=\"muted\">" << esc(x.reason) << "</td></tr>";
+          continue;
+        }
+        o_ << "<td class=\"num\">" << x.differing << " of " << x.elements << "</td><td class=\"mono\">";
+        for (std::size_t j = 0; j < x.first_differing.size(); ++j) o_ << (j ? ", " : "") << x.first_differing[j];
+        if (x.differing > static_cast<std::int64_t>(x.first_differing.size())) o_ << ", &hellip;";
+        o_ << "</td></tr>";
+      }
+    }
+    o_ << "</tbody></table>";
   }
 
   void result(const ResultRef& rr) {
@@ -451,6 +510,13 @@ class Renderer {
       o_ << "</div>";
       causes(b);
       worst(m);
+    }
+    if (!b.agreements.empty()) {
+      o_ << "<h4>Agreements</h4><ul class=\"agreements\">";
+      for (const AgreementCheck& a : b.agreements)
+        o_ << "<li><span class=\"badge agree-" << name(a.status) << "\">" << name(a.status) << "</span> "
+           << esc(a.reason) << "</li>";
+      o_ << "</ul>";
     }
     reproduce(b);
     if (auto it = r_.meta.backend_facts.find(b.backend); it != r_.meta.backend_facts.end() && !it->second.empty()) {
@@ -561,6 +627,7 @@ class Renderer {
   const RunReport& r_;
   std::vector<std::string> backends_;
   Anchors anchors_;
+  std::map<std::string, std::string> case_anchor_;  // case id -> its section's anchor
   std::vector<CaseRef> cases_;
   std::ostringstream o_;
 };

@@ -70,6 +70,30 @@ Metrics metrics_from(const json& j) {
   return m;
 }
 
+AgreementStatus agreement_status_from(const std::string& s) {
+  for (AgreementStatus a : {AgreementStatus::holds, AgreementStatus::broken, AgreementStatus::unchecked})
+    if (name(a) == s) return a;
+  throw std::out_of_range("unknown agreement status '" + s + "'");
+}
+
+std::vector<AgreementCheck> agreements_from(const json& j, const char* key) {
+  std::vector<AgreementCheck> out;
+  if (!j.contains(key)) return out;  // reports before schema 1.2 have none
+  for (const json& a : j.at(key)) {
+    AgreementCheck c;
+    c.assertion = a.at("assertion");
+    c.other = a.at("other");
+    c.stated = a.value("stated_elements", std::int64_t{-1});
+    c.status = agreement_status_from(a.at("status"));
+    c.elements = a.at("elements");
+    c.differing = a.at("differing");
+    c.first_differing = a.at("first_differing").get<std::vector<std::int64_t>>();
+    c.reason = a.at("reason");
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 BackendResult backend_from(const json& j) {
   BackendResult b;
   b.backend = j.at("backend");
@@ -91,6 +115,7 @@ BackendResult backend_from(const json& j) {
   b.fingerprint = j.value("fingerprint", "");
   b.reproducer = j.value("reproducer", "");
   b.reproduce_command = j.value("reproduce_command", "");
+  b.agreements = agreements_from(j, "agreements");
   return b;
 }
 
@@ -109,6 +134,8 @@ CaseResult case_from(const json& j) {
   c.input_dtype = j.at("input_dtype");
   c.output_dtype = j.at("output_dtype");
   c.granularity = j.at("granularity");
+  if (j.contains("operands_from")) c.operands_from = j["operands_from"].get<std::map<std::string, std::string>>();
+  c.agreements = agreements_from(j, "agreements");
   for (const json& b : j.at("backends")) c.backends.push_back(backend_from(b));
   return c;
 }

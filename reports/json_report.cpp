@@ -54,6 +54,18 @@ json metrics_json(const Metrics& m) {
   return j;
 }
 
+json agreements_json(const std::vector<AgreementCheck>& v) {
+  json out = json::array();
+  for (const AgreementCheck& a : v) {
+    json j = {{"assertion", a.assertion}, {"other", a.other},         {"status", std::string(name(a.status))},
+              {"elements", a.elements},   {"differing", a.differing}, {"first_differing", a.first_differing},
+              {"reason", a.reason}};
+    if (a.stated >= 0) j["stated_elements"] = a.stated;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 }  // namespace
 
 namespace {
@@ -81,24 +93,29 @@ json backend_json(const BackendResult& b) {
     jb["reproducer"] = b.reproducer;
     jb["reproduce_command"] = b.reproduce_command;
   }
+  if (!b.agreements.empty()) jb["agreements"] = agreements_json(b.agreements);
   return jb;
 }
 
 json case_json(const CaseResult& c, json backends) {
-  return {{"id", c.id},
-          {"suite", c.suite},
-          {"name", c.name},
-          {"description", c.description},
-          {"file", c.file},
-          {"line", c.line},
-          {"op", c.op},
-          {"spec", c.spec},
-          {"spec_description", c.spec_description},
-          {"shape", c.shape},
-          {"input_dtype", c.input_dtype},
-          {"output_dtype", c.output_dtype},
-          {"granularity", c.granularity},
-          {"backends", std::move(backends)}};
+  json j = {{"id", c.id},
+            {"suite", c.suite},
+            {"name", c.name},
+            {"description", c.description},
+            {"file", c.file},
+            {"line", c.line},
+            {"op", c.op},
+            {"spec", c.spec},
+            {"spec_description", c.spec_description},
+            {"shape", c.shape},
+            {"input_dtype", c.input_dtype},
+            {"output_dtype", c.output_dtype},
+            {"granularity", c.granularity},
+            {"backends", std::move(backends)}};
+  // Only for cases that use them, so a report of cases without chains reads as before.
+  if (!c.operands_from.empty()) j["operands_from"] = c.operands_from;
+  if (!c.agreements.empty()) j["agreements"] = agreements_json(c.agreements);
+  return j;
 }
 
 }  // namespace

@@ -22,6 +22,18 @@ std::string_view name(Verdict v) {
   return "?";
 }
 
+std::string_view name(AgreementStatus s) {
+  switch (s) {
+    case AgreementStatus::holds:
+      return "holds";
+    case AgreementStatus::broken:
+      return "broken";
+    case AgreementStatus::unchecked:
+      return "unchecked";
+  }
+  return "?";
+}
+
 std::map<std::string, std::int64_t> RunReport::verdict_counts() const {
   std::map<std::string, std::int64_t> m;
   for (const CaseResult& c : cases)

@@ -64,6 +64,26 @@ struct Metrics {
   std::int64_t mismatches() const { return compared - exact; }
 };
 
+// The check of one agreement statement of a case (the case format's "same_outputs_as" and
+// "differs_from") on one side: the oracle's outputs of the two cases, or one backend's.
+enum class AgreementStatus : std::uint8_t {
+  holds,      // the outputs agree as stated
+  broken,     // they do not: the backend's result is a FAIL
+  unchecked,  // one of the two cases has no output there (a SKIP, a crash)
+};
+std::string_view name(AgreementStatus s);  // "holds", "broken", "unchecked"
+
+struct AgreementCheck {
+  std::string assertion;     // "same_outputs_as" or "differs_from"
+  std::string other;         // the other case's id (suite/name)
+  std::int64_t stated = -1;  // differs_from: the number of differing elements stated; -1: any but 0
+  AgreementStatus status = AgreementStatus::unchecked;
+  std::int64_t elements = 0;                  // elements compared
+  std::int64_t differing = 0;                 // elements whose bits differ (any NaN equals any NaN)
+  std::vector<std::int64_t> first_differing;  // the first few differing indices
+  std::string reason;                         // one line naming both cases
+};
+
 struct BackendResult {
   std::string backend;
   std::string claim;        // the preset the backend claims
@@ -78,6 +98,9 @@ struct BackendResult {
   std::string fingerprint;
   std::string reproducer;         // path of a standalone case file for the smallest failing unit
   std::string reproduce_command;  // the one-line command that re-runs it
+  // The case's agreement statements checked on this backend's outputs (CaseResult::agreements'
+  // order).
+  std::vector<AgreementCheck> agreements;
   double seconds = 0;
 };
 
@@ -87,6 +110,11 @@ struct CaseResult {
   int line = 0;
   std::string op, spec, spec_description;
   std::string shape, input_dtype, output_dtype, granularity;
+  // Operands taken from other cases' outputs: operand ("a", "input", ...) -> the producer's id.
+  std::map<std::string, std::string> operands_from;
+  // The case's agreement statements checked on the oracle's outputs: whether the two lowerings
+  // agree under the specs, whatever any backend does.
+  std::vector<AgreementCheck> agreements;
   std::vector<BackendResult> backends;
 };
 

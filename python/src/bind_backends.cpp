@@ -35,7 +35,6 @@ struct RunScope {
   std::shared_ptr<const std::vector<qc::Suite>> suites;
   py::object owner;
   std::unordered_set<const void*> ops;
-  std::map<std::pair<const void*, std::string>, qc::Tensor>* outputs = nullptr;  // keep_outputs
 };
 thread_local RunScope* t_scope = nullptr;
 
@@ -110,28 +109,6 @@ class PyBackend : public qc::Backend {
   }
 };
 
-// Forwards to a backend and keeps a copy of each output for a case of the run (keep_outputs).
-class Recorder final : public qc::Backend {
- public:
-  explicit Recorder(qc::Backend& inner) : inner_(inner) {}
-  std::string name() const override { return inner_.name(); }
-  std::string description() const override { return inner_.description(); }
-  std::string claim() const override { return inner_.claim(); }
-  qc::Availability availability() const override { return inner_.availability(); }
-  std::map<std::string, std::string> facts() const override { return inner_.facts(); }
-  qc::Availability supports(const qc::OpRequest& op) const override { return inner_.supports(op); }
-  qc::Tensor run(const qc::OpRequest& op) override {
-    qc::Tensor t = inner_.run(op);
-    if (t_scope && t_scope->outputs && t_scope->ops.contains(&op)) t_scope->outputs->try_emplace({&op, name_}, t);
-    return t;
-  }
-  void cache_name() { name_ = inner_.name(); }
-
- private:
-  qc::Backend& inner_;
-  std::string name_;
-};
-
 std::unique_ptr<qc::Backend> builtin(const std::string& name) { return qc::make_backend(name); }
 
 // Cases, suites, case files or folders, or a list of them, grouped into suites by suite name in
@@ -144,7 +121,7 @@ std::vector<qc::Suite> suites_arg(const py::handle& h) {
         s.cases.push_back(c);
         return;
       }
-    out.push_back(qc::Suite{c.suite, "", c.file, {c}});
+    out.push_back(qc::Suite{c.suite, "", c.file, {c}, {}});
   };
   std::function<void(const py::handle&)> add = [&](const py::handle& x) {
     if (py::isinstance<qc::Case>(x)) {
@@ -173,6 +150,13 @@ struct PyReference {
 
 std::shared_ptr<PyReference> evaluate_arg(const py::handle& op_or_case, const py::handle& policy) {
   auto r = std::make_shared<PyReference>();
+  if (py::isinstance<qc::Case>(op_or_case)) {
+    const auto& c = op_or_case.cast<const qc::Case&>();
+    if (!c.links.empty())
+      throw InputError("case '" + c.name + "' takes its " + c.links.front().field + " from case '" +
+                       c.links.front().producer +
+                       "': its values exist only in a run; run it with that case (run_cases, keep_outputs=True)");
+  }
   r->op = op_arg(op_or_case);
   qc::Spec spec;
   if (!policy.is_none())
@@ -309,16 +293,14 @@ void bind_backends(py::module_& m) {
             }
           }
         }
-        std::vector<std::unique_ptr<Recorder>> recorders;
-        std::map<std::pair<const void*, std::string>, qc::Tensor> outputs;
-        if (keep_outputs) {
-          for (qc::Backend*& p : ptrs) {
-            recorders.push_back(std::make_unique<Recorder>(*p));
-            recorders.back()->cache_name();
-            p = recorders.back().get();
-          }
-        }
+        // keep_outputs: (case id, backend) -> output, from the runner (a chained case's backends run on
+        // a copy of its op with their own outputs of the earlier cases bound, so the op is no key).
+        std::map<std::pair<std::string, std::string>, qc::Tensor> outputs;
         qc::RunOptions opt;
+        if (keep_outputs)
+          opt.on_output = [&outputs](const qc::Case& c, const qc::BackendResult& b, const qc::Tensor& t) {
+            outputs.try_emplace({c.id(), b.backend}, t);
+          };
         opt.max_worst = max_worst;
         opt.attribute_causes = attribute_causes;
         if (!reproducer_dir.is_none())
@@ -345,7 +327,6 @@ void bind_backends(py::module_& m) {
             py::capsule(keep, [](void* p) { delete static_cast<std::shared_ptr<const std::vector<qc::Suite>>*>(p); });
         for (const qc::Suite& s : *suites)
           for (const qc::Case& c : s.cases) scope.ops.insert(&c.op);
-        scope.outputs = keep_outputs ? &outputs : nullptr;
         RunScope* previous = t_scope;
         t_scope = &scope;
         qc::RunReport report;
@@ -359,11 +340,8 @@ void bind_backends(py::module_& m) {
         t_scope = previous;
         py::object result = py::cast(std::move(report));
         if (keep_outputs) {
-          std::map<const void*, std::string> id_of;
-          for (const qc::Suite& s : *suites)
-            for (const qc::Case& c : s.cases) id_of[&c.op] = c.id();
           py::dict out;
-          for (auto& [key, t] : outputs) out[py::make_tuple(id_of[key.first], key.second)] = to_numpy(std::move(t));
+          for (auto& [key, t] : outputs) out[py::make_tuple(key.first, key.second)] = to_numpy(std::move(t));
           result.attr("outputs") = out;
         }
         return result;

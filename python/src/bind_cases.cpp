@@ -64,9 +64,38 @@ qc::Expectation expectation_arg(const py::handle& h, const std::string& where) {
   throw InputError(where + ": expected \"exact\", \"claim\", \"dot_product\", {\"max_lsb\": n} or {\"max_ulp\": n}");
 }
 
+// differs_from: "name", ("name", n), {"case": "name", "elements": n}, or a list of them.
+std::vector<qc::Agreement> differs_arg(const py::handle& h) {
+  std::vector<qc::Agreement> out;
+  if (h.is_none()) return out;
+  auto one = [&](const py::handle& x) {
+    qc::Agreement a{qc::Agreement::Kind::differs, "", -1};
+    if (py::isinstance<py::str>(x)) {
+      a.other = x.cast<std::string>();
+    } else if (py::isinstance<py::dict>(x)) {
+      const py::dict d = x.cast<py::dict>();
+      a.other = py::str(d["case"]).cast<std::string>();
+      if (d.contains("elements")) a.elements = d["elements"].cast<std::int64_t>();
+    } else if (py::isinstance<py::tuple>(x) && py::len(x) == 2) {
+      a.other = x[py::int_(0)].cast<std::string>();
+      a.elements = x[py::int_(1)].cast<std::int64_t>();
+    } else {
+      throw InputError("differs_from: expected a case name, (name, elements), {'case': name, 'elements': n} or a list");
+    }
+    if (a.elements == 0 || a.elements < -1) throw InputError("differs_from: elements must be at least 1");
+    out.push_back(std::move(a));
+  };
+  if (py::isinstance<py::list>(h))
+    for (const py::handle& x : h) one(x);
+  else
+    one(h);
+  return out;
+}
+
 std::shared_ptr<qc::Case> make_case(const std::string& name, const py::handle& op, const py::handle& policy,
-                                    const py::handle& expect, const std::string& description,
-                                    const std::string& suite) {
+                                    const py::handle& expect, const std::string& description, const std::string& suite,
+                                    const py::handle& operands_from, const py::handle& same_outputs_as,
+                                    const py::handle& differs_from) {
   auto c = std::make_shared<qc::Case>();
   c->name = name;
   c->suite = suite;
@@ -83,6 +112,19 @@ std::shared_ptr<qc::Case> make_case(const std::string& name, const py::handle& o
   } else if (!expect.is_none()) {
     c->expect["*"] = expectation_arg(expect, "expect");
   }
+  // The op's tensors at linked operands stand for the producers' outputs (their format and shape);
+  // run_cases checks them against the producers and binds the values.
+  if (!operands_from.is_none())
+    for (const auto& [k, v] : operands_from.cast<py::dict>())
+      c->links.push_back({k.cast<std::string>(), v.cast<std::string>()});
+  if (!same_outputs_as.is_none()) {
+    if (py::isinstance<py::str>(same_outputs_as))
+      c->agreements.push_back({qc::Agreement::Kind::same_outputs, same_outputs_as.cast<std::string>(), -1});
+    else
+      for (const py::handle& x : same_outputs_as)
+        c->agreements.push_back({qc::Agreement::Kind::same_outputs, x.cast<std::string>(), -1});
+  }
+  for (qc::Agreement& a : differs_arg(differs_from)) c->agreements.push_back(std::move(a));
   return c;
 }
 
@@ -369,7 +411,9 @@ void bind_cases(py::module_& m) {
                                                   "A conformance case: an op, the policy its outputs must meet, and "
                                                   "what each backend is expected to achieve.")
       .def(py::init(&make_case), py::arg("name"), py::arg("op"), py::arg("policy") = "onnx",
-           py::arg("expect") = py::none(), py::arg("description") = "", py::arg("suite") = "python")
+           py::arg("expect") = py::none(), py::arg("description") = "", py::arg("suite") = "python",
+           py::arg("operands_from") = py::none(), py::arg("same_outputs_as") = py::none(),
+           py::arg("differs_from") = py::none())
       .def_readonly("name", &qc::Case::name)
       .def_readonly("suite", &qc::Case::suite)
       .def_property_readonly("id", &qc::Case::id)
@@ -384,6 +428,34 @@ void bind_cases(py::module_& m) {
                                for (const auto& [k, e] : c.expect) d[py::str(k)] = e.str();
                                return d;
                              })
+      .def_property_readonly(
+          "operands_from",
+          [](const qc::Case& c) {
+            py::dict d;
+            for (const qc::OperandLink& l : c.links) d[py::str(l.field)] = l.producer;
+            return d;
+          },
+          "Operands taken from other cases' outputs: operand ('input', 'a', ...) -> the producer's name.")
+      .def_property_readonly(
+          "same_outputs_as",
+          [](const qc::Case& c) {
+            py::list l;
+            for (const qc::Agreement& a : c.agreements)
+              if (a.kind == qc::Agreement::Kind::same_outputs) l.append(a.other);
+            return l;
+          },
+          "The cases whose outputs this case's equal bit for bit.")
+      .def_property_readonly(
+          "differs_from",
+          [](const qc::Case& c) {
+            py::list l;
+            for (const qc::Agreement& a : c.agreements)
+              if (a.kind == qc::Agreement::Kind::differs)
+                l.append(py::make_tuple(a.other, a.elements < 0 ? py::object(py::none()) : py::int_(a.elements)));
+            return l;
+          },
+          "(case, elements) pairs: the cases whose outputs this case's differ from (elements None: any number but "
+          "0).")
       .def(
           "expectation_for", [](const qc::Case& c, const std::string& b) { return c.expectation_for(b).str(); },
           py::arg("backend"))

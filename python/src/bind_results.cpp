@@ -98,6 +98,26 @@ void bind_results(py::module_& m) {
           "Per label: {'total': n, 'mismatched': m}.")
       .def_readonly("worst", &qc::Metrics::worst);
 
+  py::class_<qc::AgreementCheck>(m, "AgreementCheck",
+                                 "A case's agreement statement (same_outputs_as, differs_from) checked on the "
+                                 "oracle's outputs or on one backend's.")
+      .def_readonly("assertion", &qc::AgreementCheck::assertion)
+      .def_readonly("other", &qc::AgreementCheck::other)
+      .def_property_readonly(
+          "stated",
+          [](const qc::AgreementCheck& a) -> py::object {
+            return a.stated < 0 ? py::object(py::none()) : py::object(py::int_(a.stated));
+          },
+          "differs_from: the number of differing elements the case states (None: any number but 0).")
+      .def_property_readonly(
+          "status", [](const qc::AgreementCheck& a) { return std::string(qc::name(a.status)); },
+          "'holds', 'broken' or 'unchecked'.")
+      .def_readonly("elements", &qc::AgreementCheck::elements)
+      .def_readonly("differing", &qc::AgreementCheck::differing)
+      .def_readonly("first_differing", &qc::AgreementCheck::first_differing)
+      .def_readonly("reason", &qc::AgreementCheck::reason)
+      .def("__repr__", [](const qc::AgreementCheck& a) { return "<AgreementCheck " + a.reason + ">"; });
+
   py::class_<qc::BackendResult>(m, "BackendResult", "One backend's result on one case.")
       .def_readonly("backend", &qc::BackendResult::backend)
       .def_readonly("claim", &qc::BackendResult::claim)
@@ -111,6 +131,7 @@ void bind_results(py::module_& m) {
       .def_readonly("fingerprint", &qc::BackendResult::fingerprint)
       .def_readonly("reproducer", &qc::BackendResult::reproducer)
       .def_readonly("reproduce_command", &qc::BackendResult::reproduce_command)
+      .def_readonly("agreements", &qc::BackendResult::agreements)
       .def_readonly("seconds", &qc::BackendResult::seconds)
       .def("__repr__", [](const qc::BackendResult& b) {
         return "<BackendResult " + b.backend + " " + std::string(qc::name(b.verdict)) + ": " + b.reason + ">";
@@ -130,6 +151,8 @@ void bind_results(py::module_& m) {
       .def_readonly("input_dtype", &qc::CaseResult::input_dtype)
       .def_readonly("output_dtype", &qc::CaseResult::output_dtype)
       .def_readonly("granularity", &qc::CaseResult::granularity)
+      .def_readonly("operands_from", &qc::CaseResult::operands_from)
+      .def_readonly("agreements", &qc::CaseResult::agreements)
       .def_readonly("backends", &qc::CaseResult::backends)
       .def(
           "backend",
@@ -162,7 +185,8 @@ void bind_results(py::module_& m) {
       .def_readonly("cases", &qc::RunReport::cases)
       .def("verdict_counts", &qc::RunReport::verdict_counts)
       .def_property_readonly("exit_code", &qc::exit_code,
-                             "The CLI's exit status: 1 on FAIL/XPASS/CRASH/TIMEOUT, 77 if nothing ran, else 0.")
+                             "The CLI's exit status: 1 on FAIL/XPASS/CRASH/TIMEOUT or an agreement the oracle's "
+                             "outputs break, 77 if nothing ran, else 0.")
       .def(
           "result",
           [](const qc::RunReport& r, const std::string& case_id,

@@ -3,6 +3,7 @@
 #include "backends/cpu_ref/cpu_ref.hpp"
 
 #include "cases/case.hpp"
+#include "harness/runner.hpp"
 #include "oracles/int4.hpp"
 
 #include <gtest/gtest.h>
@@ -353,34 +354,52 @@ TEST(CpuRefConv, DepthwisePerChannelZeroPointsAndScales) {
   EXPECT_EQ(int_values(run(c)), (std::vector<std::int64_t>{0, 0, 0, 0, 2, 5, 8, 10}));
 }
 
-// ---- The pipelines suite's pairs ----------------------------------------------------------------
-// cases/pipelines.json writes two lowerings of one graph as separate cases; the case format cannot
-// say that their outputs agree, so this checks it: the u8 x s8 rewrite (data and zero point + 128)
-// and the FC whose bias is added in int32 before one requantize give the same outputs, and a
-// rewritten convolution padded with 0 bytes does not.
-TEST(CpuRefPipelines, LoweringsThatMustAgree) {
+// ---- The pipelines suite's lowerings ------------------------------------------------------------
+// cases/pipelines.json chains lowerings and states which must agree (same_outputs_as) and where
+// they part (differs_from); the runner checks the statements. Here they are checked on cpu-ref
+// against values derived by hand in the suite's descriptions, independently of the runner's count.
+TEST(CpuRefPipelines, TheSuitesStatementsHoldWithTheHandDerivedOutputs) {
   const Suite suite = load_suite(std::string(QCONFORM_SOURCE_DIR) + "/cases/pipelines.json");
+  CpuRefBackend cpu;
   std::map<std::string, std::vector<double>> out;
-  for (const Case& c : suite.cases) out[c.name] = double_values(run(c.op));
-  for (const auto& [a, b] :
-       std::vector<std::pair<std::string, std::string>>{{"s8s8_gemm", "u8s8_rewrite_gemm"},
-                                                        {"s8s8_gemm_from_float", "u8s8_gemm_from_float"},
-                                                        {"s8s8_conv", "u8s8_rewrite_conv"},
-                                                        {"fc_fused", "fc_bias_then_requantize"}}) {
-    ASSERT_TRUE(out.count(a) && out.count(b)) << a << ", " << b;
-    EXPECT_EQ(out[a], out[b]) << a << " vs " << b;
+  RunOptions opt;
+  opt.on_output = [&](const Case& c, const BackendResult&, const Tensor& t) { out[c.name] = double_values(t); };
+  const RunReport r = run_cases({suite}, {&cpu}, opt);
+  EXPECT_EQ(exit_code(r), 0);
+  int statements = 0;
+  for (const CaseResult& c : r.cases) {
+    EXPECT_EQ(c.backends.at(0).verdict, Verdict::pass) << c.id << ": " << c.backends.at(0).reason;
+    for (std::size_t k = 0; k < c.agreements.size(); ++k) {
+      ++statements;
+      EXPECT_EQ(c.agreements[k].status, AgreementStatus::holds) << c.id << ": " << c.agreements[k].reason;
+      EXPECT_EQ(c.backends.at(0).agreements.at(k).status, AgreementStatus::holds) << c.id;
+    }
   }
-  EXPECT_NE(out["s8s8_conv_zero_byte_padding"], out["u8s8_rewrite_conv_zero_byte_padding"]);
-  // The FC lowered through a quantized intermediate loses precision: some outputs move by one.
-  const std::vector<double>& fused = out["fc_fused"];
-  const std::vector<double>& lowered = out["fc_lowered_bias_add"];
-  ASSERT_EQ(fused.size(), lowered.size());
-  int moved = 0;
-  for (std::size_t i = 0; i < fused.size(); ++i) {
-    EXPECT_LE(std::abs(fused[i] - lowered[i]), 1.0) << i;
-    moved += fused[i] != lowered[i];
+  EXPECT_EQ(statements, 7);
+  // Fused FC: one rounding. Lowered through the (0.3, 0) intermediate: two, and elements 0, 7 and
+  // 11 move by one LSB.
+  EXPECT_EQ(out.at("fc_fused"), (std::vector<double>{11, -47, -50, 14, -47, 2, 84, 63, -22, -69, -61, -38}));
+  EXPECT_EQ(out.at("fc_bias_then_requantize"), out.at("fc_fused"));
+  EXPECT_EQ(out.at("fc_lowered_matmul_requantized"),
+            (std::vector<double>{7, -30, -41, 10, -30, 2, 68, 61, -18, -59, -42, -32}));
+  EXPECT_EQ(out.at("fc_lowered_bias_add"), (std::vector<double>{10, -47, -50, 14, -47, 2, 84, 62, -22, -69, -61, -39}));
+  EXPECT_EQ(out.at("fc_matmul_integer_bias"),
+            (std::vector<double>{3176, -7536, -24063, 4085, -7459, 1855, 21542, 10770, -10064, -16670, -9841, -18119}));
+  // The zero-byte padding hazard: the border outputs (row or column 0 or 4 of each 5x5 channel)
+  // differ, except element 53 (channel 2, row 0, column 3), saturated at -128 both ways.
+  const std::vector<double>& s8 = out.at("s8s8_conv_zero_byte_padding");
+  const std::vector<double>& u8 = out.at("u8s8_rewrite_conv_zero_byte_padding");
+  ASSERT_EQ(s8.size(), 75u);
+  for (std::size_t i = 0; i < 75; ++i) {
+    const std::size_t row = (i % 25) / 5, col = i % 5;
+    const bool border = row == 0 || row == 4 || col == 0 || col == 4;
+    EXPECT_EQ(s8[i] != u8[i], border && i != 53) << i;
   }
-  EXPECT_GT(moved, 0);
+  EXPECT_EQ(s8[53], -128);
+  EXPECT_EQ(u8[53], -128);
+  EXPECT_EQ(out.at("u8s8_rewrite_conv"), out.at("s8s8_conv"));
+  EXPECT_EQ(out.at("u8s8_rewrite_gemm"), out.at("s8s8_gemm"));
+  EXPECT_EQ(out.at("qdq_conv1x1_float"), out.at("qconv_then_dequantize"));
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ Case quantize_case(const std::string& name, const std::vector<float>& xs, double
 }
 
 BackendResult run_on(const Case& c, Backend& b, const RunOptions& opt = {}) {
-  Suite s{"planted", "", "", {c}};
+  Suite s{"planted", "", "", {c}, {}};
   const RunReport r = run_cases({s}, {&b}, opt);
   return r.cases.at(0).backends.at(0);
 }
@@ -225,7 +225,7 @@ std::vector<float> ties_data() {
 
 TEST(Gate, PassesOnAnUnchangedKnownMismatchAndFailsOnOneMoreOrLess) {
   const Case c = quantize_case("ties", ties_data(), 1.0);
-  Suite s{"planted", "", "", {c}};
+  Suite s{"planted", "", "", {c}, {}};
   FaultyBackend known(Fault::ties_away);
   const RunReport first = run_cases({s}, {&known}, {});
   ASSERT_EQ(first.cases[0].backends[0].verdict, Verdict::fail);
@@ -259,7 +259,7 @@ TEST(Isolation, ACrashIsReportedAndTheRunGoesOn) {
   FaultyBackend crash(Fault::crash), fine(Fault::none);
   RunOptions opt;
   opt.isolate = true;
-  Suite s{"planted", "", "", {c}};
+  Suite s{"planted", "", "", {c}, {}};
   const RunReport r = run_cases({s}, {&crash, &fine}, opt);
   EXPECT_EQ(r.cases[0].backends[0].verdict, Verdict::crash);
   EXPECT_NE(r.cases[0].backends[0].reason.find("signal 11"), std::string::npos) << r.cases[0].backends[0].reason;

@@ -3,6 +3,7 @@
 // The unit of an output element must compute that element exactly as the whole op does: checked
 // for sampled elements of every case in the built-in suites, the oracle evaluating both (the
 // oracle knows nothing of the cropping, so it is an independent check of it).
+#include "cli_run.hpp"
 #include "faulty_backend.hpp"
 
 #include "cases/case.hpp"
@@ -80,7 +81,7 @@ TEST(Reproducer, AFailingCaseGetsAOneElementFileThatFailsAgain) {
   FaultyBackend b(Fault::ties_away);
   RunOptions opt;
   opt.reproducer_dir = dir.string();
-  const RunReport r = run_cases({Suite{"planted", "", "", {ties_case(1000)}}}, {&b}, opt);
+  const RunReport r = run_cases({Suite{"planted", "", "", {ties_case(1000)}, {}}}, {&b}, opt);
   const BackendResult& br = r.cases[0].backends[0];
   ASSERT_EQ(br.verdict, Verdict::fail);
   ASSERT_FALSE(br.reproducer.empty());
@@ -105,26 +106,9 @@ TEST(Reproducer, ShrinkFindsOneFailingElement) {
 
 // ---- From the command line ------------------------------------------------------------------
 
-int run(const std::string& args) {
-  const int rc = std::system((std::string(QCONFORM_BIN) + " " + args + " >/dev/null 2>&1").c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  return nlohmann::json::parse(in);
-}
-
-// Timing fields differ between any two runs.
-void drop_timing(nlohmann::json& j) {
-  if (j.is_object()) {
-    j.erase("seconds");
-    j.erase("started_at");
-    for (auto& [k, v] : j.items()) drop_timing(v);
-  } else if (j.is_array()) {
-    for (auto& v : j) drop_timing(v);
-  }
-}
+using testing::drop_timing;
+using testing::read_json;
+int run(const std::string& args) { return testing::run_qconform(args); }
 
 TEST(CliRuns, ThreeShardsMergedEqualTheUnshardedRun) {
   const fs::path dir = fs::temp_directory_path() / ("qconform-shards-" + std::to_string(::getpid()));

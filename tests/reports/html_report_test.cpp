@@ -185,6 +185,35 @@ qc::RunReport synthetic_report() {
   ffail.reproduce_command = "build/harness/qconform run " + ffail.reproducer + " --backend hip";
   d.backends.push_back(ffail);
   r.cases.push_back(d);
+
+  // A chained case with an agreement statement: it holds on the oracle's and cpu-ref's outputs and
+  // breaks on vnni512's; hip did not run it. One producer is in the report, one is not (a shard).
+  qc::CaseResult p = case_result("pipelines", "fc_lowered_bias_add", "qgemm", "onnx");
+  p.operands_from = {{"a", "quantize/ties_rne_f32_to_i8"}, {"bias", "pipelines/fc_lowered_bias_dequantize"}};
+  auto statement = [](qc::AgreementStatus status, std::int64_t differing, std::vector<std::int64_t> first) {
+    qc::AgreementCheck a;
+    a.assertion = "differs_from";
+    a.other = "pipelines/fc_fused";
+    a.stated = 3;
+    a.status = status;
+    a.elements = 12;
+    a.differing = differing;
+    a.first_differing = std::move(first);
+    a.reason = "differs_from " + std::string(qc::name(status)) +
+               ": outputs of 'fc_lowered_bias_add' and 'fc_fused' differ in " + std::to_string(differing) +
+               " of 12 elements";
+    return a;
+  };
+  p.agreements = {statement(qc::AgreementStatus::holds, 3, {0, 7, 11})};
+  qc::BackendResult ppass = result("cpu-ref", Verdict::pass, "12/12 exact against onnx; differs_from 'fc_fused' holds");
+  ppass.metrics = int_metrics(12, {12, 0, 0, 0, 0});
+  ppass.agreements = {statement(qc::AgreementStatus::holds, 3, {0, 7, 11})};
+  p.backends.push_back(ppass);
+  qc::BackendResult pfail = result("vnni512", Verdict::fail, "12/12 exact against onnx; differs_from broken");
+  pfail.metrics = int_metrics(12, {12, 0, 0, 0, 0});
+  pfail.agreements = {statement(qc::AgreementStatus::broken, 10, {0, 1, 2, 3, 4, 5, 6, 7})};
+  p.backends.push_back(pfail);
+  r.cases.push_back(p);
   return r;
 }
 
@@ -457,6 +486,35 @@ TEST_F(HtmlReport, LabelsCausesWorstElementsAndReproducerAreShown) {
   EXPECT_NE(d.text_content().find("vpdpbusd 16x4 tile"), std::string::npos);
 }
 
+TEST_F(HtmlReport, ChainsAndAgreementsAreShownInTheCaseSection) {
+  const Node& section = *drill_down(cell("pipelines/fc_lowered_bias_add", "vnni512")).parent;
+  // Where the operands come from: a link to a producer in the report, the id of one that is not.
+  const auto from = with_class(section, "div", "from");
+  ASSERT_EQ(from.size(), 1u);
+  const auto links = from[0]->elements("a");
+  ASSERT_EQ(links.size(), 1u);
+  EXPECT_EQ(by_id(attribute(*links[0], "href").substr(1)).elements("h3").at(0)->text_content(),
+            "quantize/ties_rne_f32_to_i8");
+  EXPECT_NE(from[0]->text_content().find("pipelines/fc_lowered_bias_dequantize"), std::string::npos);
+  // The statement: one row for the oracle, one per backend that ran the case.
+  const auto table = with_class(section, "table", "agreements");
+  ASSERT_EQ(table.size(), 1u);
+  const auto rows = table[0]->elements("tbody").at(0)->elements("tr");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(attribute(*rows[0], "data-status"), "holds");
+  EXPECT_EQ(attribute(*rows[1], "data-status"), "holds");
+  EXPECT_EQ(attribute(*rows[2], "data-status"), "broken");
+  const std::string oracle = rows[0]->text_content();
+  for (const char* s : {"differs_from", "pipelines/fc_fused", "in 3 elements", "oracle", "3 of 12", "0, 7, 11"})
+    EXPECT_NE(oracle.find(s), std::string::npos) << s << " in " << oracle;
+  EXPECT_NE(rows[2]->text_content().find("10 of 12"), std::string::npos) << rows[2]->text_content();
+  // The backend's drill-down repeats its finding.
+  const Node& d = drill_down(cell("pipelines/fc_lowered_bias_add", "vnni512"));
+  const auto list = with_class(d, "ul", "agreements");
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(with_class(*list[0], "span", "badge").at(0)->text_content(), "broken");
+}
+
 TEST_F(HtmlReport, RunHeaderHasMetadataAndVerdictTotals) {
   const std::string meta = by_id("run-metadata").text_content();
   for (const std::string& s :
@@ -466,7 +524,7 @@ TEST_F(HtmlReport, RunHeaderHasMetadataAndVerdictTotals) {
         // Shell-quoted, so it can be pasted back.
         std::string(R"(run cases/ --report-dir out --note '<script>alert(1)</script> "quoted" & '\''apos'\''')")})
     EXPECT_NE(meta.find(s), std::string::npos) << s << " in " << meta;
-  const std::map<std::string, std::string> totals = {{"PASS", "2"}, {"FAIL", "2"},  {"XFAIL", "1"},  {"XPASS", "1"},
+  const std::map<std::string, std::string> totals = {{"PASS", "3"}, {"FAIL", "3"},  {"XFAIL", "1"},  {"XPASS", "1"},
                                                      {"SKIP", "1"}, {"CRASH", "1"}, {"TIMEOUT", "1"}};
   const auto items = by_id("legend").elements("li");
   ASSERT_EQ(items.size(), 7u);
@@ -475,7 +533,7 @@ TEST_F(HtmlReport, RunHeaderHasMetadataAndVerdictTotals) {
     EXPECT_EQ(with_class(*li, "span", "badge").at(0)->text_content(), v);
     EXPECT_EQ(with_class(*li, "span", "n").at(0)->text_content(), totals.at(v)) << v;
   }
-  EXPECT_EQ(by_id("outcome").text_content().find("5 of 9 results fail the run"), 0u);
+  EXPECT_EQ(by_id("outcome").text_content().find("6 of 11 results fail the run"), 0u);
   EXPECT_NE(by_id("backend-facts").text_content().find("hip (unavailable: no HIP device found)"), std::string::npos);
 }
 
