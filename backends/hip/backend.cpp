@@ -1,0 +1,407 @@
+// The hip backend's host side: what each variant supports, and how a request becomes kernel
+// launches (kernels.hpp). All arithmetic that decides an output element happens in the kernels;
+// the host only moves integers and parameters (scales are f32 or f16 values, exact in float).
+#include "backends/hip/backend.hpp"
+
+#include "backends/hip/hip_compat.hpp"
+#include "backends/hip/kernels.hpp"
+#include "backends/hip/plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#ifndef QCONFORM_HIP_DEVICE_FLAGS
+#define QCONFORM_HIP_DEVICE_FLAGS "unknown"
+#endif
+#ifndef QCONFORM_HIP_DEVICE_TARGETS
+#define QCONFORM_HIP_DEVICE_TARGETS "unknown"
+#endif
+
+namespace qc {
+namespace {
+
+#if defined(QCONFORM_HIP_ON_CUDA)
+constexpr const char* kRuntime = "CUDA";
+constexpr const char* kDeviceCount = "cudaGetDeviceCount";
+#else
+constexpr const char* kRuntime = "HIP";
+constexpr const char* kDeviceCount = "hipGetDeviceCount";
+#endif
+
+std::string error_text(hipError_t e) { return std::string(hipGetErrorName(e)) + " (" + hipGetErrorString(e) + ")"; }
+
+void check(hipError_t e, const char* what) {
+  if (e != hipSuccess) throw std::runtime_error(std::string("hip backend: ") + what + " failed: " + error_text(e));
+}
+
+// ---- The device, probed once ------------------------------------------------------------------
+
+struct DeviceProbe {
+  Availability availability;
+  std::map<std::string, std::string> facts;
+  bool mma = false;  // the tensor-core GEMM path can run here
+};
+
+std::string version_text(int v) {  // 13000 -> "13.0" (CUDA and HIP encode major * 1000 + minor * 10)
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+DeviceProbe probe_device() {
+  DeviceProbe p;
+  int count = 0;
+  const hipError_t e = hipGetDeviceCount(&count);
+  if (e != hipSuccess) {
+    p.availability = {false, std::string("no ") + kRuntime + " device: " + kDeviceCount + " returned " + error_text(e)};
+    return p;
+  }
+  if (count == 0) {
+    p.availability = {false, std::string("no ") + kRuntime + " device: " + kDeviceCount + " found 0 devices"};
+    return p;
+  }
+  hipDeviceProp_t prop;
+  if (const hipError_t pe = hipGetDeviceProperties(&prop, 0); pe != hipSuccess) {
+    p.availability = {false, std::string("device 0: hipGetDeviceProperties returned ") + error_text(pe)};
+    return p;
+  }
+  const std::string cc = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+#if defined(QCONFORM_HIP_ON_CUDA)
+  if (prop.major < 8) {
+    p.availability = {false, std::string(prop.name) + " is sm_" + std::to_string(prop.major * 10 + prop.minor) +
+                                 "; the kernels are built for " + QCONFORM_HIP_DEVICE_TARGETS};
+    return p;
+  }
+  p.mma = qc::gpu::gemm_has_mma_path();
+#endif
+  int driver = 0, runtime = 0;
+  (void)hipDriverGetVersion(&driver);
+  (void)hipRuntimeGetVersion(&runtime);
+  p.facts = {{"platform", kRuntime},
+             {"gpu", prop.name},
+             {"compute_capability", cc},
+             {"multiprocessors", std::to_string(prop.multiProcessorCount)},
+             {"global_memory_mib", std::to_string(prop.totalGlobalMem >> 20)},
+             {"driver_version", version_text(driver)},
+             {"runtime_version", version_text(runtime)},
+             {"device_code", QCONFORM_HIP_DEVICE_TARGETS},
+             {"device_compile_flags", QCONFORM_HIP_DEVICE_FLAGS}};
+  return p;
+}
+
+const DeviceProbe& device() {
+  static const DeviceProbe p = probe_device();
+  return p;
+}
+
+// ---- The GPU executor of plan.hpp -----------------------------------------------------------------
+
+template <class T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t n) : n_(n) {
+    check(hipMalloc(&p_, std::max<std::size_t>(n, 1) * sizeof(T)), "hipMalloc");
+  }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
+  ~DeviceBuffer() {
+    if (p_ != nullptr) (void)hipFree(p_);
+  }
+  T* get() const { return p_; }
+  std::vector<T> download() const {
+    std::vector<T> v(n_);
+    if (n_ != 0) check(hipMemcpy(v.data(), p_, n_ * sizeof(T), hipMemcpyDeviceToHost), "hipMemcpy to host");
+    return v;
+  }
+
+ private:
+  T* p_ = nullptr;
+  std::size_t n_;
+};
+
+// Every kernel on one stream; the plan synchronizes before it frees or reads back buffers.
+class DeviceExec {
+ public:
+  template <class T>
+  using Buffer = DeviceBuffer<T>;
+
+  DeviceExec() { check(hipStreamCreate(&s_), "hipStreamCreate"); }
+  DeviceExec(const DeviceExec&) = delete;
+  DeviceExec& operator=(const DeviceExec&) = delete;
+  ~DeviceExec() { (void)hipStreamDestroy(s_); }
+
+  template <class T>
+  Buffer<T> alloc(std::size_t n) {
+    return Buffer<T>(n);
+  }
+  template <class T>
+  Buffer<T> upload(const std::vector<T>& v) {
+    Buffer<T> b(v.size());
+    if (!v.empty())
+      check(hipMemcpy(b.get(), v.data(), v.size() * sizeof(T), hipMemcpyHostToDevice), "hipMemcpy to device");
+    return b;
+  }
+  void sync() { check(hipStreamSynchronize(s_), "kernel execution (hipStreamSynchronize)"); }
+
+  void quantize(const float* x, std::int64_t n, const float* scales, const std::int32_t* zps, gpu::ParamLayout l,
+                bool half_scale, std::int32_t lo, std::int32_t hi, const gpu::Recipe& r, std::int32_t* q) {
+    check(gpu::launch_quantize(x, n, scales, zps, l, half_scale, lo, hi, r, q, s_), "quantize launch");
+  }
+  void dequantize(const std::int32_t* q, std::int64_t n, const float* scales, const std::int32_t* zps,
+                  gpu::ParamLayout l, bool half_scale, const gpu::Recipe& r, bool f16, void* y) {
+    check(gpu::launch_dequantize(q, n, scales, zps, l, half_scale, r, f16, y, s_), "dequantize launch");
+  }
+  void requantize(const std::int32_t* acc, std::int64_t n, float s_in, const float* w, bool w_per_channel,
+                  const std::int32_t* zps, bool zp_per_channel, gpu::ParamLayout channel, float s_out, std::int32_t lo,
+                  std::int32_t hi, gpu::Rounding rounding, std::int32_t* y) {
+    check(gpu::launch_requantize(acc, n, s_in, w, w_per_channel, zps, zp_per_channel, channel, s_out, lo, hi, rounding,
+                                 y, s_),
+          "requantize launch");
+  }
+  void unpack_int4(const std::uint8_t* packed, std::int64_t n, std::int64_t length, std::int64_t inner, bool low_first,
+                   bool is_signed, std::int32_t* values) {
+    check(gpu::launch_unpack_int4(packed, n, length, inner, low_first, is_signed, values, s_), "unpack_int4 launch");
+  }
+  void to_operand(const std::int32_t* src, std::int64_t rows, std::int64_t K, std::int64_t row_stride,
+                  std::int64_t k_stride, std::int32_t shift, std::int8_t* dst, std::int64_t Kp) {
+    check(gpu::launch_to_operand(src, rows, K, row_stride, k_stride, shift, dst, Kp, s_), "operand launch");
+  }
+  void row_sums(const gpu::DenseA& a, std::int64_t M, std::int64_t K, std::int32_t* rows) {
+    check(gpu::launch_row_sums(a, M, K, rows, s_), "row sums launch");
+  }
+  void row_sums(const gpu::ConvA& a, std::int64_t M, std::int64_t K, int groups, std::int32_t* rows) {
+    check(gpu::launch_row_sums(a, M, K, groups, rows, s_), "row sums launch");
+  }
+  void col_sums(const std::int8_t* b, std::int64_t rows, std::int64_t K, std::int64_t Kp, std::int32_t* cols) {
+    check(gpu::launch_col_sums(b, rows, K, Kp, cols, s_), "column sums launch");
+  }
+  gpu::GemmPath gemm_path(std::int64_t M, std::int64_t N) const {
+    if (const char* f = std::getenv("QCONFORM_HIP_GEMM")) {
+      if (std::strcmp(f, "dp4a") == 0) return gpu::GemmPath::dp4a;
+      if (std::strcmp(f, "mma") == 0 && device().mma) return gpu::GemmPath::mma;
+    }
+    // The tensor-core tile is 128 x 128: below a 64 x 64 problem most of it would be padding.
+    return device().mma && M >= 64 && N >= 64 ? gpu::GemmPath::mma : gpu::GemmPath::dp4a;
+  }
+  void gemm(const gpu::DenseA& a, const gpu::GemmArgs& p, gpu::GemmPath path) {
+    check(gpu::launch_gemm(a, p, path, s_), "GEMM launch");
+  }
+  void conv2d(const gpu::ConvA& a, const gpu::GemmArgs& p) { check(gpu::launch_conv2d(a, p, s_), "conv2d launch"); }
+
+ private:
+  hipStream_t s_ = nullptr;
+};
+
+// ---- What each variant supports --------------------------------------------------------------------
+
+bool is_half_or_single(DType t) { return t == DType::f32 || t == DType::f16; }
+bool float_input(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+bool int4(DType t) { return t == DType::i4 || t == DType::u4; }
+
+bool multiplier_ok(float s_a, float s_w, float s_out) {
+  const float m = gpu::requantize_multiplier(s_a, s_w, s_out);
+  return std::isfinite(m) && m > 0;
+}
+
+Availability check_activation(const ActivationOperand& a) {
+  if (a.quantization != ActivationQuantization::static_params)
+    return {false, "dynamic activation quantization is done before the kernels (not by them)"};
+  const DType f = gpu::plan::activation_format(a);
+  if (f != DType::u8 && f != DType::i8) return {false, "activations must be u8 or s8"};
+  if (!is_int(a.values.dtype()) && !float_input(a.values.dtype()))
+    return {false, "float activations must be f32, f16 or bf16"};
+  if (a.params.granularity() != Granularity::per_tensor) return {false, "activations must be quantized per tensor"};
+  if (a.params.scale_dtype != DType::f32) return {false, "the GEMM/conv kernels take f32 activation scales"};
+  return {};
+}
+
+Availability check_weights(const QWeights& w, int n_axis) {
+  const DType f = gpu::plan::weight_format(w);
+  if (f != DType::i8 && f != DType::u8 && !int4(f)) return {false, "weights must be s8, u8, s4 or u4"};
+  if (w.packing && !int4(w.format)) return {false, "packed weights must be i4 or u4"};
+  if (!w.packing && !is_int(w.values.dtype()) && !float_input(w.values.dtype()))
+    return {false, "float weights must be f32, f16 or bf16"};
+  if (!is_half_or_single(w.params.scale_dtype)) return {false, "weight scales must be f32 or f16"};
+  if (w.params.granularity() == Granularity::blocked)
+    return {false, "blocked (K-group) weight scales are not supported"};
+  if (w.params.granularity() == Granularity::per_axis) {
+    const int rank = static_cast<int>(gpu::plan::weight_shape(w).size());
+    const int axis = *w.params.axis < 0 ? *w.params.axis + rank : *w.params.axis;
+    if (axis != n_axis) return {false, "per-channel weight scales must run along the output channels"};
+  }
+  return {};
+}
+
+Availability check_output(const OutputStage& out, const std::optional<Tensor>& bias, const ActivationOperand& a,
+                          const QWeights& w, HipVariant v) {
+  const bool float_bias = bias && is_float(bias->dtype());
+  if (bias && !float_bias && bias->dtype() != DType::i32) return {false, "bias must be i32 or float"};
+  switch (out.kind) {
+    case OutputKind::int32:
+      if (float_bias) return {false, "a float bias cannot be added to an int32 output"};
+      return {};
+    case OutputKind::dequantized:
+      if (out.format != DType::f32 && out.format != DType::f16) return {false, "dequantized outputs are f32 or f16"};
+      // The oracle's dequantized output stage has no fused multiply-add form (oracles/qlinear.hpp).
+      if (float_bias && v == HipVariant::fma)
+        return {false, "hip-fma would fuse float(acc) * s + bias, which no preset can state"};
+      return {};
+    case OutputKind::requantized: {
+      if (!is_int(out.format) || info(out.format).bits > 16 || int4(out.format))
+        return {false, "requantized outputs are i8, u8, i16 or u16"};
+      if (float_bias) return {false, "a float bias with a requantized output is defined for exact requantization only"};
+      const auto sa = static_cast<float>(a.params.scales[0]);
+      for (double sw : w.params.scales)
+        if (!multiplier_ok(sa, static_cast<float>(sw), static_cast<float>(out.scale)))
+          return {false, "the f32 requantize multiplier overflows or underflows"};
+      return {};
+    }
+  }
+  return {false, "unknown output kind"};
+}
+
+std::string recipe_text(const gpu::Recipe& r) {
+  std::string q = r.quantize == gpu::QuantizeForm::divide       ? "round(x / s) + zp"
+                  : r.quantize == gpu::QuantizeForm::reciprocal ? "round(x * (1/s)) + zp"
+                                                                : "round(x * (1/s) + zp)";
+  std::string d = r.dequantize == gpu::DequantizeForm::subtract_then_multiply ? "float(q - zp) * s" : "q*s - zp*s";
+  std::string round = r.rounding == gpu::Rounding::roundf  ? "roundf (ties away)"
+                      : r.rounding == gpu::Rounding::rintf ? "rintf (ties to even)"
+                                                           : "__float2int_rn (ties to even)";
+  return "quantize " + q + ", dequantize " + d + ", rounding " + round +
+         (r.half_arithmetic ? ", binary16 arithmetic for f16 scales" : ", f32 arithmetic");
+}
+
+}  // namespace
+
+std::vector<HipVariant> all_hip_variants() {
+  return {HipVariant::div, HipVariant::recip, HipVariant::f16, HipVariant::fma, HipVariant::nofma, HipVariant::roundf};
+}
+
+std::string hip_variant_name(HipVariant v) {
+  switch (v) {
+    case HipVariant::div:
+      return "hip";
+    case HipVariant::recip:
+      return "hip-recip";
+    case HipVariant::f16:
+      return "hip-f16";
+    case HipVariant::fma:
+      return "hip-fma";
+    case HipVariant::nofma:
+      return "hip-nofma";
+    case HipVariant::roundf:
+      return "hip-roundf";
+  }
+  return "hip";
+}
+
+std::string hip_variant_claim(HipVariant v) {
+  switch (v) {
+    case HipVariant::div:
+      return "gpu-div";
+    case HipVariant::recip:
+      return "gpu-recip";
+    case HipVariant::f16:
+      return "gpu-f16";
+    case HipVariant::fma:
+      return "gpu-fma";
+    case HipVariant::nofma:
+      return "gpu-nofma";
+    case HipVariant::roundf:
+      return "gpu-roundf";
+  }
+  return "gpu-div";
+}
+
+gpu::Recipe hip_recipe(HipVariant v) {
+  gpu::Recipe r;
+  switch (v) {
+    case HipVariant::div:
+      break;
+    case HipVariant::recip:
+      r.quantize = gpu::QuantizeForm::reciprocal;
+      break;
+    case HipVariant::f16:
+      r.half_arithmetic = true;
+      break;
+    case HipVariant::fma:
+    case HipVariant::nofma:
+      r.quantize = gpu::QuantizeForm::affine;
+      r.dequantize = gpu::DequantizeForm::affine;
+      r.fma = v == HipVariant::fma;
+      break;
+    case HipVariant::roundf:
+      r.rounding = gpu::Rounding::roundf;
+      break;
+  }
+  return r;
+}
+
+Availability hip_device_availability() { return device().availability; }
+
+std::string HipBackend::description() const {
+  return std::string("HIP kernels (") + QCONFORM_HIP_PLATFORM_NAME + "): " + recipe_text(hip_recipe(v_)) +
+         "; int8 GEMM/conv by dp4a/sdot4 tiles" + (qc::gpu::gemm_has_mma_path() ? " and mma.sync tensor cores" : "");
+}
+
+std::map<std::string, std::string> HipBackend::facts() const {
+  std::map<std::string, std::string> f = device().facts;
+  const gpu::Recipe r = hip_recipe(v_);
+  f["numerics"] = recipe_text(r);
+  // Each IEEE operation is an explicit _rn intrinsic, so the build's contraction flag cannot fuse
+  // them; the variant's FMA (if any) is an explicit __fmaf_rn.
+  f["contraction"] = r.fma ? "on: the affine forms are one __fmaf_rn each" : "off: every multiply and add rounds once";
+  f["fast_math"] = "off (no --use_fast_math; IEEE division, reciprocal and f32 denormals)";
+  f["gemm_path"] = device().mma ? "mma.sync m16n8k32 s8 tensor cores when M, N >= 64 (QCONFORM_HIP_GEMM=dp4a|mma "
+                                  "overrides), else dp4a; conv2d: dp4a implicit GEMM"
+                                : "dp4a/sdot4 tiles";
+  return f;
+}
+
+Availability HipBackend::supports(const OpRequest& op) const {
+  if (const auto* q = std::get_if<QuantizeOp>(&op)) {
+    if (!float_input(q->x.dtype())) return {false, "the hip kernels quantize f32, f16 or bf16 inputs"};
+    if (!is_half_or_single(q->params.scale_dtype)) return {false, "the hip kernels take f32 or f16 scales"};
+    if (!is_int(q->out) || info(q->out).bits > 16) return {false, "the hip kernels quantize to 4, 8 or 16 bits"};
+    return {};
+  }
+  if (const auto* d = std::get_if<DequantizeOp>(&op)) {
+    if (d->out != DType::f32 && d->out != DType::f16) return {false, "the hip kernels dequantize to f32 or f16"};
+    if (!is_half_or_single(d->params.scale_dtype)) return {false, "the hip kernels take f32 or f16 scales"};
+    return {};
+  }
+  if (const auto* r = std::get_if<RequantizeOp>(&op)) {
+    if (!is_half_or_single(r->params.scale_dtype)) return {false, "the hip kernels take f32 or f16 scales"};
+    if (info(r->acc.dtype()).bits > 32) return {false, "accumulators must fit int32"};
+    // The float clamp's bounds are exact for outputs of up to 16 bits (an int32 bound rounds in f32).
+    if (info(r->out).bits > 16) return {false, "the hip kernels requantize to 4, 8 or 16 bits"};
+    for (double w : r->params.weight_scales)
+      if (!multiplier_ok(static_cast<float>(r->params.input_scale), static_cast<float>(w),
+                         static_cast<float>(r->params.output_scale)))
+        return {false, "the f32 requantize multiplier overflows or underflows"};
+    return {};
+  }
+  if (const auto* g = std::get_if<QGemmOp>(&op)) {
+    if (const Availability a = check_activation(g->a); !a.available) return a;
+    if (const Availability w = check_weights(g->b, g->b_layout == WeightLayout::k_by_n ? 1 : 0); !w.available) return w;
+    return check_output(g->output, g->bias, g->a, g->b, v_);
+  }
+  if (const auto* c = std::get_if<QConv2dOp>(&op)) {
+    if (const Availability a = check_activation(c->input); !a.available) return a;
+    if (const Availability w = check_weights(c->weight, 0); !w.available) return w;
+    return check_output(c->output, c->bias, c->input, c->weight, v_);
+  }
+  return {false, "the hip kernels implement quantize, dequantize, requantize, qgemm and qconv2d"};
+}
+
+Tensor HipBackend::run(const OpRequest& op) {
+  DeviceExec ex;
+  return gpu::plan::run(ex, op, hip_recipe(v_));
+}
+
+}  // namespace qc
