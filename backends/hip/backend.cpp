@@ -7,10 +7,19 @@
 #include "backends/hip/kernels.hpp"
 #include "backends/hip/plan.hpp"
 
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -38,7 +47,21 @@ void check(hipError_t e, const char* what) {
   if (e != hipSuccess) throw std::runtime_error(std::string("hip backend: ") + what + " failed: " + error_text(e));
 }
 
-// ---- The device, probed once ------------------------------------------------------------------
+// ---- The device -------------------------------------------------------------------------------
+//
+// A process that has initialised the CUDA runtime cannot use it in a child it forks afterwards
+// (PyTorch calls that "poisoning fork": docs, notes/multiprocessing.html, "Poison fork in
+// multiprocessing"; torch.cuda.is_available() avoids it by asking NVML), and `qconform run
+// --isolate` or `--timeout` forks a child per backend call (harness/runner.cpp, call_isolated).
+// Any runtime call initialises it, cudaGetDeviceCount included. So the runtime is touched in two
+// places only:
+//   availability(), facts()  ask a short-lived child of their own, which probes the device and
+//                            reports over a pipe; the answer is cached per process (and inherited
+//                            by the runner's children), and this process stays uninitialised;
+//   run()                    initialises the runtime lazily, in the process that runs the kernels:
+//                            the process itself in a plain run, each call's child under --isolate.
+// Once run() has initialised the runtime here, a later first availability() asks this process's
+// own probe instead (forking a prober would gain nothing then).
 
 struct DeviceProbe {
   Availability availability;
@@ -50,7 +73,12 @@ std::string version_text(int v) {  // 13000 -> "13.0" (CUDA and HIP encode major
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
 }
 
+// Set before the first runtime call of this process (a forked child starts with its parent's value).
+std::atomic<bool> runtime_used{false};
+
+// Asks the runtime, in this process.
 DeviceProbe probe_device() {
+  runtime_used = true;
   DeviceProbe p;
   int count = 0;
   const hipError_t e = hipGetDeviceCount(&count);
@@ -91,8 +119,119 @@ DeviceProbe probe_device() {
   return p;
 }
 
-const DeviceProbe& device() {
+// A probe on the pipe: availability, mma, the reason, then key and value of each fact, each string
+// as its length (8 bytes) and its bytes. Both ends are this binary, so native byte order is fine.
+void put_string(std::string& out, const std::string& s) {
+  const std::uint64_t n = s.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out += s;
+}
+std::string serialize(const DeviceProbe& p) {
+  std::string out{static_cast<char>(p.availability.available), static_cast<char>(p.mma)};
+  put_string(out, p.availability.reason);
+  for (const auto& [key, value] : p.facts) {
+    put_string(out, key);
+    put_string(out, value);
+  }
+  return out;
+}
+std::optional<DeviceProbe> deserialize(const std::string& in) {
+  if (in.size() < 2) return std::nullopt;
+  std::size_t pos = 2;
+  auto get_string = [&](std::string& s) {
+    std::uint64_t n = 0;
+    if (in.size() - pos < sizeof n) return false;
+    std::memcpy(&n, in.data() + pos, sizeof n);
+    pos += sizeof n;
+    if (in.size() - pos < n) return false;
+    s.assign(in, pos, n);
+    pos += n;
+    return true;
+  };
+  DeviceProbe p;
+  p.availability.available = in[0] != 0;
+  p.mma = in[1] != 0;
+  if (!get_string(p.availability.reason)) return std::nullopt;
+  while (pos < in.size()) {
+    std::string key, value;
+    if (!get_string(key) || !get_string(value)) return std::nullopt;
+    p.facts[key] = value;
+  }
+  return p;
+}
+
+// How long the prober may take. Creating the first context can take seconds on a machine with
+// many GPUs; a prober that hangs (a driver in a bad state) must not hang the run.
+constexpr int kProbeTimeoutMs = 60000;
+
+DeviceProbe unavailable(const std::string& why) { return {{false, "GPU probe: " + why}, {}, false}; }
+
+// Asks the runtime in a forked child, so that this process never initialises it.
+DeviceProbe probe_in_child() {
+  int fds[2];
+  if (::pipe(fds) != 0) return unavailable(std::string("pipe failed: ") + std::strerror(errno));
+  std::fflush(nullptr);  // nothing buffered is written twice
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return unavailable(std::string("fork failed: ") + std::strerror(errno));
+  }
+  if (pid == 0) {  // the prober: answer, then leave without running the parent's exit handlers
+    ::close(fds[0]);
+    const std::string answer = serialize(probe_device());
+    std::size_t done = 0;
+    while (done < answer.size()) {
+      const ssize_t w = ::write(fds[1], answer.data() + done, answer.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) ::_exit(1);
+      done += static_cast<std::size_t>(w);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string answer;
+  bool timed_out = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kProbeTimeoutMs);
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    pollfd pfd{fds[0], POLLIN, 0};
+    const int ready = left > 0 ? ::poll(&pfd, 1, static_cast<int>(left)) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      timed_out = true;
+      break;
+    }
+    char chunk[4096];
+    const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    answer.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  if (timed_out) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) return unavailable("no answer within " + std::to_string(kProbeTimeoutMs / 1000) + " s");
+  if (WIFSIGNALED(status))
+    return unavailable("the probing process died of signal " + std::to_string(WTERMSIG(status)) + " (" +
+                       ::strsignal(WTERMSIG(status)) + ")");
+  if (const std::optional<DeviceProbe> p = deserialize(answer)) return *p;
+  return unavailable("the probing process exited with status " +
+                     std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + " without an answer");
+}
+
+// The device as this process's own runtime sees it (initialising the runtime here): for run().
+const DeviceProbe& device_here() {
   static const DeviceProbe p = probe_device();
+  return p;
+}
+
+// The device for availability() and facts(), without initialising the runtime here.
+const DeviceProbe& device_probed() {
+  static const DeviceProbe p = runtime_used ? device_here() : probe_in_child();
   return p;
 }
 
@@ -182,10 +321,10 @@ class DeviceExec {
   gpu::GemmPath gemm_path(std::int64_t M, std::int64_t N) const {
     if (const char* f = std::getenv("QCONFORM_HIP_GEMM")) {
       if (std::strcmp(f, "dp4a") == 0) return gpu::GemmPath::dp4a;
-      if (std::strcmp(f, "mma") == 0 && device().mma) return gpu::GemmPath::mma;
+      if (std::strcmp(f, "mma") == 0 && device_here().mma) return gpu::GemmPath::mma;
     }
     // The tensor-core tile is 128 x 128: below a 64 x 64 problem most of it would be padding.
-    return device().mma && M >= 64 && N >= 64 ? gpu::GemmPath::mma : gpu::GemmPath::dp4a;
+    return device_here().mma && M >= 64 && N >= 64 ? gpu::GemmPath::mma : gpu::GemmPath::dp4a;
   }
   void gemm(const gpu::DenseA& a, const gpu::GemmArgs& p, gpu::GemmPath path) {
     check(gpu::launch_gemm(a, p, path, s_), "GEMM launch");
@@ -342,7 +481,9 @@ gpu::Recipe hip_recipe(HipVariant v) {
   return r;
 }
 
-Availability hip_device_availability() { return device().availability; }
+Availability hip_device_availability() { return device_probed().availability; }
+
+bool hip_runtime_used_in_this_process() { return runtime_used; }
 
 std::string HipBackend::description() const {
   return std::string("HIP kernels (") + QCONFORM_HIP_PLATFORM_NAME + "): " + recipe_text(hip_recipe(v_)) +
@@ -350,14 +491,15 @@ std::string HipBackend::description() const {
 }
 
 std::map<std::string, std::string> HipBackend::facts() const {
-  std::map<std::string, std::string> f = device().facts;
+  const DeviceProbe& d = device_probed();
+  std::map<std::string, std::string> f = d.facts;
   const gpu::Recipe r = hip_recipe(v_);
   f["numerics"] = recipe_text(r);
   // Each IEEE operation is an explicit _rn intrinsic, so the build's contraction flag cannot fuse
   // them; the variant's FMA (if any) is an explicit __fmaf_rn.
   f["contraction"] = r.fma ? "on: the affine forms are one __fmaf_rn each" : "off: every multiply and add rounds once";
   f["fast_math"] = "off (no --use_fast_math; IEEE division, reciprocal and f32 denormals)";
-  f["gemm_path"] = device().mma ? "mma.sync m16n8k32 s8 tensor cores when M, N >= 64 (QCONFORM_HIP_GEMM=dp4a|mma "
+  f["gemm_path"] = d.mma ? "mma.sync m16n8k32 s8 tensor cores when M, N >= 64 (QCONFORM_HIP_GEMM=dp4a|mma "
                                   "overrides), else dp4a; conv2d: dp4a implicit GEMM"
                                 : "dp4a/sdot4 tiles";
   return f;
@@ -400,6 +542,9 @@ Availability HipBackend::supports(const OpRequest& op) const {
 }
 
 Tensor HipBackend::run(const OpRequest& op) {
+  // The first call in this process initialises the runtime (see "The device" above).
+  if (const Availability& a = device_here().availability; !a.available)
+    throw std::runtime_error("hip backend: " + a.reason);
   DeviceExec ex;
   return gpu::plan::run(ex, op, hip_recipe(v_));
 }

@@ -9,7 +9,9 @@
 //   hip-nofma   the same forms with a separate multiply and add          claims gpu-nofma
 //   hip-roundf  roundf (ties away) in quantize and requantize            claims gpu-roundf
 //
-// Without a usable GPU every variant is unavailable (SKIP) with the runtime's reason.
+// Without a usable GPU every variant is unavailable (SKIP) with the runtime's reason. Asking
+// availability() or facts() never initialises the GPU runtime in the calling process; run() does,
+// lazily, so `qconform run --isolate` runs each call in a child that initialises its own.
 #pragma once
 
 #include "backends/backend.hpp"
@@ -29,8 +31,12 @@ std::string hip_variant_claim(HipVariant v);  // "gpu-div", "gpu-recip", ...
 gpu::Recipe hip_recipe(HipVariant v);         // what the variant's kernels compute
 
 // Whether a GPU is usable here, and why not (the runtime's error, a device too old for the
-// compiled kernels). Probed once per process.
+// compiled kernels). Probed once per process, in a forked child: this process does not initialise
+// the GPU runtime for it, so that the runner's --isolate children can (backend.cpp, "The device").
 Availability hip_device_availability();
+// Whether this process has called the GPU runtime through the backend: only run() does, and the
+// first availability() after it. For the fork-safety tests.
+bool hip_runtime_used_in_this_process();
 
 class HipBackend final : public Backend {
  public:
@@ -39,7 +45,8 @@ class HipBackend final : public Backend {
   std::string description() const override;
   std::string claim() const override { return hip_variant_claim(v_); }
   Availability availability() const override { return hip_device_availability(); }
-  // Device (name, compute capability, driver and runtime versions) and the build's numerics flags.
+  // Device (name, compute capability, driver and runtime versions) and the build's numerics flags;
+  // the device part from the same forked probe as availability().
   std::map<std::string, std::string> facts() const override;
   Availability supports(const OpRequest& op) const override;
   Tensor run(const OpRequest& op) override;
