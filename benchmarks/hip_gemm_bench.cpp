@@ -10,6 +10,7 @@
 #include "backends/hip/backend.hpp"
 #include "backends/hip/hip_compat.hpp"
 #include "backends/hip/kernels.hpp"
+#include "cases/generators.hpp"
 
 #include <cublasLt.h>
 
@@ -78,17 +79,11 @@ int main(int argc, char** argv) {
               facts.at("compute_capability").c_str(), facts.at("driver_version").c_str(),
               facts.at("runtime_version").c_str());
 
-  // Operands from splitmix64, uniform signed bytes.
-  std::uint64_t state = 42;
-  auto next = [&] {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
+  // Operands from the project's seeded generator: uniform signed bytes (the low byte of each draw).
+  qc::SplitMix64 rng(42);
   std::vector<std::int8_t> ha(static_cast<std::size_t>(M * K)), hb(static_cast<std::size_t>(N * K));
-  for (auto& v : ha) v = static_cast<std::int8_t>(next());
-  for (auto& v : hb) v = static_cast<std::int8_t>(next());
+  for (auto& v : ha) v = static_cast<std::int8_t>(rng.next());
+  for (auto& v : hb) v = static_cast<std::int8_t>(rng.next());
   std::int8_t *da = nullptr, *db = nullptr;
   std::int32_t *dc = nullptr, *dref = nullptr;
   CHECK_HIP(hipMalloc(&da, ha.size()));

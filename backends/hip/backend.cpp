@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -339,7 +340,7 @@ class DeviceExec {
 
 bool is_half_or_single(DType t) { return t == DType::f32 || t == DType::f16; }
 bool float_input(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
-bool int4(DType t) { return t == DType::i4 || t == DType::u4; }
+bool is_int4(DType t) { return t == DType::i4 || t == DType::u4; }
 
 bool multiplier_ok(float s_a, float s_w, float s_out) {
   const float m = gpu::requantize_multiplier(s_a, s_w, s_out);
@@ -360,18 +361,16 @@ Availability check_activation(const ActivationOperand& a) {
 
 Availability check_weights(const QWeights& w, int n_axis) {
   const DType f = gpu::plan::weight_format(w);
-  if (f != DType::i8 && f != DType::u8 && !int4(f)) return {false, "weights must be s8, u8, s4 or u4"};
-  if (w.packing && !int4(w.format)) return {false, "packed weights must be i4 or u4"};
+  if (f != DType::i8 && f != DType::u8 && !is_int4(f)) return {false, "weights must be s8, u8, s4 or u4"};
+  if (w.packing && !is_int4(w.format)) return {false, "packed weights must be i4 or u4"};
   if (!w.packing && !is_int(w.values.dtype()) && !float_input(w.values.dtype()))
     return {false, "float weights must be f32, f16 or bf16"};
   if (!is_half_or_single(w.params.scale_dtype)) return {false, "weight scales must be f32 or f16"};
   if (w.params.granularity() == Granularity::blocked)
     return {false, "blocked (K-group) weight scales are not supported"};
-  if (w.params.granularity() == Granularity::per_axis) {
-    const int rank = static_cast<int>(gpu::plan::weight_shape(w).size());
-    const int axis = *w.params.axis < 0 ? *w.params.axis + rank : *w.params.axis;
-    if (axis != n_axis) return {false, "per-channel weight scales must run along the output channels"};
-  }
+  if (w.params.granularity() == Granularity::per_axis &&
+      gpu::plan::resolve_axis(*w.params.axis, gpu::plan::weight_shape(w)) != n_axis)
+    return {false, "per-channel weight scales must run along the output channels"};
   return {};
 }
 
@@ -390,7 +389,7 @@ Availability check_output(const OutputStage& out, const std::optional<Tensor>& b
         return {false, "hip-fma would fuse float(acc) * s + bias, which no preset can state"};
       return {};
     case OutputKind::requantized: {
-      if (!is_int(out.format) || info(out.format).bits > 16 || int4(out.format))
+      if (!is_int(out.format) || info(out.format).bits > 16 || is_int4(out.format))
         return {false, "requantized outputs are i8, u8, i16 or u16"};
       if (float_bias) return {false, "a float bias with a requantized output is defined for exact requantization only"};
       const auto sa = static_cast<float>(a.params.scales[0]);
@@ -408,54 +407,44 @@ std::string recipe_text(const gpu::Recipe& r) {
                   : r.quantize == gpu::QuantizeForm::reciprocal ? "round(x * (1/s)) + zp"
                                                                 : "round(x * (1/s) + zp)";
   std::string d = r.dequantize == gpu::DequantizeForm::subtract_then_multiply ? "float(q - zp) * s" : "q*s - zp*s";
-  std::string round = r.rounding == gpu::Rounding::roundf  ? "roundf (ties away)"
-                      : r.rounding == gpu::Rounding::rintf ? "rintf (ties to even)"
-                                                           : "__float2int_rn (ties to even)";
+  std::string round = r.rounding == gpu::Rounding::roundf ? "roundf (ties away)" : "__float2int_rn (ties to even)";
   return "quantize " + q + ", dequantize " + d + ", rounding " + round +
          (r.half_arithmetic ? ", binary16 arithmetic for f16 scales" : ", f32 arithmetic");
 }
 
 }  // namespace
 
+namespace {
+
+// The variants, their backend names and their claims (docs/hip.md), in the registry's order.
+struct VariantRow {
+  HipVariant variant;
+  const char* name;
+  const char* claim;
+};
+constexpr VariantRow kVariants[] = {
+    {HipVariant::div, "hip", "gpu-div"},           {HipVariant::recip, "hip-recip", "gpu-recip"},
+    {HipVariant::f16, "hip-f16", "gpu-f16"},       {HipVariant::fma, "hip-fma", "gpu-fma"},
+    {HipVariant::nofma, "hip-nofma", "gpu-nofma"}, {HipVariant::roundf, "hip-roundf", "gpu-roundf"},
+};
+constexpr bool one_row_per_enumerator_in_order() {
+  for (std::size_t i = 0; i < std::size(kVariants); ++i)
+    if (static_cast<std::size_t>(kVariants[i].variant) != i) return false;
+  return std::size(kVariants) == static_cast<std::size_t>(HipVariant::roundf) + 1;
+}
+static_assert(one_row_per_enumerator_in_order());
+const VariantRow& row_of(HipVariant v) { return kVariants[static_cast<std::size_t>(v)]; }
+
+}  // namespace
+
 std::vector<HipVariant> all_hip_variants() {
-  return {HipVariant::div, HipVariant::recip, HipVariant::f16, HipVariant::fma, HipVariant::nofma, HipVariant::roundf};
+  std::vector<HipVariant> v;
+  for (const VariantRow& r : kVariants) v.push_back(r.variant);
+  return v;
 }
 
-std::string hip_variant_name(HipVariant v) {
-  switch (v) {
-    case HipVariant::div:
-      return "hip";
-    case HipVariant::recip:
-      return "hip-recip";
-    case HipVariant::f16:
-      return "hip-f16";
-    case HipVariant::fma:
-      return "hip-fma";
-    case HipVariant::nofma:
-      return "hip-nofma";
-    case HipVariant::roundf:
-      return "hip-roundf";
-  }
-  return "hip";
-}
-
-std::string hip_variant_claim(HipVariant v) {
-  switch (v) {
-    case HipVariant::div:
-      return "gpu-div";
-    case HipVariant::recip:
-      return "gpu-recip";
-    case HipVariant::f16:
-      return "gpu-f16";
-    case HipVariant::fma:
-      return "gpu-fma";
-    case HipVariant::nofma:
-      return "gpu-nofma";
-    case HipVariant::roundf:
-      return "gpu-roundf";
-  }
-  return "gpu-div";
-}
+std::string hip_variant_name(HipVariant v) { return row_of(v).name; }
+std::string hip_variant_claim(HipVariant v) { return row_of(v).claim; }
 
 gpu::Recipe hip_recipe(HipVariant v) {
   gpu::Recipe r;
@@ -500,8 +489,8 @@ std::map<std::string, std::string> HipBackend::facts() const {
   f["contraction"] = r.fma ? "on: the affine forms are one __fmaf_rn each" : "off: every multiply and add rounds once";
   f["fast_math"] = "off (no --use_fast_math; IEEE division, reciprocal and f32 denormals)";
   f["gemm_path"] = d.mma ? "mma.sync m16n8k32 s8 tensor cores when M, N >= 64 (QCONFORM_HIP_GEMM=dp4a|mma "
-                                  "overrides), else dp4a; conv2d: dp4a implicit GEMM"
-                                : "dp4a/sdot4 tiles";
+                           "overrides), else dp4a; conv2d: dp4a implicit GEMM"
+                         : "dp4a/sdot4 tiles";
   return f;
 }
 

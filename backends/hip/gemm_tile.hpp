@@ -1,7 +1,7 @@
 // The int8 GEMM and implicit-GEMM convolution of the hip backend, written as __host__ __device__
 // phases so that one definition runs on the GPU (kernels.hip) and, thread by thread and phase by
-// phase, on the CPU (tests/hip/gemm_emulation_test.cpp checks every index computation without a
-// GPU).
+// phase, on the CPU (tests/hip/host_exec.hpp; plan_test.cpp checks every index computation without
+// a GPU).
 //
 // The problem. Operands are stored as signed bytes "shifted": a u8 value v is stored as v - 128
 // (and its zero point with it), s8/i4/u4 values as they are. One GEMM computes, per group g,

@@ -36,7 +36,6 @@ inline constexpr hipError_t hipSuccess = cudaSuccess;
 inline constexpr hipError_t hipErrorInvalidValue = cudaErrorInvalidValue;
 inline constexpr hipMemcpyKind hipMemcpyHostToDevice = cudaMemcpyHostToDevice;
 inline constexpr hipMemcpyKind hipMemcpyDeviceToHost = cudaMemcpyDeviceToHost;
-inline constexpr hipMemcpyKind hipMemcpyDeviceToDevice = cudaMemcpyDeviceToDevice;
 
 // Errors.
 inline const char* hipGetErrorName(hipError_t e) { return cudaGetErrorName(e); }
@@ -45,12 +44,9 @@ inline hipError_t hipGetLastError() { return cudaGetLastError(); }
 
 // Devices and versions.
 inline hipError_t hipGetDeviceCount(int* n) { return cudaGetDeviceCount(n); }
-inline hipError_t hipGetDevice(int* d) { return cudaGetDevice(d); }
-inline hipError_t hipSetDevice(int d) { return cudaSetDevice(d); }
 inline hipError_t hipGetDeviceProperties(hipDeviceProp_t* p, int d) { return cudaGetDeviceProperties(p, d); }
 inline hipError_t hipDriverGetVersion(int* v) { return cudaDriverGetVersion(v); }
 inline hipError_t hipRuntimeGetVersion(int* v) { return cudaRuntimeGetVersion(v); }
-inline hipError_t hipDeviceSynchronize() { return cudaDeviceSynchronize(); }
 
 // Memory.
 template <class T>
@@ -60,12 +56,6 @@ hipError_t hipMalloc(T** p, size_t bytes) {
 inline hipError_t hipFree(void* p) { return cudaFree(p); }
 inline hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind k) {
   return cudaMemcpy(dst, src, bytes, k);
-}
-inline hipError_t hipMemcpyAsync(void* dst, const void* src, size_t bytes, hipMemcpyKind k, hipStream_t s) {
-  return cudaMemcpyAsync(dst, src, bytes, k, s);
-}
-inline hipError_t hipMemsetAsync(void* p, int v, size_t bytes, hipStream_t s) {
-  return cudaMemsetAsync(p, v, bytes, s);
 }
 
 // Streams and events.

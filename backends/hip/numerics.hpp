@@ -61,10 +61,10 @@ enum class DequantizeForm : std::uint8_t {
   affine,                  // q * s - zp * s (TFLite ScaleWithNewZeroPoint)
 };
 
-// The float -> integer rounding of quantize and requantize.
+// The float -> integer rounding of quantize and requantize. (Kernels that call rintf need no
+// third value: the CUDA Math API documents rintf, like __float2int_rn, as round half to even.)
 enum class Rounding : std::uint8_t {
   float2int_rn,  // __float2int_rn: ties to even
-  rintf,         // (int)rintf(v): ties to even in the default rounding mode, the same values
   roundf,        // (int)roundf(v): ties away from zero
 };
 
@@ -186,8 +186,6 @@ QC_HD std::int32_t round_to_int32(float v, Rounding r) {
 #else
       return static_cast<std::int32_t>(rintf(v));  // the default rounding mode: ties to even
 #endif
-    case Rounding::rintf:
-      return static_cast<std::int32_t>(rintf(v));
     case Rounding::roundf:
       return static_cast<std::int32_t>(roundf(v));
   }

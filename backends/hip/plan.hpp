@@ -22,13 +22,27 @@ namespace qc::gpu::plan {
 
 // ---- Parameters ----------------------------------------------------------------------------------
 
+// An axis of `shape` (negative: counted from the end) as row-major indexing sees it: its length,
+// and the number of elements that follow each of its steps.
+struct AxisExtent {
+  std::int64_t length = 1, inner = 1;
+};
+inline int resolve_axis(int axis, const Shape& shape) {
+  return axis < 0 ? axis + static_cast<int>(shape.size()) : axis;
+}
+inline AxisExtent axis_extent(const Shape& shape, int axis) {
+  const auto a = static_cast<std::size_t>(resolve_axis(axis, shape));
+  AxisExtent e{shape[a], 1};
+  for (std::size_t d = a + 1; d < shape.size(); ++d) e.inner *= shape[d];
+  return e;
+}
+
 inline ParamLayout layout_of(const QuantParams& p, const Shape& shape) {
   ParamLayout l;
   if (p.granularity() == Granularity::per_tensor) return l;
-  const int rank = static_cast<int>(shape.size());
-  const int axis = *p.axis < 0 ? *p.axis + rank : *p.axis;
-  l.dim = shape[static_cast<std::size_t>(axis)];
-  for (int d = axis + 1; d < rank; ++d) l.inner *= shape[static_cast<std::size_t>(d)];
+  const AxisExtent e = axis_extent(shape, *p.axis);
+  l.dim = e.length;
+  l.inner = e.inner;
   if (p.block_size > 0) {
     l.block = p.block_size;
     l.nblocks = (l.dim + p.block_size - 1) / p.block_size;
@@ -40,10 +54,9 @@ inline ParamLayout layout_of(const QuantParams& p, const Shape& shape) {
 inline ParamLayout channel_layout(const RequantizeParams& p, const Shape& shape) {
   ParamLayout l;
   if (!p.axis) return l;
-  const int rank = static_cast<int>(shape.size());
-  const int axis = *p.axis < 0 ? *p.axis + rank : *p.axis;
-  l.dim = shape[static_cast<std::size_t>(axis)];
-  for (int d = axis + 1; d < rank; ++d) l.inner *= shape[static_cast<std::size_t>(d)];
+  const AxisExtent e = axis_extent(shape, *p.axis);
+  l.dim = e.length;
+  l.inner = e.inner;
   return l;
 }
 
@@ -152,19 +165,14 @@ template <class Exec>
 typename Exec::template Buffer<std::int32_t> weight_values(Exec& ex, const QWeights& w, const Recipe& recipe) {
   if (w.packing) {
     const Shape& shape = w.shape;
-    std::int64_t length = numel(shape), inner = 1;  // flat packing: one slice of every element
-    if (w.packing->axis) {
-      const int rank = static_cast<int>(shape.size());
-      const int axis = *w.packing->axis < 0 ? *w.packing->axis + rank : *w.packing->axis;
-      length = shape[static_cast<std::size_t>(axis)];
-      for (int d = axis + 1; d < rank; ++d) inner *= shape[static_cast<std::size_t>(d)];
-    }
+    // Pairs along the packing axis, or flat packing: one slice of every element.
+    const AxisExtent pairs = w.packing->axis ? axis_extent(shape, *w.packing->axis) : AxisExtent{numel(shape), 1};
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(w.values.size()));
     for (std::int64_t i = 0; i < w.values.size(); ++i)
       bytes[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(w.values.bits(i));
     const auto packed = ex.upload(bytes);
     auto v = ex.template alloc<std::int32_t>(static_cast<std::size_t>(numel(shape)));
-    ex.unpack_int4(packed.get(), numel(shape), length, inner, w.packing->nibbles == NibbleOrder::low_first,
+    ex.unpack_int4(packed.get(), numel(shape), pairs.length, pairs.inner, w.packing->nibbles == NibbleOrder::low_first,
                    w.format == DType::i4, v.get());
     ex.sync();
     return v;
@@ -247,7 +255,8 @@ inline Tensor output_tensor(const std::vector<std::int32_t>& v, DType format, co
   return y;
 }
 
-// The channel buffers of one epilogue, kept alive until the launch has finished.
+// The buffers one epilogue reads and writes, kept alive until the launch has finished: the
+// channel parameters (uploaded here), the compensation sums and the output.
 template <class Exec>
 struct EpilogueBuffers {
   typename Exec::template Buffer<float> w_scales;
@@ -258,11 +267,15 @@ struct EpilogueBuffers {
         zb(ex.upload(c.zb)),
         bias_i32(ex.upload(c.bias_i32)),
         bias_f32(ex.upload(c.bias_f32)) {}
-  void attach(Epilogue& e, const ChannelParams& c) const {
+  void attach(Epilogue& e, const ChannelParams& c, const std::int32_t* row_sums, const std::int32_t* col_sums,
+              std::int32_t* out) const {
     e.w_scales = w_scales.get();
     e.zb = zb.get();
     e.bias_i32 = c.bias_i32.empty() ? nullptr : bias_i32.get();
     e.bias_f32 = c.bias_f32.empty() ? nullptr : bias_f32.get();
+    e.row_sums = row_sums;
+    e.col_sums = col_sums;
+    e.out = out;
   }
 };
 
@@ -293,17 +306,8 @@ Tensor run_gemm(Exec& ex, const QGemmOp& op, const Recipe& recipe) {
   const ChannelParams c = channel_params(op.b, op.bias, N);
   const EpilogueBuffers<Exec> eb(ex, c);
   auto yd = ex.template alloc<std::int32_t>(static_cast<std::size_t>(M * N));
-  GemmArgs p;
-  p.M = M;
-  p.N = N;
-  p.K = K;
-  p.Kp = Kp;
-  p.b = b8.get();
-  p.epilogue = epilogue_for(op.output, op.a, recipe);
-  eb.attach(p.epilogue, c);
-  p.epilogue.row_sums = rows.get();
-  p.epilogue.col_sums = cols.get();
-  p.epilogue.out = yd.get();
+  GemmArgs p{.M = M, .N = N, .K = K, .Kp = Kp, .b = b8.get(), .epilogue = epilogue_for(op.output, op.a, recipe)};
+  eb.attach(p.epilogue, c, rows.get(), cols.get(), yd.get());
   p.epilogue.ldc = N;
   ex.gemm(A, p, ex.gemm_path(M, N));
   ex.sync();
@@ -364,18 +368,14 @@ Tensor run_conv2d(Exec& ex, const QConv2dOp& op, const Recipe& recipe) {
   const ChannelParams c = channel_params(op.weight, op.bias, OC);
   const EpilogueBuffers<Exec> eb(ex, c);
   auto yd = ex.template alloc<std::int32_t>(static_cast<std::size_t>(numel(ys)));
-  GemmArgs p;
-  p.M = M;
-  p.N = OC / groups;
-  p.K = K;
-  p.Kp = Kp;
-  p.groups = groups;
-  p.b = w8.get();
-  p.epilogue = epilogue_for(op.output, op.input, recipe);
-  eb.attach(p.epilogue, c);
-  p.epilogue.row_sums = rows.get();
-  p.epilogue.col_sums = cols.get();
-  p.epilogue.out = yd.get();
+  GemmArgs p{.M = M,
+             .N = OC / groups,
+             .K = K,
+             .Kp = Kp,
+             .groups = groups,
+             .b = w8.get(),
+             .epilogue = epilogue_for(op.output, op.input, recipe)};
+  eb.attach(p.epilogue, c, rows.get(), cols.get(), yd.get());
   p.epilogue.conv_output = true;
   p.epilogue.conv = g;
   ex.conv2d(A, p);

@@ -1,39 +1,42 @@
 // Requests for the hip backend's tests, shared by the host tests (the plan on the CPU executor)
 // and the GPU tests (the backend on a device): quantized GEMMs of odd shapes (M, N, K not multiples
 // of either tile, K = 1, K in the thousands, batched), convolutions of every geometry feature, and
-// the elementwise ops. The data come from a stated generator (splitmix64), the expected values
-// from the oracle (qc::evaluate under the variant's claimed preset), never from the kernels.
+// the elementwise ops. The data come from the project's seeded generator (qc::SplitMix64), the
+// expected values from the oracle (qc::evaluate under the variant's claimed preset), never from
+// the kernels.
 #pragma once
 
+#include "backends/hip/backend.hpp"
+#include "cases/case.hpp"
+#include "cases/generators.hpp"
 #include "harness/evaluate.hpp"
+#include "harness/runner.hpp"
 #include "oracles/int4.hpp"
 #include "oracles/ops.hpp"
 #include "oracles/presets.hpp"
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 namespace qc::gpu::test {
 
-// splitmix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", 2014).
+// The seeded generator with the two draws the tests take: an integer in [lo, hi], a real in [0, 1).
 struct Rng {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+  SplitMix64 g;
+  explicit Rng(std::uint64_t seed) : g(seed) {}
+  std::uint64_t next() { return g.next(); }
+  std::int64_t uniform(std::int64_t lo, std::int64_t hi) {
+    return lo + static_cast<std::int64_t>(g.below(static_cast<std::uint64_t>(hi - lo + 1)));
   }
-  std::int64_t uniform(std::int64_t lo, std::int64_t hi) {  // [lo, hi]
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-  double unit() { return static_cast<double>(next() >> 11) * 0x1p-53; }
+  double unit() { return g.uniform01(); }
 };
 
-inline Tensor ints(DType t, const Shape& shape, Rng& r, std::int64_t lo, std::int64_t hi) {
+inline Tensor random_ints(DType t, const Shape& shape, Rng& r, std::int64_t lo, std::int64_t hi) {
   Tensor x(t, shape);
   for (std::int64_t i = 0; i < x.size(); ++i) x.set_int(i, r.uniform(lo, hi));
   return x;
@@ -41,7 +44,7 @@ inline Tensor ints(DType t, const Shape& shape, Rng& r, std::int64_t lo, std::in
 
 // f32 values: a third exact ties (k + 1/2) * s, a third within a few ulps of one, the rest uniform
 // in [lo, hi]; every value a float.
-inline Tensor floats(const Shape& shape, Rng& r, double lo, double hi, float s) {
+inline Tensor random_floats(const Shape& shape, Rng& r, double lo, double hi, float s) {
   Tensor x(DType::f32, shape);
   for (std::int64_t i = 0; i < x.size(); ++i) {
     float v;
@@ -77,9 +80,6 @@ inline QuantParams per_channel(std::int64_t n, int axis, Rng& r, std::int64_t zp
   return p;
 }
 
-inline std::int64_t lo_of(DType t) { return int_min(t); }
-inline std::int64_t hi_of(DType t) { return int_max(t); }
-
 struct NamedOp {
   std::string name;
   OpRequest op;
@@ -106,7 +106,7 @@ struct GemmSpec {
 };
 
 inline QGemmOp make_gemm(const GemmSpec& g, std::uint64_t seed) {
-  Rng r{seed};
+  Rng r(seed);
   QGemmOp op;
   Shape as = g.batch;
   as.push_back(g.M);
@@ -115,16 +115,16 @@ inline QGemmOp make_gemm(const GemmSpec& g, std::uint64_t seed) {
   const float sa = 0.05f;
   op.a.format = g.a;
   op.a.params = per_tensor(sa, za);
-  op.a.values = g.a_float ? floats(as, r, -6.0, 6.0, sa) : ints(g.a, as, r, lo_of(g.a), hi_of(g.a));
+  op.a.values = g.a_float ? random_floats(as, r, -6.0, 6.0, sa) : random_ints(g.a, as, r, int_min(g.a), int_max(g.a));
   const Shape bs = g.k_by_n ? Shape{g.K, g.N} : Shape{g.N, g.K};
   const int n_axis = g.k_by_n ? 1 : 0;
   const std::int64_t mid = g.b == DType::u8 ? 128 : g.b == DType::u4 ? 8 : 0;
   op.b.format = g.b;
   op.b.params = g.per_channel ? per_channel(g.N, n_axis, r, mid - 3, mid + 3) : per_tensor(0.01, mid + 1);
   if (g.b_float) {
-    op.b.values = floats(bs, r, -1.0, 1.0, 0.01f);
+    op.b.values = random_floats(bs, r, -1.0, 1.0, 0.01f);
   } else {
-    Tensor v = ints(g.b, bs, r, lo_of(g.b), hi_of(g.b));
+    Tensor v = random_ints(g.b, bs, r, int_min(g.b), int_max(g.b));
     if (g.b_packed) {
       op.b.packing = onnx_int4_packing();
       op.b.shape = bs;
@@ -134,7 +134,7 @@ inline QGemmOp make_gemm(const GemmSpec& g, std::uint64_t seed) {
     }
   }
   op.b_layout = g.k_by_n ? WeightLayout::k_by_n : WeightLayout::n_by_k;
-  if (g.bias_i32) op.bias = ints(DType::i32, {g.N}, r, -5000, 5000);
+  if (g.bias_i32) op.bias = random_ints(DType::i32, {g.N}, r, -5000, 5000);
   if (g.bias_f32) {
     Tensor b(DType::f32, {g.N});
     for (std::int64_t i = 0; i < g.N; ++i) b.set_double(i, static_cast<float>(r.unit() * 4 - 2));
@@ -218,7 +218,7 @@ struct ConvSpec {
 };
 
 inline QConv2dOp make_conv(const ConvSpec& c, std::uint64_t seed) {
-  Rng r{seed};
+  Rng r(seed);
   QConv2dOp op;
   op.layout = c.layout;
   op.padding = c.padding;
@@ -227,12 +227,12 @@ inline QConv2dOp make_conv(const ConvSpec& c, std::uint64_t seed) {
   const float sa = 0.05f;
   op.input.format = c.a;
   op.input.params = per_tensor(sa, c.a == DType::u8 ? 121 : -4);
-  op.input.values = floats(is, r, -5.0, 5.0, sa);
+  op.input.values = random_floats(is, r, -5.0, 5.0, sa);
   const Shape ws{c.oc, c.c / c.geometry.groups, c.kh, c.kw};
   op.weight.format = DType::i8;
   op.weight.params = c.per_channel ? per_channel(c.oc, 0, r, -2, 2) : per_tensor(0.01, 1);
-  op.weight.values = ints(DType::i8, ws, r, -128, 127);
-  if (c.bias_i32) op.bias = ints(DType::i32, {c.oc}, r, -3000, 3000);
+  op.weight.values = random_ints(DType::i8, ws, r, -128, 127);
+  if (c.bias_i32) op.bias = random_ints(DType::i32, {c.oc}, r, -3000, 3000);
   op.output.kind = c.out;
   op.output.format = c.out == qc::OutputKind::int32 ? DType::i32 : c.out_format;
   if (c.out == qc::OutputKind::requantized) {
@@ -280,10 +280,10 @@ inline std::vector<NamedOp> conv_cases() {
 
 inline std::vector<NamedOp> elementwise_cases() {
   std::vector<NamedOp> v;
-  Rng r{77};
+  Rng r(77);
   {  // per-axis f32 quantize to i8 (axis 1 of [3, 5, 7])
     QuantizeOp q;
-    q.x = floats({3, 5, 7}, r, -3.0, 3.0, 0.02f);
+    q.x = random_floats({3, 5, 7}, r, -3.0, 3.0, 0.02f);
     q.params = per_channel(5, 1, r, -4, 4);
     q.out = DType::i8;
     v.push_back({"quantize_per_axis", q});
@@ -334,7 +334,7 @@ inline std::vector<NamedOp> elementwise_cases() {
   }
   {  // per-channel requantize with per-channel zero points, near ties
     RequantizeOp rq;
-    rq.acc = ints(DType::i32, {4, 64}, r, -20000, 20000);
+    rq.acc = random_ints(DType::i32, {4, 64}, r, -20000, 20000);
     rq.params.input_scale = static_cast<float>(0.05);
     rq.params.weight_scales = {static_cast<float>(0.01), static_cast<float>(0.02), static_cast<float>(0.005),
                                static_cast<float>(0.013)};
@@ -372,6 +372,23 @@ inline Mismatches compare_to_claim(const OpRequest& op, const Tensor& out, const
     }
   }
   return m;
+}
+
+// ---- The default suites --------------------------------------------------------------------------
+
+// The default suites (cases/*.json of the source tree) through the runner, with one `Standin(v)`
+// backend per variant: what `qconform run` reports for the variants if they compute as the
+// stand-in does (the claimed preset, or the kernels' code on the CPU executor).
+template <class Standin>
+RunReport run_default_suites_as(const std::filesystem::path& source_dir) {
+  const std::vector<Suite> suites = load_suites({source_dir / "cases"});
+  std::vector<std::unique_ptr<Backend>> owned;
+  std::vector<Backend*> backends;
+  for (HipVariant v : all_hip_variants()) {
+    owned.push_back(std::make_unique<Standin>(v));
+    backends.push_back(owned.back().get());
+  }
+  return run_cases(suites, backends, RunOptions{});
 }
 
 }  // namespace qc::gpu::test

@@ -80,10 +80,10 @@ INSTANTIATE_TEST_SUITE_P(Accumulator, HipGpuWrap, ::testing::Values(test::int32_
 // oracle's pack_int4 (flat ONNX order and MIGraphX's per-axis pairs, odd lengths padded).
 using HipGpuInt4 = HipGpu;
 TEST_P(HipGpuInt4, PackAndUnpack) {
-  test::Rng r{9};
+  test::Rng r(9);
   for (const Int4Packing& packing : {onnx_int4_packing(), migraphx_int4_packing(0)}) {
     const Shape shape{5, 6};
-    const Tensor v = test::ints(DType::i4, shape, r, -8, 7);
+    const Tensor v = test::random_ints(DType::i4, shape, r, -8, 7);
     const Tensor want = pack_int4(v, DType::i4, packing);
     const std::int64_t length = packing.axis ? 5 : 30, inner = packing.axis ? 6 : 1;
     std::int32_t *values = nullptr, *back = nullptr;

@@ -44,8 +44,8 @@ TEST(HipIsolate, EachChildInitialisesItsOwnRuntime) {
   for (const auto& c : report["cases"])
     for (const auto& b : c["backends"]) {
       ++results;
-      const std::string where = c["id"].get<std::string>() + " on " + b["backend"].get<std::string>() + ": " +
-                                b["reason"].get<std::string>();
+      const std::string where =
+          c["id"].get<std::string>() + " on " + b["backend"].get<std::string>() + ": " + b["reason"].get<std::string>();
       if (gpu.available) {  // a SKIP here is a request the variant does not support, with its own reason
         EXPECT_TRUE(b["verdict"] == "PASS" || (b["verdict"] == "SKIP" && b["reason"] != gpu.reason)) << where;
         passed += b["verdict"] == "PASS";

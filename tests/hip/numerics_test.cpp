@@ -51,7 +51,7 @@ TEST(HipNumerics, RoundToF16IsCorrectlyRounded) {
   }
   for (float x : {65504.0f, 65519.99f, 65520.0f, 1e30f, INFINITY, 0x1p-25f, 0x1.8p-25f, 0x1p-26f})
     xs.insert(xs.end(), {x, -x});
-  Rng r{1};
+  Rng r(1);
   for (int i = 0; i < 200000; ++i) {
     const float x = f32_from_bits(static_cast<std::uint32_t>(r.next()));
     if (!std::isnan(x)) xs.push_back(x);
@@ -74,16 +74,23 @@ TEST(HipNumerics, RoundToF16IsCorrectlyRounded) {
 // ---- Rounding helpers -------------------------------------------------------------------------
 
 TEST(HipNumerics, RoundingHelpers) {
-  // Ties: even for __float2int_rn and rintf, away for roundf.
-  for (float t : {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 8388607.5f}) {
-    const double even = std::nearbyint(static_cast<double>(t));
-    const double away = std::round(static_cast<double>(t));
-    EXPECT_EQ(round_to_int32(t, Rounding::float2int_rn), even) << t;
-    EXPECT_EQ(round_to_int32(t, Rounding::rintf), even) << t;
-    EXPECT_EQ(round_to_int32(t, Rounding::roundf), away) << t;
+  // Ties: even for __float2int_rn, away for roundf. 8388607.5 = 2^23 - 1/2 is the largest f32 tie.
+  const struct {
+    float x;
+    std::int32_t even, away;
+  } ties[] = {{0.5f, 0, 1},
+              {1.5f, 2, 2},
+              {2.5f, 2, 3},
+              {-0.5f, 0, -1},
+              {-1.5f, -2, -2},
+              {-2.5f, -2, -3},
+              {8388607.5f, 8388608, 8388608}};
+  for (const auto& t : ties) {
+    EXPECT_EQ(round_to_int32(t.x, Rounding::float2int_rn), t.even) << t.x;
+    EXPECT_EQ(round_to_int32(t.x, Rounding::roundf), t.away) << t.x;
   }
   // NaN -> 0 and saturation at the int32 bounds (2^31 is the first float past INT32_MAX).
-  for (Rounding r : {Rounding::float2int_rn, Rounding::rintf, Rounding::roundf}) {
+  for (Rounding r : {Rounding::float2int_rn, Rounding::roundf}) {
     EXPECT_EQ(round_to_int32(NAN, r), 0);
     EXPECT_EQ(round_to_int32(2147483648.0f, r), 2147483647);
     EXPECT_EQ(round_to_int32(INFINITY, r), 2147483647);
@@ -91,16 +98,10 @@ TEST(HipNumerics, RoundingHelpers) {
     EXPECT_EQ(round_to_int32(-INFINITY, r), -2147483647 - 1);
     EXPECT_EQ(round_to_int32(2147483520.0f, r), 2147483520);  // the largest float below 2^31
   }
-  // rintf and __float2int_rn agree everywhere (the rintf variant would claim the same preset).
-  Rng g{2};
-  for (int i = 0; i < 100000; ++i) {
-    const float x = f32_from_bits(static_cast<std::uint32_t>(g.next()));
-    ASSERT_EQ(round_to_int32(x, Rounding::rintf), round_to_int32(x, Rounding::float2int_rn)) << x;
-  }
 }
 
 TEST(HipNumerics, ParamIndexIsTheOraclesIndexer) {
-  Rng r{3};
+  Rng r(3);
   for (int trial = 0; trial < 200; ++trial) {
     Shape shape;
     const auto rank = static_cast<int>(r.uniform(1, 4));
@@ -128,7 +129,7 @@ struct QuantizeSet {
 // f32 inputs around the ties of a scale, specials, and every f16 value as an f16 input.
 std::vector<QuantizeSet> quantize_sets() {
   std::vector<QuantizeSet> sets;
-  Rng r{4};
+  Rng r(4);
   const std::vector<std::pair<double, DType>> scales = {{1.0, DType::f32},
                                                         {static_cast<float>(0.1), DType::f32},
                                                         {3.0, DType::f32},
@@ -249,7 +250,7 @@ TEST(HipNumerics, RequantizeElementMatchesEachClaim) {
                            {static_cast<float>(0.1), static_cast<float>(0.1), static_cast<float>(0.1)},
                            {1.0, 1.0, 3.0},
                            {static_cast<float>(0.0173), static_cast<float>(0.0091), static_cast<float>(0.37)}};
-  Rng r{5};
+  Rng r(5);
   for (HipVariant v : all_hip_variants()) {
     const Recipe recipe = hip_recipe(v);
     const Spec spec = claim_of(v);
@@ -301,12 +302,12 @@ TEST(HipNumerics, RequantizeElementMatchesEachClaim) {
 // ---- int4 and the compensation ----------------------------------------------------------------
 
 TEST(HipNumerics, Int4NibblesMatchTheOracle) {
-  Rng r{6};
+  Rng r(6);
   for (const Int4Packing& packing :
        {onnx_int4_packing(), torchao_uint4_packing(), migraphx_int4_packing(0), migraphx_int4_packing(-1)}) {
     for (DType t : {DType::i4, DType::u4}) {
       const Shape shape = packing.odd == OddLength::reject ? Shape{4, 6} : Shape{3, 7};
-      const Tensor v = test::ints(t, shape, r, int_min(t), int_max(t));
+      const Tensor v = test::random_ints(t, shape, r, int_min(t), int_max(t));
       const Tensor packed = pack_int4(v, t, packing);
       std::int64_t length = v.size(), inner = 1;
       if (packing.axis) {
@@ -330,7 +331,7 @@ TEST(HipNumerics, Int4NibblesMatchTheOracle) {
 
 // Σ (a - za)(b - zb) mod 2^32 from the shifted operands' raw dot product, row and column sums.
 TEST(HipNumerics, CompensationIsTheZeroPointFreeSum) {
-  Rng r{7};
+  Rng r(7);
   for (int trial = 0; trial < 2000; ++trial) {
     const bool a_u8 = r.uniform(0, 1) != 0, b_u8 = r.uniform(0, 1) != 0;
     const std::int64_t K = trial < 10 ? 100000 : r.uniform(1, 300);

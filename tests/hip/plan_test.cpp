@@ -127,21 +127,14 @@ class EmulatedHip final : public Backend {
 // expectations right for the claims; this shows the kernels' code computes the claims on the
 // suites' own data.
 TEST(HipPlan, CaseFilesOnTheCpuExecutor) {
-  const std::vector<Suite> suites = load_suites({std::filesystem::path(QCONFORM_SOURCE_DIR) / "cases"});
-  std::vector<std::unique_ptr<Backend>> owned;
-  std::vector<Backend*> backends;
-  for (HipVariant v : all_hip_variants()) {
-    owned.push_back(std::make_unique<EmulatedHip>(v));
-    backends.push_back(owned.back().get());
-  }
-  const RunReport report = run_cases(suites, backends, RunOptions{});
+  const RunReport report = test::run_default_suites_as<EmulatedHip>(QCONFORM_SOURCE_DIR);
   int ran = 0;
   for (const CaseResult& c : report.cases)
     for (const BackendResult& b : c.backends) {
       if (b.verdict == Verdict::skip) continue;
       ++ran;
-      EXPECT_EQ(b.verdict, Verdict::pass) << c.id << " on " << b.backend << " (expectation " << b.expectation
-                                          << "): " << b.reason;
+      EXPECT_EQ(b.verdict, Verdict::pass)
+          << c.id << " on " << b.backend << " (expectation " << b.expectation << "): " << b.reason;
     }
   EXPECT_GT(ran, 100);
 }

@@ -14,12 +14,12 @@
 #include "harness/evaluate.hpp"
 #include "harness/runner.hpp"
 #include "oracles/presets.hpp"
+#include "tests/hip/cases.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <map>
-#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,9 +42,7 @@ class ClaimedPreset final : public Backend {
   Spec claim_;
 };
 
-std::vector<Suite> default_suites() {
-  return load_suites({std::filesystem::path(QCONFORM_SOURCE_DIR) / "cases"});
-}
+std::vector<Suite> default_suites() { return load_suites({std::filesystem::path(QCONFORM_SOURCE_DIR) / "cases"}); }
 
 const Case& find_case(const std::vector<Suite>& suites, const std::string& id) {
   for (const Suite& s : suites)
@@ -57,13 +55,7 @@ const Case& find_case(const std::vector<Suite>& suites, const std::string& id) {
 // claim specifies every element the spec does (an element the claim leaves open could be anything).
 TEST(HipSuiteExpectations, TheClaimMeetsEveryExpectationAgainstTheSpec) {
   const std::vector<Suite> suites = default_suites();
-  std::vector<std::unique_ptr<Backend>> owned;
-  std::vector<Backend*> backends;
-  for (HipVariant v : all_hip_variants()) {
-    owned.push_back(std::make_unique<ClaimedPreset>(v));
-    backends.push_back(owned.back().get());
-  }
-  const RunReport report = run_cases(suites, backends, RunOptions{});
+  const RunReport report = test::run_default_suites_as<ClaimedPreset>(QCONFORM_SOURCE_DIR);
   int against_spec = 0;
   for (const CaseResult& c : report.cases)
     for (const BackendResult& b : c.backends) {
@@ -78,8 +70,8 @@ TEST(HipSuiteExpectations, TheClaimMeetsEveryExpectationAgainstTheSpec) {
       const Reference claim = evaluate(cs.op, *find_preset(b.claim));
       for (std::size_t i = 0; i < spec.specified.size(); ++i)
         if (spec.specified[i] != 0 && !claim.specified.empty() && claim.specified[i] == 0) {
-          ADD_FAILURE() << c.id << " on " << b.backend << ": " << b.claim << " leaves element " << i
-                        << " open, which " << cs.spec.name << " specifies";
+          ADD_FAILURE() << c.id << " on " << b.backend << ": " << b.claim << " leaves element " << i << " open, which "
+                        << cs.spec.name << " specifies";
           break;
         }
     }
