@@ -52,7 +52,8 @@ void check(hipError_t e, const char* what) {
 //
 // A process that has initialised the CUDA runtime cannot use it in a child it forks afterwards
 // (PyTorch calls that "poisoning fork": docs, notes/multiprocessing.html, "Poison fork in
-// multiprocessing"; torch.cuda.is_available() avoids it by asking NVML), and `qconform run
+// multiprocessing"; its torch.cuda.is_available() asks NVML instead where
+// PYTORCH_NVML_BASED_CUDA_CHECK=1, for that reason), and `qconform run
 // --isolate` or `--timeout` forks a child per backend call (harness/runner.cpp, call_isolated).
 // Any runtime call initialises it, cudaGetDeviceCount included. So the runtime is touched in two
 // places only:
@@ -62,7 +63,7 @@ void check(hipError_t e, const char* what) {
 //   run()                    initialises the runtime lazily, in the process that runs the kernels:
 //                            the process itself in a plain run, each call's child under --isolate.
 // Once run() has initialised the runtime here, a later first availability() asks this process's
-// own probe instead (forking a prober would gain nothing then).
+// own probe instead: a prober forked now could not use the runtime.
 
 struct DeviceProbe {
   Availability availability;
