@@ -373,6 +373,82 @@ std::vector<Spec> make_presets() {
     s.qparams = "ort-dynamic";
     add(s);
   }
+  // ---- qconform's own GPU kernels (backends/hip) -----------------------------------------
+  // One preset per numerics variant of the hip backend (docs/hip.md). Common to all: int32
+  // accumulation that wraps (dp4a, sdot4 and the s32 mma add modulo 2^32), zero points by
+  // compensation, and the f32 epilogue of ORT CUDA and XNNPACK fp32: multiplier fl(fl(s_in*s_w)/s_out),
+  // f32 product, clamp in float, round, + zp; dequantized outputs float(acc) * fl(s_a*s_w) (+ bias).
+  // NaN: the kernels convert NaN to the integer 0 (cvt.rni.s32.f32 semantics), then add zp when
+  // the form adds it in integers.
+  {
+    auto gpu = [&](std::string name, std::string description, std::vector<std::string> sources, QuantizePolicy q,
+                   DequantizePolicy d, R rounding) {
+      Spec s;
+      s.name = std::move(name);
+      s.description = std::move(description);
+      s.sources = std::move(sources);
+      s.sources.push_back("qconform backends/hip/numerics.hpp (the kernels' contract)");
+      s.quantize = q;
+      s.dequantize = d;
+      s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding,
+                                      rounding, Clamp::float_before);
+      s.accumulation = Accumulation::int32_wrap;
+      s.zero_points = ZeroPointCorrection::compensate;
+      s.qparams = "ort-dynamic";
+      add(s);
+    };
+    const std::string ort_cuda = "microsoft/onnxruntime onnxruntime/core/providers/cuda/tensor/quantize_linear.cu";
+    gpu("gpu-div",
+        "GPU f32: __float2int_rn(x / s) + zp (IEEE f32 division, f16 scales widened to f32), int clamp, NaN -> zp; "
+        "dequantize float(q - zp) * s in f32",
+        {ort_cuda + "::RoundStd<float> (__float2int_rn(v / scale) + zp)",
+         ort_cuda + "::DequantizeLinearKernel (static_cast<OutT>(v - zp) * scale)",
+         "NVIDIA CUDA Math API __fdiv_rn, __float2int_rn (nvcc -prec-div=true: IEEE division)"},
+        quantize(O::div_then_add_int, kF32, R::rne, Clamp::int_after, NanRule::to_zero_point),
+        dequantize(DequantizeOrder::sub_int_then_mul, kF32), R::rne);
+    gpu("gpu-recip",
+        "GPU f32 reciprocal: __float2int_rn(x * __frcp_rn(s)) + zp (1/s rounded to f32 first), int clamp, NaN -> zp",
+        {"pytorch/FBGEMM include/fbgemm/QuantUtils.h::Quantize (nearbyint(src * (1.0f / scale)) + zp)",
+         "pytorch/pytorch torch/ao/quantization/fx/_decomposed.py::quantize_per_tensor (round(input * (1.0 / "
+         "scale)) + zp)",
+         "NVIDIA CUDA Math API __frcp_rn (correctly rounded reciprocal)"},
+        quantize(O::recip_then_add_int, kF32, R::rne, Clamp::int_after, NanRule::to_zero_point),
+        dequantize(DequantizeOrder::sub_int_then_mul, kF32), R::rne);
+    gpu("gpu-f16",
+        "GPU binary16 for f16 scales: __half2int_rn(x_h / s_h) + zp (x converted to f16, correctly rounded f16 "
+        "division); dequantize (half)(q - zp) * s_h; f32 scales as gpu-div",
+        {ort_cuda + "::RoundStd<half> (__half2int_rn(v / scale) + zp)",
+         ort_cuda + "::DequantizeLinearKernel (the multiply in OutT = half)",
+         "ROCm/AMDMIGraphX src/rewrite_quantization.cpp::apply_quantizelinear (arithmetic in the scale's type)"},
+        quantize(O::div_then_add_int, kScaleType, R::rne, Clamp::int_after, NanRule::to_zero_point),
+        dequantize(DequantizeOrder::sub_int_then_mul, kScaleType), R::rne);
+    const std::string fake_quant =
+        "pytorch/pytorch aten/src/ATen/native/quantized/cuda/fake_quantize_core.cu::fake_quantize_slice_cuda "
+        "(nearbyint(input_val * inv_scale + zero_point), inv_scale = 1.0f / scale)";
+    const std::string new_zero_point =
+        "tensorflow/tensorflow tensorflow/lite/kernels/internal/optimized/optimized_ops.h::ScaleWithNewZeroPoint "
+        "(q * s - zp * s)";
+    gpu("gpu-fma",
+        "GPU affine forms contracted (nvcc --fmad=true): rint(fma(x, 1/s, zp)), NaN -> 0; dequantize "
+        "fma(q, s, -(zp * s)); all in f32",
+        {fake_quant, new_zero_point, "NVIDIA nvcc --fmad (default true: a*b+c contracted into one FFMA)"},
+        quantize(O::fma_recip, kF32, R::rne, Clamp::int_after, NanRule::to_zero),
+        dequantize(DequantizeOrder::fma, kF32), R::rne);
+    gpu("gpu-nofma",
+        "GPU affine forms not contracted (nvcc --fmad=false): rint(fl(fl(x * (1/s)) + zp)), NaN -> 0; dequantize "
+        "fl(fl(q * s) - fl(zp * s)); all in f32",
+        {fake_quant, new_zero_point, "NVIDIA nvcc --fmad=false (a multiply and an add, each rounded)"},
+        quantize(O::recip_add_float, kF32, R::rne, Clamp::int_after, NanRule::to_zero),
+        dequantize(DequantizeOrder::mul_then_sub, kF32), R::rne);
+    gpu("gpu-roundf",
+        "GPU roundf (ties away from zero): (int)roundf(x / s) + zp and roundf in the requantize epilogue; "
+        "otherwise as gpu-div",
+        {"apache/tvm src/target/source/intrin_rule_cuda.cc (round lowered to roundf before PR #19368)",
+         "NVIDIA libdevice __nv_roundf (halfway cases rounded away from zero)",
+         "pytorch/glow lib/Backends/OpenCL/kernels.cl::quantize (OpenCL round)"},
+        quantize(O::div_then_add_int, kF32, R::rna, Clamp::int_after, NanRule::to_zero_point),
+        dequantize(DequantizeOrder::sub_int_then_mul, kF32), R::rna);
+  }
   return v;
 }
 

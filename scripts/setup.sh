@@ -11,6 +11,7 @@ PACKAGES=(
   libfmt-dev nlohmann-json3-dev libcli11-dev   # formatting, JSON, command line
   pybind11-dev python3-dev python3-numpy python3-pytest python3-pybind11  # /usr/bin/python3 module and tests
   python3-jsonschema                           # validates report.json against reports/report.schema.json
+  hipcc libamdhip64-dev rocm-device-libs       # the AMD compile check of the hip backend's kernels (gfx90a)
   chromium                                     # headless: the HTML report test (tests/reports) and its screenshot
 )
 
