@@ -13,6 +13,7 @@
 #include "cases/generators.hpp"
 #include "oracles/dequantize.hpp"
 #include "oracles/error.hpp"
+#include "tests/oracle/both_paths.hpp"
 
 #include <gtest/gtest.h>
 
@@ -232,18 +233,8 @@ TEST(DequantizeProperty, FastPathEqualsSlowPath) {
       const Config c = random_config(rng);
       const Tensor q = random_input(rng, c);
       ++tensors;
-      std::string slow_error, fast_error;
-      DequantizeResult slow, fast;
-      try {
-        slow = dequantize(q, c.params, c.out, c.pol, OraclePath::slow, true);
-      } catch (const InputError& e) {
-        slow_error = e.what();
-      }
-      try {
-        fast = dequantize(q, c.params, c.out, c.pol, OraclePath::fast, true);
-      } catch (const InputError& e) {
-        fast_error = e.what();
-      }
+      const auto [slow, fast, slow_error, fast_error] =
+          test::run_both_paths([&](OraclePath path) { return dequantize(q, c.params, c.out, c.pol, path, true); });
       const auto fail = [&](const std::string& what) {
         std::lock_guard<std::mutex> lock(mu);
         if (!failed.exchange(true)) first_failure = what;

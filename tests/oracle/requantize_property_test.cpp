@@ -13,6 +13,7 @@
 #include "cases/generators.hpp"
 #include "oracles/error.hpp"
 #include "oracles/requantize.hpp"
+#include "tests/oracle/both_paths.hpp"
 
 #include <gtest/gtest.h>
 
@@ -406,18 +407,8 @@ TEST(RequantizeProperty, FastPathEqualsSlowPath) {
       }
       const Tensor acc = random_accumulators(rng, c);
       ++tensors;
-      std::string slow_error, fast_error;
-      RequantizeResult slow, fast;
-      try {
-        slow = requantize(acc, c.params, c.out, c.pol, OraclePath::slow, true);
-      } catch (const InputError& e) {
-        slow_error = e.what();
-      }
-      try {
-        fast = requantize(acc, c.params, c.out, c.pol, OraclePath::fast, true);
-      } catch (const InputError& e) {
-        fast_error = e.what();
-      }
+      const auto [slow, fast, slow_error, fast_error] =
+          test::run_both_paths([&](OraclePath path) { return requantize(acc, c.params, c.out, c.pol, path, true); });
       const auto fail = [&](const std::string& what) {
         std::lock_guard<std::mutex> lock(mu);
         if (!failed.exchange(true)) first_failure = what;
