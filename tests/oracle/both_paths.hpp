@@ -3,8 +3,14 @@
 #pragma once
 
 #include "oracles/error.hpp"
+#include "oracles/labels.hpp"
 #include "oracles/quantize.hpp"  // OraclePath
 
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace qc::test {
@@ -30,6 +36,24 @@ auto run_both_paths(Run run) {
     r.fast_error = e.what();
   }
   return r;
+}
+
+// The run's tally, printed after the test: how much was compared, how much of it the fast path
+// decided itself, and the labels met.
+inline void print_path_summary(std::int64_t compared, std::int64_t tensors, std::int64_t error_tensors,
+                               std::int64_t fast_elements,
+                               const std::array<std::atomic<std::int64_t>, kLabelCount>& by_label, double seconds) {
+  std::printf(
+      "checked %lld elements in %lld tensors (%lld more tensors raised the same InputError on both paths), "
+      "%lld of them on the fast path (%.1f%%), %.1f s\n",
+      static_cast<long long>(compared), static_cast<long long>(tensors - error_tensors),
+      static_cast<long long>(error_tensors), static_cast<long long>(fast_elements),
+      100.0 * static_cast<double>(fast_elements) / static_cast<double>(std::max<std::int64_t>(1, compared)), seconds);
+  std::printf("labels:");
+  for (std::size_t l = 0; l < by_label.size(); ++l)
+    std::printf(" %s %lld", std::string(name(static_cast<Label>(l))).c_str(),
+                static_cast<long long>(by_label[l].load()));
+  std::printf("\n");
 }
 
 }  // namespace qc::test

@@ -273,19 +273,7 @@ TEST(DequantizeProperty, FastPathEqualsSlowPath) {
   b.join();
   EXPECT_FALSE(failed) << first_failure;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf(
-      "checked %lld elements in %lld tensors (%lld more tensors raised the same InputError on both paths), "
-      "%lld of them on the fast path (%.1f%%), %.1f s\n",
-      static_cast<long long>(compared.load()), static_cast<long long>(tensors.load() - error_tensors.load()),
-      static_cast<long long>(error_tensors.load()), static_cast<long long>(fast_elements.load()),
-      100.0 * static_cast<double>(fast_elements.load()) /
-          static_cast<double>(std::max<std::int64_t>(1, compared.load())),
-      seconds);
-  std::printf("labels:");
-  for (std::size_t l = 0; l < by_label.size(); ++l)
-    std::printf(" %s %lld", std::string(name(static_cast<Label>(l))).c_str(),
-                static_cast<long long>(by_label[l].load()));
-  std::printf("\n");
+  test::print_path_summary(compared, tensors, error_tensors, fast_elements, by_label, seconds);
   // Every order, every compute format (fixed64 is not a dequantize format) and every float output.
   std::string missing;
   for (const auto o : {DequantizeOrder::sub_int_then_mul, DequantizeOrder::sub_float_then_mul,
