@@ -1,7 +1,7 @@
-#include "backends/backend.hpp"
+#include "backends/registry.hpp"
 #include "backends/cpu_ref/cpu_ref.hpp"
 #include "backends/vnni/backend.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #if defined(QCONFORM_HAVE_HIP)
 #include "backends/hip/backend.hpp"
 #endif

@@ -2,7 +2,7 @@
 
 #include "cases/generators.hpp"
 #include "oracles/choose_qparams.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/int4.hpp"
 
 #include <nlohmann/json.hpp>

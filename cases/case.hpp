@@ -2,7 +2,11 @@
 // backend is expected to achieve. Loaded from JSON case files (schema: cases/case.schema.json).
 #pragma once
 
-#include "oracles/ops.hpp"
+#include "oracles/qconv2d.hpp"
+#include "oracles/qgemm.hpp"
+#include "oracles/requantize.hpp"
+#include "oracles/weight_only.hpp"
+#include "qconform/ops.hpp"
 #include "oracles/presets.hpp"
 
 #include <filesystem>

@@ -1,7 +1,7 @@
 #include "cases/case_writer.hpp"
 
 #include "oracles/choose_qparams.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/int4.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,6 +1,8 @@
 #include "cases/generators.hpp"
 
-#include "oracles/error.hpp"
+#include "oracles/format.hpp"
+
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <cmath>

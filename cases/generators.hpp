@@ -3,7 +3,7 @@
 // bits on every machine and standard library (std::*_distribution does not).
 #pragma once
 
-#include "oracles/tensor.hpp"
+#include "qconform/tensor.hpp"
 
 #include <cstdint>
 

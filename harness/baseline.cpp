@@ -1,6 +1,6 @@
 #include "harness/baseline.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "reports/writers.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 #include "harness/causes.hpp"
 
 #include "harness/compare.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <array>

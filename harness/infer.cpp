@@ -2,7 +2,7 @@
 
 #include "cases/generators.hpp"
 #include "harness/compare.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/presets.hpp"
 #include "oracles/qgemm.hpp"
 #include "oracles/quantize.hpp"

@@ -3,7 +3,7 @@
 // saturation, NaN and infinities, accumulator stress).
 #pragma once
 
-#include "backends/backend.hpp"
+#include "qconform/backend.hpp"
 
 #include <cstdint>
 #include <string>

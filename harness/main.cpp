@@ -3,14 +3,14 @@
 // Exit codes: 0 every expectation met; 1 a conformance failure (FAIL, XPASS, CRASH, TIMEOUT);
 // 2 a usage or input error (nothing is written); 77 nothing could run (every result SKIP).
 // With --gate (and a baseline), 0 unless something changed against the baseline.
-#include "backends/backend.hpp"
+#include "backends/registry.hpp"
 #include "cases/case.hpp"
 #include "harness/baseline.hpp"
 #include "harness/infer.hpp"
 #include "harness/oracle_cli.hpp"
 #include "harness/reproducer.hpp"
 #include "harness/runner.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/presets.hpp"
 #include "reports/reader.hpp"
 #include "reports/writers.hpp"

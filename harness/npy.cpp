@@ -1,6 +1,6 @@
 #include "harness/npy.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <cstring>
 #include <fstream>

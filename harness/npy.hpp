@@ -3,7 +3,7 @@
 // ('<u2' / '|u1'), with the format named separately.
 #pragma once
 
-#include "oracles/tensor.hpp"
+#include "qconform/tensor.hpp"
 
 #include <filesystem>
 #include <optional>

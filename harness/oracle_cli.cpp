@@ -3,7 +3,7 @@
 #include "cases/case.hpp"
 #include "harness/npy.hpp"
 #include "oracles/dequantize.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/quantize.hpp"
 #include "oracles/requantize.hpp"
 

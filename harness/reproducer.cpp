@@ -2,7 +2,7 @@
 
 #include "cases/case_writer.hpp"
 #include "harness/compare.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/int4.hpp"
 #include "reports/writers.hpp"
 

@@ -7,7 +7,7 @@
 // activation, which the unit then keeps.
 #pragma once
 
-#include "backends/backend.hpp"
+#include "qconform/backend.hpp"
 #include "cases/case.hpp"
 #include "harness/evaluate.hpp"
 #include "reports/result.hpp"

@@ -5,7 +5,7 @@
 #include "harness/compare.hpp"
 #include "harness/evaluate.hpp"
 #include "harness/reproducer.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "reports/writers.hpp"
 
 #include <poll.h>

@@ -1,7 +1,7 @@
 // The runner: joins cases, the oracle and backends, and decides verdicts.
 #pragma once
 
-#include "backends/backend.hpp"
+#include "qconform/backend.hpp"
 #include "cases/case.hpp"
 #include "reports/result.hpp"
 

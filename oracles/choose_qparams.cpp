@@ -1,6 +1,6 @@
 #include "oracles/choose_qparams.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/ieee.hpp"
 
 #include <algorithm>
@@ -11,66 +11,6 @@
 #include <string>
 
 namespace qc {
-
-std::string_view name(QParamsRecipe r) {
-  switch (r) {
-    case QParamsRecipe::onnx_ort:
-      return "onnx_ort";
-    case QParamsRecipe::gemmlowp:
-      return "gemmlowp";
-    case QParamsRecipe::fbgemm:
-      return "fbgemm";
-    case QParamsRecipe::pytorch_aten:
-      return "pytorch_aten";
-    case QParamsRecipe::pytorch_observer:
-      return "pytorch_observer";
-    case QParamsRecipe::xnnpack_qd8:
-      return "xnnpack_qd8";
-    case QParamsRecipe::glow:
-      return "glow";
-  }
-  return "?";
-}
-
-std::string_view name(QParamsScheme s) {
-  switch (s) {
-    case QParamsScheme::asymmetric:
-      return "asymmetric";
-    case QParamsScheme::symmetric:
-      return "symmetric";
-    case QParamsScheme::symmetric_unsigned:
-      return "symmetric_unsigned";
-    case QParamsScheme::power_of_two:
-      return "power_of_two";
-  }
-  return "?";
-}
-
-std::string_view name(ZeroPointChoice z) {
-  switch (z) {
-    case ZeroPointChoice::from_min:
-      return "from_min";
-    case ZeroPointChoice::smaller_error:
-      return "smaller_error";
-    case ZeroPointChoice::smaller_error_difference:
-      return "smaller_error_difference";
-    case ZeroPointChoice::xnnpack_sign_rule:
-      return "xnnpack_sign_rule";
-  }
-  return "?";
-}
-
-std::string_view name(ReduceRange r) {
-  switch (r) {
-    case ReduceRange::none:
-      return "none";
-    case ReduceRange::ort_int8:
-      return "ort_int8";
-    case ReduceRange::halve:
-      return "halve";
-  }
-  return "?";
-}
 
 namespace {
 

@@ -28,9 +28,10 @@
 #pragma once
 
 #include "oracles/format.hpp"
-#include "oracles/qparams.hpp"
+#include "qconform/ops.hpp"
+#include "qconform/qparams.hpp"
 #include "oracles/rounding.hpp"
-#include "oracles/tensor.hpp"
+#include "qconform/tensor.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -40,58 +41,6 @@
 
 namespace qc {
 
-// Whose code is followed.
-enum class QParamsRecipe : std::uint8_t {
-  onnx_ort,          // ONNX DynamicQuantizeLinear reference; ORT GetQuantizationParameter
-  gemmlowp,          // gemmlowp / TFLite ChooseQuantizationParams
-  fbgemm,            // FBGEMM ChooseQuantizationParams (scale rounded to float)
-  pytorch_aten,      // ATen quant_utils::ChooseQuantizationParams (dynamic quantization; double scale)
-  pytorch_observer,  // torch.ao.quantization observers, _calculate_qparams
-  xnnpack_qd8,       // XNNPACK xnn_qd8_asymmetric_quantization_params (qdu8 for u8)
-  glow,              // Glow quantization::chooseQuantizationParams
-};
-std::string_view name(QParamsRecipe r);
-
-enum class QParamsScheme : std::uint8_t {
-  asymmetric,          // zero point anywhere in [qmin, qmax]
-  symmetric,           // zero point fixed: 0, or the midpoint for unsigned types (PyTorch 128,
-                       // FBGEMM preserve_sparsity)
-  symmetric_unsigned,  // Glow SymmetricWithUnsigned: zp = qmin for a range >= 0, else symmetric
-  power_of_two,        // scale a power of two (FBGEMM force_scale_power_of_two, Glow
-                       // SymmetricWithPower2Scale, which is also symmetric)
-};
-std::string_view name(QParamsScheme s);
-
-enum class ZeroPointChoice : std::uint8_t {
-  from_min,                  // qmin - min/s (ONNX, ORT); PyTorch: qmin - round(min/s)
-  smaller_error,             // qmin - min/s or qmax - max/s, whichever has the smaller
-                             // |q| + |r/s| (gemmlowp, FBGEMM, Glow)
-  smaller_error_difference,  // the same choice made on |q| - |r/s| (ATen's quirk)
-  xnnpack_sign_rule,         // qmin - min*r if (qmin + min*r) + (qmax + max*r) > 0, else qmax - max*r
-};
-std::string_view name(ZeroPointChoice z);
-
-enum class ReduceRange : std::uint8_t {
-  none,
-  ort_int8,  // int8 only: [-64, 64] (ORT GetQuantizationParameter<int8_t, ReduceRange=true>)
-  halve,     // qmin/2, qmax/2 truncating: int8 [-64, 63], uint8 [0, 127] (PyTorch)
-};
-std::string_view name(ReduceRange r);
-
-struct QParamsRule {
-  QParamsRecipe recipe = QParamsRecipe::onnx_ort;
-  QParamsScheme scheme = QParamsScheme::asymmetric;
-  bool include_zero = true;  // extend [min, max] to contain 0 (false: a range without 0 is an error)
-  ZeroPointChoice zero_point = ZeroPointChoice::from_min;
-  RoundingMode nudge = RoundingMode::rne;  // the zero point's rounding to an integer
-  ReduceRange reduce_range = ReduceRange::none;
-  bool narrow_range = false;      // signed types drop their most negative value (gemmlowp narrow_range)
-  double scale_floor = 0;         // 0: none. FBGEMM/ATen SMALL_SCALE_THRESHOLD 6.1e-5f (with the
-                                  // range rescaled); PyTorch observers eps = 2^-23 (a plain max)
-  DType arithmetic = DType::f32;  // f32 or f64: the format of the recipe's main operations
-
-  bool operator==(const QParamsRule&) const = default;
-};
 
 struct ChosenQParams {
   double scale = 1;                // exactly representable in scale_dtype; the code's own value,

@@ -1,6 +1,6 @@
 #include "oracles/dequantize.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <bit>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "oracles/fixed_point.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/exact.hpp"
 #include "oracles/format.hpp"
 #include "oracles/rounding.hpp"

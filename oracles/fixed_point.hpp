@@ -12,6 +12,8 @@
 //   GlowScale      real ~= scale * 2^(-(pre_shift + post_shift)), applied as ((x >> pre) * scale) >> post
 #pragma once
 
+#include "qconform/ops.hpp"  // IntRange
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -38,12 +40,6 @@ struct GlowScale {
   bool operator==(const GlowScale&) const = default;
 };
 
-// A closed integer interval [lo, hi] (an output range, or the range of a GEMM operand).
-struct IntRange {
-  std::int64_t lo = 0;
-  std::int64_t hi = 0;
-  bool operator==(const IntRange&) const = default;
-};
 
 // The two rounding modes of TOSA RESCALE that must be exact (tosa.xml: SINGLE_ROUND, DOUBLE_ROUND).
 enum class TosaRounding : std::uint8_t { single_round, double_round };

@@ -1,25 +1,12 @@
 #include "oracles/int4.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <string>
 
 namespace qc {
 
-std::string_view name(NibbleOrder o) { return o == NibbleOrder::low_first ? "low_first" : "high_first"; }
-std::string_view name(OddLength o) { return o == OddLength::pad ? "pad" : "reject"; }
-std::string_view name(OutOfRange o) {
-  switch (o) {
-    case OutOfRange::reject:
-      return "reject";
-    case OutOfRange::clip:
-      return "clip";
-    case OutOfRange::wrap:
-      return "wrap";
-  }
-  return "?";
-}
 
 Int4Packing onnx_int4_packing() { return {NibbleOrder::low_first, std::nullopt, OddLength::pad, OutOfRange::reject}; }
 Int4Packing ort_int4_packing() { return {NibbleOrder::low_first, std::nullopt, OddLength::pad, OutOfRange::clip}; }

@@ -13,7 +13,8 @@
 // Packed data is a Tensor of u8 bytes whose shape is packed_shape(values.shape(), packing).
 #pragma once
 
-#include "oracles/tensor.hpp"
+#include "qconform/ops.hpp"
+#include "qconform/tensor.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -21,22 +22,6 @@
 
 namespace qc {
 
-enum class NibbleOrder : std::uint8_t { low_first, high_first };
-enum class OddLength : std::uint8_t { pad, reject };
-enum class OutOfRange : std::uint8_t { reject, clip, wrap };
-
-std::string_view name(NibbleOrder o);
-std::string_view name(OddLength o);
-std::string_view name(OutOfRange o);
-
-struct Int4Packing {
-  NibbleOrder nibbles = NibbleOrder::low_first;
-  std::optional<int> axis;  // empty: flat row-major order; else pairs along this axis (negative from the end)
-  OddLength odd = OddLength::pad;
-  OutOfRange out_of_range = OutOfRange::reject;
-
-  bool operator==(const Int4Packing&) const = default;
-};
 
 // onnx/onnx.in.proto (TensorProto: "the first element is stored in the 4 least significant
 // bits"), docs/docsgen/source/technical/int4.md (pack(x, y) = y << 4 | x & 0x0F, odd counts padded).

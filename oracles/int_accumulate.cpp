@@ -1,6 +1,6 @@
 #include "oracles/int_accumulate.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <limits>

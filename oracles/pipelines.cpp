@@ -1,6 +1,6 @@
 #include "oracles/pipelines.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <string>
 #include <type_traits>

@@ -1,6 +1,6 @@
 #include "oracles/policy.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <array>

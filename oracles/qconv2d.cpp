@@ -1,99 +1,12 @@
 #include "oracles/qconv2d.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <string>
 
 namespace qc {
 
-std::string_view name(ConvLayout l) {
-  switch (l) {
-    case ConvLayout::nchw:
-      return "nchw";
-    case ConvLayout::nhwc:
-      return "nhwc";
-  }
-  return "?";
-}
-
-std::string_view name(ConvPadding p) {
-  switch (p) {
-    case ConvPadding::real_zero:
-      return "real_zero";
-    case ConvPadding::quantized_zero:
-      return "quantized_zero";
-  }
-  return "?";
-}
-
-Shape Conv2dShape::output_shape() const {
-  return layout == ConvLayout::nchw ? Shape{batch, out_channels, out_height, out_width}
-                                    : Shape{batch, out_height, out_width, out_channels};
-}
-
-std::int64_t Conv2dShape::input_index(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
-  return layout == ConvLayout::nchw ? ((n * channels + c) * height + h) * width + w
-                                    : ((n * height + h) * width + w) * channels + c;
-}
-
-std::int64_t Conv2dShape::output_index(std::int64_t n, std::int64_t oc, std::int64_t oh, std::int64_t ow) const {
-  return layout == ConvLayout::nchw ? ((n * out_channels + oc) * out_height + oh) * out_width + ow
-                                    : ((n * out_height + oh) * out_width + ow) * out_channels + oc;
-}
-
-std::int64_t Conv2dShape::weight_index(std::int64_t oc, std::int64_t ic, std::int64_t kh, std::int64_t kw) const {
-  return ((oc * group_in_channels + ic) * kernel_h + kh) * kernel_w + kw;
-}
-
-std::int64_t Conv2dShape::tap_source(std::int64_t n, std::int64_t g, std::int64_t oh, std::int64_t ow,
-                                     std::int64_t k) const {
-  const std::int64_t kw = k % kernel_w, kh = (k / kernel_w) % kernel_h, ic = k / (kernel_w * kernel_h);
-  const std::int64_t h = oh * geometry.stride_h - geometry.pad_top + kh * geometry.dilation_h;
-  const std::int64_t w = ow * geometry.stride_w - geometry.pad_left + kw * geometry.dilation_w;
-  if (h < 0 || h >= height || w < 0 || w >= width) return -1;
-  return input_index(n, g * group_in_channels + ic, h, w);
-}
-
-namespace {
-
-std::int64_t output_extent(std::int64_t in, std::int64_t pad0, std::int64_t pad1, std::int64_t kernel,
-                           std::int64_t dilation, std::int64_t stride) {
-  const std::int64_t span = in + pad0 + pad1 - dilation * (kernel - 1) - 1;
-  return span < 0 ? 0 : span / stride + 1;
-}
-
-}  // namespace
-
-Conv2dShape resolve_conv2d(const Shape& input, ConvLayout layout, const Shape& weight, const Conv2dGeometry& g) {
-  if (input.size() != 4) throw InputError("conv2d: input must be 4-D, got " + shape_str(input));
-  if (weight.size() != 4) throw InputError("conv2d: weights must be OIHW (4-D), got " + shape_str(weight));
-  if (g.stride_h < 1 || g.stride_w < 1 || g.dilation_h < 1 || g.dilation_w < 1 || g.groups < 1 || g.pad_top < 0 ||
-      g.pad_left < 0 || g.pad_bottom < 0 || g.pad_right < 0)
-    throw InputError("conv2d: strides, dilations and groups must be >= 1 and paddings >= 0");
-  Conv2dShape s;
-  s.layout = layout;
-  s.geometry = g;
-  s.batch = input[0];
-  s.channels = layout == ConvLayout::nchw ? input[1] : input[3];
-  s.height = layout == ConvLayout::nchw ? input[2] : input[1];
-  s.width = layout == ConvLayout::nchw ? input[3] : input[2];
-  s.out_channels = weight[0];
-  s.group_in_channels = weight[1];
-  s.kernel_h = weight[2];
-  s.kernel_w = weight[3];
-  if (s.channels % g.groups != 0 || s.out_channels % g.groups != 0 || s.group_in_channels * g.groups != s.channels)
-    throw InputError("conv2d: groups = " + std::to_string(g.groups) + " must divide C = " + std::to_string(s.channels) +
-                     " and OC = " + std::to_string(s.out_channels) + ", and weights " + shape_str(weight) +
-                     " must have C / groups input channels");
-  if (s.kernel_h < 1 || s.kernel_w < 1) throw InputError("conv2d: empty kernel " + shape_str(weight));
-  s.group_out_channels = s.out_channels / g.groups;
-  s.out_height = output_extent(s.height, g.pad_top, g.pad_bottom, s.kernel_h, g.dilation_h, g.stride_h);
-  s.out_width = output_extent(s.width, g.pad_left, g.pad_right, s.kernel_w, g.dilation_w, g.stride_w);
-  if (s.out_height < 1 || s.out_width < 1)
-    throw InputError("conv2d: the (dilated) kernel is larger than the padded input " + shape_str(input));
-  return s;
-}
 
 namespace {
 

@@ -31,49 +31,7 @@
 
 namespace qc {
 
-enum class ConvLayout : std::uint8_t { nchw, nhwc };
-enum class ConvPadding : std::uint8_t { real_zero, quantized_zero };
-std::string_view name(ConvLayout l);
-std::string_view name(ConvPadding p);
 
-struct Conv2dGeometry {
-  std::int64_t stride_h = 1, stride_w = 1;
-  std::int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-  std::int64_t dilation_h = 1, dilation_w = 1;
-  std::int64_t groups = 1;
-};
-
-// Resolved sizes and the index arithmetic of one convolution: the single definition of which input
-// element each tap reads, shared by qconv2d and the float convolution of pipelines.hpp.
-struct Conv2dShape {
-  ConvLayout layout = ConvLayout::nchw;
-  Conv2dGeometry geometry;
-  std::int64_t batch = 0, channels = 0, height = 0, width = 0;
-  std::int64_t out_channels = 0, kernel_h = 0, kernel_w = 0;
-  std::int64_t out_height = 0, out_width = 0;
-  std::int64_t group_in_channels = 0, group_out_channels = 0;
-
-  std::int64_t depth() const { return group_in_channels * kernel_h * kernel_w; }  // K of one dot product
-  Shape output_shape() const;
-  std::int64_t input_index(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const;
-  std::int64_t output_index(std::int64_t n, std::int64_t oc, std::int64_t oh, std::int64_t ow) const;
-  std::int64_t weight_index(std::int64_t oc, std::int64_t ic, std::int64_t kh, std::int64_t kw) const;  // OIHW
-  // The input element that tap k of output (n, group g, oh, ow) reads, or -1 for a padded tap.
-  std::int64_t tap_source(std::int64_t n, std::int64_t g, std::int64_t oh, std::int64_t ow, std::int64_t k) const;
-};
-
-// Throws InputError for inconsistent shapes or geometry.
-Conv2dShape resolve_conv2d(const Shape& input, ConvLayout layout, const Shape& weight, const Conv2dGeometry& g);
-
-struct QConv2dOp {
-  ActivationOperand input;  // [N, C, H, W] or [N, H, W, C]
-  ConvLayout layout = ConvLayout::nchw;
-  QWeights weight;             // OIHW
-  std::optional<Tensor> bias;  // [OC]
-  Conv2dGeometry geometry;
-  ConvPadding padding = ConvPadding::real_zero;
-  OutputStage output;
-};
 
 using QConv2dPolicy = QGemmPolicy;
 

@@ -1,22 +1,12 @@
 #include "oracles/qgemm.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <set>
 #include <string>
 
 namespace qc {
-
-std::string_view name(WeightLayout l) {
-  switch (l) {
-    case WeightLayout::k_by_n:
-      return "k_by_n";
-    case WeightLayout::n_by_k:
-      return "n_by_k";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -41,23 +31,6 @@ std::vector<std::int64_t> k_segment_starts(const QuantParams& a, const Shape& a_
     if (block > 0)
       for (std::int64_t k = block; k < K; k += block) starts.insert(k);
   return {starts.begin(), starts.end()};
-}
-
-GemmShape gemm_shape(const Shape& a_shape, const Shape& b_shape, WeightLayout layout) {
-  if (a_shape.size() < 2) throw InputError("qgemm: A must be [batch..., M, K] (rank >= 2), got " + shape_str(a_shape));
-  if (b_shape.size() != 2) throw InputError("qgemm: B must be 2-D, got " + shape_str(b_shape));
-  GemmShape d;
-  d.depth = a_shape.back();
-  if (d.depth < 1) throw InputError("qgemm: K must be at least 1, got A " + shape_str(a_shape));
-  d.rows = numel(a_shape) / d.depth;
-  d.b_k_axis = layout == WeightLayout::k_by_n ? 0 : 1;
-  d.cols = b_shape[static_cast<std::size_t>(1 - d.b_k_axis)];
-  if (b_shape[static_cast<std::size_t>(d.b_k_axis)] != d.depth)
-    throw InputError("qgemm: A " + shape_str(a_shape) + " and B " + shape_str(b_shape) + " (" +
-                     std::string(name(layout)) + ") disagree on K");
-  d.out_shape = Shape(a_shape.begin(), a_shape.end() - 1);
-  d.out_shape.push_back(d.cols);
-  return d;
 }
 
 namespace {

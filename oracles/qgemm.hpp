@@ -34,30 +34,10 @@
 
 namespace qc {
 
-enum class WeightLayout : std::uint8_t {
-  k_by_n,  // B is [K, N]
-  n_by_k,  // B is [N, K], "transposed"
-};
-std::string_view name(WeightLayout l);
 
-struct QGemmOp {
-  ActivationOperand a;  // [batch..., M, K]
-  QWeights b;           // [K, N] or [N, K] by b_layout
-  WeightLayout b_layout = WeightLayout::k_by_n;
-  std::optional<Tensor> bias;  // [N]: i32 (scale s_a*s_b[n], added to the accumulator) or float (added to v)
-  OutputStage output;
-};
 
 using QGemmResult = QLinearResult;
 
-// The sizes of a GEMM: rows R (= batch * M), depth K, columns N, B's K dimension, and the output
-// shape [batch..., M, N]. Throws InputError when A and B disagree on K.
-struct GemmShape {
-  std::int64_t rows = 0, depth = 0, cols = 0;
-  int b_k_axis = 0;
-  Shape out_shape;
-};
-GemmShape gemm_shape(const Shape& a, const Shape& b, WeightLayout layout);
 
 // Throws InputError for inconsistent shapes, parameters the path cannot express, or an output stage
 // the policy cannot evaluate (see qlinear.hpp).

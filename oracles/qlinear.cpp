@@ -1,7 +1,7 @@
 #include "oracles/qlinear.hpp"
 
 #include "oracles/dequantize.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/ieee.hpp"
 #include "oracles/quantize.hpp"
 
@@ -13,30 +13,6 @@
 #include <unordered_map>
 
 namespace qc {
-
-std::string_view name(ActivationQuantization q) {
-  switch (q) {
-    case ActivationQuantization::static_params:
-      return "static";
-    case ActivationQuantization::dynamic_per_tensor:
-      return "dynamic_per_tensor";
-    case ActivationQuantization::dynamic_per_row:
-      return "dynamic_per_row";
-  }
-  return "?";
-}
-
-std::string_view name(OutputKind k) {
-  switch (k) {
-    case OutputKind::int32:
-      return "int32";
-    case OutputKind::dequantized:
-      return "dequantized";
-    case OutputKind::requantized:
-      return "requantized";
-  }
-  return "?";
-}
 
 std::string_view name(FusedActivation a) {
   switch (a) {

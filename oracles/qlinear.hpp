@@ -29,9 +29,10 @@
 #include "oracles/int_accumulate.hpp"
 #include "oracles/labels.hpp"
 #include "oracles/policy.hpp"
-#include "oracles/qparams.hpp"
+#include "qconform/qparams.hpp"
 #include "oracles/requantize.hpp"
-#include "oracles/tensor.hpp"
+#include "qconform/ops.hpp"
+#include "qconform/tensor.hpp"
 
 #include <memory>
 #include <optional>
@@ -43,35 +44,6 @@ namespace qc {
 
 // ---- Operands --------------------------------------------------------------------------------
 
-enum class ActivationQuantization : std::uint8_t {
-  static_params,       // float values quantized with the given params (or integer values already quantized)
-  dynamic_per_tensor,  // DRQ: one (scale, zero point) from the tensor's min/max under `rule`
-  dynamic_per_row,     // DRQ: one per row of the [rows, K] view, rows = the product of all but the last dim
-};
-std::string_view name(ActivationQuantization q);
-
-// The activation (A of a GEMM, the input of a convolution): float values quantized by the path,
-// or integer values already quantized (one per element; `quantization` must be static_params).
-struct ActivationOperand {
-  Tensor values;
-  DType format = DType::u8;  // the quantized format (i8, u8, i16, u16, i4, u4); ignored for integer values
-  QuantParams params;        // static; ignored when dynamic
-  ActivationQuantization quantization = ActivationQuantization::static_params;
-  QParamsRule rule{};  // dynamic: the parameter choice (choose_qparams.hpp; default: ONNX/ORT from_min)
-};
-
-// Weights: integer values (one per element), int4 values packed two per byte (unpacked in the
-// path with `packing`), or float values quantized by the path with `params`.
-struct QWeights {
-  Tensor values;
-  DType format = DType::i8;            // integer format of the quantized weights (i4/u4 for packed data)
-  std::optional<Int4Packing> packing;  // set: `values` is the u8 output of pack_int4 for a tensor of `shape`
-  Shape shape;                         // the logical shape, needed only with `packing`
-  QuantParams params;
-};
-
-// The weights' logical shape (one element per value, packed or not).
-inline const Shape& logical_shape(const QWeights& w) { return w.packing ? w.shape : w.values.shape(); }
 
 // An operand after quantization: integer values and the parameters they are quantized with.
 struct QuantizedOperand {
@@ -92,16 +64,6 @@ std::vector<Rational> dequantized_values(const QuantizedOperand& x, std::optiona
 
 // ---- Output ----------------------------------------------------------------------------------
 
-enum class OutputKind : std::uint8_t { int32, dequantized, requantized };
-std::string_view name(OutputKind k);
-
-struct OutputStage {
-  OutputKind kind = OutputKind::int32;
-  DType format = DType::i32;      // i32 | a float format (f32, f16, bf16, f64) | an integer format (i8, u8, ...)
-  double scale = 1.0;             // requantized: s_out, exactly representable in the scales' format
-  std::int64_t zero_point = 0;    // requantized
-  std::optional<IntRange> clamp;  // requantized: a fused activation as output integers (fused_activation_range)
-};
 
 enum class FusedActivation : std::uint8_t { none, relu, relu6, relu_n1_to_1 };
 std::string_view name(FusedActivation a);

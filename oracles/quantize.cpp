@@ -1,6 +1,6 @@
 #include "oracles/quantize.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <array>

@@ -10,8 +10,8 @@
 #include "oracles/ieee.hpp"
 #include "oracles/labels.hpp"
 #include "oracles/policy.hpp"
-#include "oracles/qparams.hpp"
-#include "oracles/tensor.hpp"
+#include "qconform/qparams.hpp"
+#include "qconform/tensor.hpp"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 #include "oracles/requantize.hpp"
 
-#include "oracles/error.hpp"
-#include "oracles/qparams.hpp"
+#include "qconform/error.hpp"
+#include "qconform/qparams.hpp"
 
 #include <algorithm>
 #include <array>

@@ -13,7 +13,8 @@
 #include "oracles/labels.hpp"
 #include "oracles/policy.hpp"
 #include "oracles/quantize.hpp"  // TraceStep
-#include "oracles/tensor.hpp"
+#include "qconform/ops.hpp"
+#include "qconform/tensor.hpp"
 
 #include <array>
 #include <optional>
@@ -167,14 +168,6 @@ RequantizeElement requantize_element(std::int64_t acc, const RequantizeScales& s
 
 // ---- Tensor ----------------------------------------------------------------------------------
 
-struct RequantizeParams {
-  DType scale_dtype = DType::f32;  // the format of all three scales
-  double input_scale = 1.0;
-  std::vector<double> weight_scales{1.0};  // one (per tensor) or one per channel along `axis`
-  std::optional<int> axis;                 // the accumulator's channel axis; negative counts from the end
-  double output_scale = 1.0;
-  std::vector<std::int64_t> output_zero_points;  // empty (all zero), one, or one per channel along `axis`
-};
 // Throws InputError naming `where` and the field.
 void validate(const RequantizeParams& p, const Shape& acc, DType out, const std::string& where);
 

@@ -2,57 +2,6 @@
 
 namespace qc {
 
-std::string_view name(RoundingMode m) {
-  switch (m) {
-    case RoundingMode::rne:
-      return "rne";
-    case RoundingMode::rna:
-      return "rna";
-    case RoundingMode::rhu:
-      return "rhu";
-    case RoundingMode::rhd:
-      return "rhd";
-    case RoundingMode::rtz:
-      return "rtz";
-    case RoundingMode::floor:
-      return "floor";
-    case RoundingMode::ceil:
-      return "ceil";
-  }
-  return "?";
-}
-
-std::string_view describe(RoundingMode m) {
-  switch (m) {
-    case RoundingMode::rne:
-      return "round to nearest, ties to even";
-    case RoundingMode::rna:
-      return "round to nearest, ties away from zero";
-    case RoundingMode::rhu:
-      return "round to nearest, ties toward +inf (floor(x+0.5))";
-    case RoundingMode::rhd:
-      return "round to nearest, ties toward -inf (ceil(x-0.5))";
-    case RoundingMode::rtz:
-      return "toward zero (truncate)";
-    case RoundingMode::floor:
-      return "toward -inf (floor)";
-    case RoundingMode::ceil:
-      return "toward +inf (ceil)";
-  }
-  return "?";
-}
-
-std::optional<RoundingMode> parse_rounding_mode(std::string_view s) {
-  for (RoundingMode m : kAllRoundingModes)
-    if (name(m) == s) return m;
-  if (s == "half_to_even" || s == "nearest_even") return RoundingMode::rne;
-  if (s == "half_away" || s == "round") return RoundingMode::rna;
-  if (s == "half_up") return RoundingMode::rhu;
-  if (s == "half_down") return RoundingMode::rhd;
-  if (s == "trunc" || s == "truncate") return RoundingMode::rtz;
-  return std::nullopt;
-}
-
 std::string_view describe(Fraction f) {
   switch (f) {
     case Fraction::zero:

@@ -1,6 +1,6 @@
 #include "oracles/weight_only.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <cmath>
 #include <string>

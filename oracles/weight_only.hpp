@@ -47,14 +47,6 @@
 
 namespace qc {
 
-struct WeightOnlyGemmOp {
-  Tensor a;    // float activations [batch..., M, K] (f32, f16, bf16, f64), used exactly
-  QWeights b;  // i8/u8/i4/u4 values, packed int4, or float weights quantized first; params per tensor,
-               // per column, or blocked along K
-  WeightLayout b_layout = WeightLayout::k_by_n;
-  std::optional<Tensor> bias;  // float [N]
-  DType out = DType::f32;      // a float format
-};
 
 struct WeightOnlyPolicy {
   QuantizePolicy quantize{};           // only for float weights

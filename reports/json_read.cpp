@@ -1,4 +1,4 @@
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "reports/reader.hpp"
 #include "reports/writers.hpp"
 

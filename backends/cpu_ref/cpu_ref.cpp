@@ -1,7 +1,7 @@
 #include "backends/cpu_ref/cpu_ref.hpp"
 
 #include "backends/cpu_ref/linear.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <boost/multiprecision/cpp_int.hpp>
 

@@ -5,7 +5,7 @@
 // preset it implements (numerics.hpp) is selected by name, e.g. `cpu-ref:tflite-reference`.
 #pragma once
 
-#include "backends/backend.hpp"
+#include "qconform/backend.hpp"
 #include "backends/cpu_ref/numerics.hpp"
 
 #include <string_view>

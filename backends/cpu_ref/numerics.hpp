@@ -5,7 +5,7 @@
 // the result equals the oracle under the named preset (tests/harness/cpu_ref_claims_test.cpp).
 #pragma once
 
-#include "oracles/tensor.hpp"
+#include "qconform/tensor.hpp"
 
 #include <cstdint>
 #include <span>

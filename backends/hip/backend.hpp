@@ -14,7 +14,7 @@
 // lazily, so `qconform run --isolate` runs each call in a child that initialises its own.
 #pragma once
 
-#include "backends/backend.hpp"
+#include "qconform/backend.hpp"
 #include "backends/hip/numerics.hpp"
 
 #include <map>

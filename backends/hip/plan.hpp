@@ -10,7 +10,7 @@
 
 #include "backends/hip/gemm_tile.hpp"
 #include "backends/hip/numerics.hpp"
-#include "oracles/ops.hpp"
+#include "qconform/ops.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // SKIPped with the missing CPU feature named where the CPU lacks it.
 #pragma once
 
-#include "backends/backend.hpp"
+#include "qconform/backend.hpp"
 #include "backends/vnni/vnni.hpp"
 
 namespace qc {

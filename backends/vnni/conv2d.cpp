@@ -16,7 +16,7 @@
 // leaves L2 and is read back), and the two tie with the 256-bit kernels (~300 avxvnni, ~195
 // avx2_maddubs), where the multiply-adds dominate.
 #include "backends/vnni/driver.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <cstring>

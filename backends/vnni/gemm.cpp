@@ -16,7 +16,7 @@
 // Partial sums between K blocks go to an int32 buffer [mc, panels·nr]. Weights are packed once
 // (pack_weights). Single-threaded.
 #include "backends/vnni/driver.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,6 +1,6 @@
 // Run-time ISA detection and dispatch.
 #include "backends/vnni/vnni.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <cstdlib>
 #include <string>

@@ -2,7 +2,7 @@
 // (the zero-point column sums with the +128 compensation folded in, the f32 multipliers).
 #include "backends/vnni/driver.hpp"
 #include "backends/vnni/vnni.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <cmath>

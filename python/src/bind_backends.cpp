@@ -5,14 +5,14 @@
 // GIL: run_cases and infer release the GIL while the harness runs; a Python backend's methods and
 // the progress callback take it back for each call (PYBIND11_OVERRIDE does, and so do the manual
 // overrides here).
-#include "backends/backend.hpp"
+#include "backends/registry.hpp"
 #include "common.hpp"
 #include "harness/baseline.hpp"
 #include "harness/compare.hpp"
 #include "harness/evaluate.hpp"
 #include "harness/infer.hpp"
 #include "harness/runner.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <pybind11/functional.h>
 #include <pybind11/stl/filesystem.h>

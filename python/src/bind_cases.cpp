@@ -4,7 +4,7 @@
 #include "cases/case_writer.hpp"
 #include "cases/generators.hpp"
 #include "common.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <pybind11/stl/filesystem.h>
 

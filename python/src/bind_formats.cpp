@@ -1,7 +1,7 @@
 // Formats, rounding modes and labels: the vocabulary as Python objects, and exact conversions
 // between values and bit patterns.
 #include "common.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/format.hpp"
 #include "oracles/rounding.hpp"
 

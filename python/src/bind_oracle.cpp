@@ -6,7 +6,7 @@
 #include "harness/evaluate.hpp"
 #include "oracles/choose_qparams.hpp"
 #include "oracles/dequantize.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/int4.hpp"
 #include "oracles/qconv2d.hpp"
 #include "oracles/qgemm.hpp"

@@ -4,7 +4,7 @@
 #include "cases/case_writer.hpp"
 #include "common.hpp"
 #include "oracles/choose_qparams.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/int_accumulate.hpp"
 #include "oracles/policy.hpp"
 #include "oracles/presets.hpp"

@@ -2,7 +2,7 @@
 // report writers (reports/writers.hpp). Objects read from a report refer into it (no copies).
 #include "common.hpp"
 #include "harness/runner.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "reports/reader.hpp"
 #include "reports/result.hpp"
 #include "reports/writers.hpp"

@@ -1,7 +1,7 @@
 #include "common.hpp"
 
 #include "oracles/choose_qparams.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <pybind11/functional.h>
 

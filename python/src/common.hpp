@@ -9,11 +9,15 @@
 #pragma once
 
 #include "cases/case.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/labels.hpp"
-#include "oracles/ops.hpp"
+#include "oracles/qconv2d.hpp"
+#include "oracles/qgemm.hpp"
+#include "oracles/requantize.hpp"
+#include "oracles/weight_only.hpp"
+#include "qconform/ops.hpp"
 #include "oracles/presets.hpp"
-#include "oracles/tensor.hpp"
+#include "qconform/tensor.hpp"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

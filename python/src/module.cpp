@@ -1,6 +1,6 @@
 // The pybind11 module qconform._qconform; the package qconform re-exports it (python/qconform).
 #include "common.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #ifndef QCONFORM_VERSION
 #define QCONFORM_VERSION "0.0.0"

@@ -5,7 +5,7 @@
 
 #include "cases/case.hpp"
 #include "harness/evaluate.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/int4.hpp"
 
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // counts, causes and inference are checked against an independent implementation.
 #pragma once
 
-#include "backends/backend.hpp"
+#include "qconform/backend.hpp"
 #include "oracles/qgemm.hpp"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // Input generators and sweeps: values derived by hand from the generators' stated definitions.
 #include "cases/generators.hpp"
 #include "cases/case.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <gtest/gtest.h>
 

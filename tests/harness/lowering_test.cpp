@@ -10,7 +10,7 @@
 #include "cases/case.hpp"
 #include "cases/case_writer.hpp"
 #include "harness/runner.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "reports/reader.hpp"
 #include "reports/writers.hpp"
 

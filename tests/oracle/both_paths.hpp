@@ -2,7 +2,7 @@
 // the fast path, keeping each result or the InputError it threw (the paths must agree on both).
 #pragma once
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/labels.hpp"
 #include "oracles/quantize.hpp"  // OraclePath
 

@@ -5,7 +5,7 @@
 // expression they are by definition (e.g. 3.0f / 255.0f), evaluated by the hardware.
 #include "oracles/choose_qparams.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 // mode is QCONFORM_PROPERTY_ELEMENTS=1000000000.
 #include "cases/generators.hpp"
 #include "oracles/dequantize.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "tests/oracle/both_paths.hpp"
 
 #include <gtest/gtest.h>

@@ -6,7 +6,7 @@
 // product n * 2^e with n of 25 or 26 bits rounds n to a multiple of 2 or 4.
 #include "oracles/dequantize.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <gtest/gtest.h>
 

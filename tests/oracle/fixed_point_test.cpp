@@ -5,7 +5,7 @@
 // another function of the oracle.
 #include "oracles/fixed_point.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "oracles/exact.hpp"
 
 #include <gtest/gtest.h>

@@ -533,3 +533,53 @@ TEST(FormatNames, ParseShortAndOnnxSpellings) {
 
 }  // namespace
 }  // namespace qc
+
+// The core's double_to_float_bits (plain integer arithmetic, qconform/dtype.hpp) against the
+// oracle's exact encode (rationals): one correct rounding, ties to even, IEEE overflow. Values: every
+// rounding boundary near each binade edge of each narrow format (the exact midpoints between
+// neighbours, and one double either side of them), subnormals, the overflow threshold, and random
+// doubles over the whole range.
+namespace qc::core_narrowing {
+
+std::uint64_t slow(DType t, double v) {
+  if (std::isnan(v)) return encode_float(t, ExactFloat::nan());
+  if (std::isinf(v)) return encode_float(t, ExactFloat::inf(v < 0));
+  return encode_float(t, ExactFloat::finite(Rational(v), std::signbit(v)));
+}
+
+TEST(CoreNarrowing, MatchesTheExactEncodeAtEveryMidpointAndRandomly) {
+  std::mt19937_64 rng(20261124);
+  for (DType t : {DType::f16, DType::bf16, DType::f8e4m3fn, DType::f8e5m2}) {
+    std::vector<double> values = {0.0, -0.0, std::numeric_limits<double>::infinity(),
+                                  -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(),
+                                  std::numeric_limits<double>::denorm_min(), std::numeric_limits<double>::max()};
+    // Every pair of neighbouring finite values of the format: both, their midpoint (a tie), and the
+    // doubles just beside the midpoint.
+    const std::uint64_t count = std::uint64_t{1} << info(t).bits;
+    for (std::uint64_t bits = 0; bits < count; ++bits) {
+      const double a = float_bits_to_double(t, bits);
+      const double b = float_bits_to_double(t, bits + 1 < count ? bits + 1 : bits);
+      if (!std::isfinite(a)) continue;
+      values.push_back(a);
+      if (std::isfinite(b) && std::abs(b) > std::abs(a)) {
+        const double mid = a + (b - a) / 2;  // exact: both are short dyadic rationals
+        values.insert(values.end(), {mid, std::nextafter(mid, 0.0), std::nextafter(mid, 2 * mid)});
+      }
+    }
+    // Past the largest finite value: the overflow threshold (max + ulp/2) and beyond.
+    const double maxf = max_finite(t).convert_to<double>();
+    values.insert(values.end(), {maxf * 1.0625, maxf * 1.125, maxf * 2, -maxf * 1.0625});
+    std::uniform_int_distribution<std::uint64_t> any;
+    for (int i = 0; i < 40000; ++i) values.push_back(std::bit_cast<double>(any(rng)));
+    std::uniform_real_distribution<double> near(-4 * maxf, 4 * maxf);
+    for (int i = 0; i < 40000; ++i) values.push_back(near(rng));
+    for (double v : values) {
+      for (double s : {v, -v}) {
+        const std::uint64_t want = slow(t, s);
+        ASSERT_EQ(double_to_float_bits(t, s), want) << name(t) << " at " << s;
+      }
+    }
+  }
+}
+
+}  // namespace qc::core_narrowing

@@ -4,7 +4,7 @@
 // data[::2] << 4 | data[1::2]; an i4 value v is stored as v & 0xF (two's complement).
 #include "oracles/int4.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Pipelines: two lowerings side by side. The u8 x s8 rewrite must be bit-exact with the direct
 // s8 x s8 (or u8 x u8) path; the other pairs are checked on hand-derived elements.
 #include "oracles/pipelines.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "qlinear_test_util.hpp"
 
 #include <gtest/gtest.h>

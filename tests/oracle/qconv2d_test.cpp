@@ -1,6 +1,6 @@
 // qconv2d: hand-derived vectors. Each expected value is derived in the comment above it.
 #include "oracles/qconv2d.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "qlinear_test_util.hpp"
 
 #include <gtest/gtest.h>

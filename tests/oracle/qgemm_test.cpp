@@ -2,7 +2,7 @@
 // inputs (never copied from the code's output).
 #include "oracles/qgemm.hpp"
 #include "oracles/dequantize.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "qlinear_test_util.hpp"
 
 #include <gtest/gtest.h>

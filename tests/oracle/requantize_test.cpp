@@ -5,7 +5,7 @@
 // against the ideal scheme).
 #include "oracles/requantize.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Weight-only (hybrid) GEMM and the TOSA dot-product check: hand-derived vectors; the statistical
 // check is exercised with real summation orders.
 #include "oracles/weight_only.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 #include "qlinear_test_util.hpp"
 
 #include <gtest/gtest.h>

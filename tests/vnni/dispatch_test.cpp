@@ -1,7 +1,7 @@
 // Run-time dispatch: cpuid detection, QCONFORM_VNNI_FORCE, and QCONFORM_VNNI_DISABLE (which
 // simulates a CPU without a feature, so the SKIP path runs on any machine).
 #include "backends/vnni/vnni.hpp"
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // lacks is a GTEST_SKIP naming the missing feature.
 #include "gemm_tester.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <gtest/gtest.h>
 

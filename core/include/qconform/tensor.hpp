@@ -2,7 +2,7 @@
 // stored as their bit patterns; i4/u4 one value per byte (packing is an explicit op).
 #pragma once
 
-#include "oracles/format.hpp"
+#include "qconform/dtype.hpp"
 
 #include <cstddef>
 #include <cstdint>

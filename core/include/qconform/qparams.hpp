@@ -2,8 +2,8 @@
 // (per tensor, per axis, or blocked along an axis with a possibly short last block).
 #pragma once
 
-#include "oracles/format.hpp"
-#include "oracles/tensor.hpp"
+#include "qconform/dtype.hpp"
+#include "qconform/tensor.hpp"
 
 #include <cstdint>
 #include <optional>

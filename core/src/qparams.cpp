@@ -1,6 +1,6 @@
-#include "oracles/qparams.hpp"
+#include "qconform/qparams.hpp"
 
-#include "oracles/error.hpp"
+#include "qconform/error.hpp"
 
 #include <cmath>
 

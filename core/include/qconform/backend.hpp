@@ -1,8 +1,9 @@
 // The backend interface: implementations under test. A backend sees op requests (inputs and
-// parameters), never the expected answer; the harness joins it to the oracle.
+// parameters), never the expected answer; the harness joins it to the oracle. Part of the core: a
+// backend (built in, a plugin, an exec runner) compiles against the core alone.
 #pragma once
 
-#include "oracles/ops.hpp"
+#include "qconform/ops.hpp"
 
 #include <map>
 #include <memory>
@@ -32,14 +33,5 @@ class Backend {
   virtual Availability supports(const OpRequest& op) const = 0;
   virtual Tensor run(const OpRequest& op) = 0;
 };
-
-// Every backend built into this binary, in a stable order: the default set a run uses.
-std::vector<std::unique_ptr<Backend>> make_builtin_backends();
-// A backend by name: a built-in one, or a variant outside the default set, "cpu-ref:<preset>" (cpu-ref
-// claiming another preset it implements, e.g. cpu-ref:tflite-reference). Throws InputError naming
-// what is known.
-std::unique_ptr<Backend> make_backend(const std::string& name);
-// The names make_backend accepts beyond the default set, for help texts.
-std::vector<std::string> backend_variants();
 
 }  // namespace qc

@@ -1,4 +1,4 @@
-#include "oracles/tensor.hpp"
+#include "qconform/tensor.hpp"
 
 #include <cstring>
 

@@ -1,0 +1,275 @@
+// Op requests: what a backend is asked to compute (inputs and parameters, never the expected
+// answer), and the data they are made of. The oracle evaluates the same request under a numerics
+// spec; what each field means numerically is defined there (oracles/qlinear.hpp, qgemm.hpp,
+// qconv2d.hpp, weight_only.hpp, requantize.hpp, choose_qparams.hpp, int4.hpp). Part of the core: a
+// backend needs nothing else.
+#pragma once
+
+#include "qconform/dtype.hpp"
+#include "qconform/qparams.hpp"
+#include "qconform/rounding_mode.hpp"
+#include "qconform/tensor.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace qc {
+
+// A closed integer interval [lo, hi] (an output range, or the range of a GEMM operand).
+struct IntRange {
+  std::int64_t lo = 0;
+  std::int64_t hi = 0;
+  bool operator==(const IntRange&) const = default;
+};
+
+// ---- int4 packing (oracles/int4.hpp: what each choice means, with sources) ---------------------
+
+enum class NibbleOrder : std::uint8_t { low_first, high_first };
+enum class OddLength : std::uint8_t { pad, reject };
+enum class OutOfRange : std::uint8_t { reject, clip, wrap };
+
+std::string_view name(NibbleOrder o);
+std::string_view name(OddLength o);
+std::string_view name(OutOfRange o);
+
+struct Int4Packing {
+  NibbleOrder nibbles = NibbleOrder::low_first;
+  std::optional<int> axis;  // empty: flat row-major order; else pairs along this axis (negative from the end)
+  OddLength odd = OddLength::pad;
+  OutOfRange out_of_range = OutOfRange::reject;
+
+  bool operator==(const Int4Packing&) const = default;
+};
+
+// ---- Dynamic quantization rules (oracles/choose_qparams.hpp: each recipe, with sources) --------
+
+// Whose code is followed.
+enum class QParamsRecipe : std::uint8_t {
+  onnx_ort,          // ONNX DynamicQuantizeLinear reference; ORT GetQuantizationParameter
+  gemmlowp,          // gemmlowp / TFLite ChooseQuantizationParams
+  fbgemm,            // FBGEMM ChooseQuantizationParams (scale rounded to float)
+  pytorch_aten,      // ATen quant_utils::ChooseQuantizationParams (dynamic quantization; double scale)
+  pytorch_observer,  // torch.ao.quantization observers, _calculate_qparams
+  xnnpack_qd8,       // XNNPACK xnn_qd8_asymmetric_quantization_params (qdu8 for u8)
+  glow,              // Glow quantization::chooseQuantizationParams
+};
+std::string_view name(QParamsRecipe r);
+
+enum class QParamsScheme : std::uint8_t {
+  asymmetric,          // zero point anywhere in [qmin, qmax]
+  symmetric,           // zero point fixed: 0, or the midpoint for unsigned types (PyTorch 128,
+                       // FBGEMM preserve_sparsity)
+  symmetric_unsigned,  // Glow SymmetricWithUnsigned: zp = qmin for a range >= 0, else symmetric
+  power_of_two,        // scale a power of two (FBGEMM force_scale_power_of_two, Glow
+                       // SymmetricWithPower2Scale, which is also symmetric)
+};
+std::string_view name(QParamsScheme s);
+
+enum class ZeroPointChoice : std::uint8_t {
+  from_min,                  // qmin - min/s (ONNX, ORT); PyTorch: qmin - round(min/s)
+  smaller_error,             // qmin - min/s or qmax - max/s, whichever has the smaller
+                             // |q| + |r/s| (gemmlowp, FBGEMM, Glow)
+  smaller_error_difference,  // the same choice made on |q| - |r/s| (ATen's quirk)
+  xnnpack_sign_rule,         // qmin - min*r if (qmin + min*r) + (qmax + max*r) > 0, else qmax - max*r
+};
+std::string_view name(ZeroPointChoice z);
+
+enum class ReduceRange : std::uint8_t {
+  none,
+  ort_int8,  // int8 only: [-64, 64] (ORT GetQuantizationParameter<int8_t, ReduceRange=true>)
+  halve,     // qmin/2, qmax/2 truncating: int8 [-64, 63], uint8 [0, 127] (PyTorch)
+};
+std::string_view name(ReduceRange r);
+
+struct QParamsRule {
+  QParamsRecipe recipe = QParamsRecipe::onnx_ort;
+  QParamsScheme scheme = QParamsScheme::asymmetric;
+  bool include_zero = true;  // extend [min, max] to contain 0 (false: a range without 0 is an error)
+  ZeroPointChoice zero_point = ZeroPointChoice::from_min;
+  RoundingMode nudge = RoundingMode::rne;  // the zero point's rounding to an integer
+  ReduceRange reduce_range = ReduceRange::none;
+  bool narrow_range = false;      // signed types drop their most negative value (gemmlowp narrow_range)
+  double scale_floor = 0;         // 0: none. FBGEMM/ATen SMALL_SCALE_THRESHOLD 6.1e-5f (with the
+                                  // range rescaled); PyTorch observers eps = 2^-23 (a plain max)
+  DType arithmetic = DType::f32;  // f32 or f64: the format of the recipe's main operations
+
+  bool operator==(const QParamsRule&) const = default;
+};
+
+// ---- Operands of the quantized GEMM and convolution (oracles/qlinear.hpp) ----------------------
+
+enum class ActivationQuantization : std::uint8_t {
+  static_params,       // float values quantized with the given params (or integer values already quantized)
+  dynamic_per_tensor,  // DRQ: one (scale, zero point) from the tensor's min/max under `rule`
+  dynamic_per_row,     // DRQ: one per row of the [rows, K] view, rows = the product of all but the last dim
+};
+std::string_view name(ActivationQuantization q);
+
+// The activation (A of a GEMM, the input of a convolution): float values quantized by the path,
+// or integer values already quantized (one per element; `quantization` must be static_params).
+struct ActivationOperand {
+  Tensor values;
+  DType format = DType::u8;  // the quantized format (i8, u8, i16, u16, i4, u4); ignored for integer values
+  QuantParams params;        // static; ignored when dynamic
+  ActivationQuantization quantization = ActivationQuantization::static_params;
+  QParamsRule rule{};  // dynamic: the parameter choice (choose_qparams.hpp; default: ONNX/ORT from_min)
+};
+
+// Weights: integer values (one per element), int4 values packed two per byte (unpacked in the
+// path with `packing`), or float values quantized by the path with `params`.
+struct QWeights {
+  Tensor values;
+  DType format = DType::i8;            // integer format of the quantized weights (i4/u4 for packed data)
+  std::optional<Int4Packing> packing;  // set: `values` is the u8 output of pack_int4 for a tensor of `shape`
+  Shape shape;                         // the logical shape, needed only with `packing`
+  QuantParams params;
+};
+
+// The weights' logical shape (one element per value, packed or not).
+inline const Shape& logical_shape(const QWeights& w) { return w.packing ? w.shape : w.values.shape(); }
+
+// ---- Output stage (oracles/qlinear.hpp) --------------------------------------------------------
+
+enum class OutputKind : std::uint8_t { int32, dequantized, requantized };
+std::string_view name(OutputKind k);
+
+struct OutputStage {
+  OutputKind kind = OutputKind::int32;
+  DType format = DType::i32;      // i32 | a float format (f32, f16, bf16, f64) | an integer format (i8, u8, ...)
+  double scale = 1.0;             // requantized: s_out, exactly representable in the scales' format
+  std::int64_t zero_point = 0;    // requantized
+  std::optional<IntRange> clamp;  // requantized: a fused activation as output integers (fused_activation_range)
+};
+
+// ---- GEMM (oracles/qgemm.hpp) ------------------------------------------------------------------
+
+enum class WeightLayout : std::uint8_t {
+  k_by_n,  // B is [K, N]
+  n_by_k,  // B is [N, K], "transposed"
+};
+std::string_view name(WeightLayout l);
+
+struct QGemmOp {
+  ActivationOperand a;  // [batch..., M, K]
+  QWeights b;           // [K, N] or [N, K] by b_layout
+  WeightLayout b_layout = WeightLayout::k_by_n;
+  std::optional<Tensor> bias;  // [N]: i32 (scale s_a*s_b[n], added to the accumulator) or float (added to v)
+  OutputStage output;
+};
+
+// The sizes of a GEMM: rows R (= batch * M), depth K, columns N, B's K dimension, and the output
+// shape [batch..., M, N]. Throws InputError when A and B disagree on K.
+struct GemmShape {
+  std::int64_t rows = 0, depth = 0, cols = 0;
+  int b_k_axis = 0;
+  Shape out_shape;
+};
+GemmShape gemm_shape(const Shape& a, const Shape& b, WeightLayout layout);
+
+// ---- 2-D convolution (oracles/qconv2d.hpp: layouts, geometry, padding conventions) --------------
+
+enum class ConvLayout : std::uint8_t { nchw, nhwc };
+enum class ConvPadding : std::uint8_t { real_zero, quantized_zero };
+std::string_view name(ConvLayout l);
+std::string_view name(ConvPadding p);
+
+struct Conv2dGeometry {
+  std::int64_t stride_h = 1, stride_w = 1;
+  std::int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  std::int64_t dilation_h = 1, dilation_w = 1;
+  std::int64_t groups = 1;
+};
+
+// Resolved sizes and the index arithmetic of one convolution: the single definition of which input
+// element each tap reads, shared by qconv2d and the float convolution of pipelines.hpp.
+struct Conv2dShape {
+  ConvLayout layout = ConvLayout::nchw;
+  Conv2dGeometry geometry;
+  std::int64_t batch = 0, channels = 0, height = 0, width = 0;
+  std::int64_t out_channels = 0, kernel_h = 0, kernel_w = 0;
+  std::int64_t out_height = 0, out_width = 0;
+  std::int64_t group_in_channels = 0, group_out_channels = 0;
+
+  std::int64_t depth() const { return group_in_channels * kernel_h * kernel_w; }  // K of one dot product
+  Shape output_shape() const;
+  std::int64_t input_index(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const;
+  std::int64_t output_index(std::int64_t n, std::int64_t oc, std::int64_t oh, std::int64_t ow) const;
+  std::int64_t weight_index(std::int64_t oc, std::int64_t ic, std::int64_t kh, std::int64_t kw) const;  // OIHW
+  // The input element that tap k of output (n, group g, oh, ow) reads, or -1 for a padded tap.
+  std::int64_t tap_source(std::int64_t n, std::int64_t g, std::int64_t oh, std::int64_t ow, std::int64_t k) const;
+};
+
+// Throws InputError for inconsistent shapes or geometry.
+Conv2dShape resolve_conv2d(const Shape& input, ConvLayout layout, const Shape& weight, const Conv2dGeometry& g);
+
+struct QConv2dOp {
+  ActivationOperand input;  // [N, C, H, W] or [N, H, W, C]
+  ConvLayout layout = ConvLayout::nchw;
+  QWeights weight;             // OIHW
+  std::optional<Tensor> bias;  // [OC]
+  Conv2dGeometry geometry;
+  ConvPadding padding = ConvPadding::real_zero;
+  OutputStage output;
+};
+
+// ---- Weight-only GEMM (oracles/weight_only.hpp) ------------------------------------------------
+
+struct WeightOnlyGemmOp {
+  Tensor a;    // float activations [batch..., M, K] (f32, f16, bf16, f64), used exactly
+  QWeights b;  // i8/u8/i4/u4 values, packed int4, or float weights quantized first; params per tensor,
+               // per column, or blocked along K
+  WeightLayout b_layout = WeightLayout::k_by_n;
+  std::optional<Tensor> bias;  // float [N]
+  DType out = DType::f32;      // a float format
+};
+
+// ---- Requantize (oracles/requantize.hpp) -------------------------------------------------------
+
+struct RequantizeParams {
+  DType scale_dtype = DType::f32;  // the format of all three scales
+  double input_scale = 1.0;
+  std::vector<double> weight_scales{1.0};  // one (per tensor) or one per channel along `axis`
+  std::optional<int> axis;                 // the accumulator's channel axis; negative counts from the end
+  double output_scale = 1.0;
+  std::vector<std::int64_t> output_zero_points;  // empty (all zero), one, or one per channel along `axis`
+};
+
+// ---- Requests ----------------------------------------------------------------------------------
+
+// y = QuantizeLinear(x): float (or int32) x -> integer y.
+struct QuantizeOp {
+  Tensor x;
+  QuantParams params;
+  DType out = DType::i8;
+};
+
+// y = DequantizeLinear(q): integer q -> float y.
+struct DequantizeOp {
+  Tensor q;
+  QuantParams params;
+  DType out = DType::f32;
+};
+
+// y = requantize(acc): integer accumulators (scale s_in * s_w) -> integer y (scale s_out).
+struct RequantizeOp {
+  Tensor acc;
+  RequantizeParams params;
+  DType out = DType::i8;
+};
+
+// QGemmOp and QConv2dOp: the full quantized paths. WeightOnlyGemmOp: float activations times
+// dequantized weights.
+using OpRequest = std::variant<QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp>;
+
+std::string_view op_name(const OpRequest& op);
+// The op's main input (the tensor whose elements the outputs correspond to).
+const Tensor& op_input(const OpRequest& op);
+DType op_output_dtype(const OpRequest& op);
+// The shape of the op's output, from its operands' shapes and parameters alone (nothing is
+// evaluated), so a case that takes another case's output can be checked when it is loaded.
+Shape op_output_shape(const OpRequest& op);
+
+}  // namespace qc

@@ -1,0 +1,277 @@
+#include "qconform/ops.hpp"
+
+#include "qconform/error.hpp"
+
+#include <string>
+
+namespace qc {
+
+std::string_view name(QParamsRecipe r) {
+  switch (r) {
+    case QParamsRecipe::onnx_ort:
+      return "onnx_ort";
+    case QParamsRecipe::gemmlowp:
+      return "gemmlowp";
+    case QParamsRecipe::fbgemm:
+      return "fbgemm";
+    case QParamsRecipe::pytorch_aten:
+      return "pytorch_aten";
+    case QParamsRecipe::pytorch_observer:
+      return "pytorch_observer";
+    case QParamsRecipe::xnnpack_qd8:
+      return "xnnpack_qd8";
+    case QParamsRecipe::glow:
+      return "glow";
+  }
+  return "?";
+}
+
+std::string_view name(QParamsScheme s) {
+  switch (s) {
+    case QParamsScheme::asymmetric:
+      return "asymmetric";
+    case QParamsScheme::symmetric:
+      return "symmetric";
+    case QParamsScheme::symmetric_unsigned:
+      return "symmetric_unsigned";
+    case QParamsScheme::power_of_two:
+      return "power_of_two";
+  }
+  return "?";
+}
+
+std::string_view name(ZeroPointChoice z) {
+  switch (z) {
+    case ZeroPointChoice::from_min:
+      return "from_min";
+    case ZeroPointChoice::smaller_error:
+      return "smaller_error";
+    case ZeroPointChoice::smaller_error_difference:
+      return "smaller_error_difference";
+    case ZeroPointChoice::xnnpack_sign_rule:
+      return "xnnpack_sign_rule";
+  }
+  return "?";
+}
+
+std::string_view name(ReduceRange r) {
+  switch (r) {
+    case ReduceRange::none:
+      return "none";
+    case ReduceRange::ort_int8:
+      return "ort_int8";
+    case ReduceRange::halve:
+      return "halve";
+  }
+  return "?";
+}
+
+std::string_view name(NibbleOrder o) { return o == NibbleOrder::low_first ? "low_first" : "high_first"; }
+std::string_view name(OddLength o) { return o == OddLength::pad ? "pad" : "reject"; }
+std::string_view name(OutOfRange o) {
+  switch (o) {
+    case OutOfRange::reject:
+      return "reject";
+    case OutOfRange::clip:
+      return "clip";
+    case OutOfRange::wrap:
+      return "wrap";
+  }
+  return "?";
+}
+
+std::string_view name(ActivationQuantization q) {
+  switch (q) {
+    case ActivationQuantization::static_params:
+      return "static";
+    case ActivationQuantization::dynamic_per_tensor:
+      return "dynamic_per_tensor";
+    case ActivationQuantization::dynamic_per_row:
+      return "dynamic_per_row";
+  }
+  return "?";
+}
+
+std::string_view name(OutputKind k) {
+  switch (k) {
+    case OutputKind::int32:
+      return "int32";
+    case OutputKind::dequantized:
+      return "dequantized";
+    case OutputKind::requantized:
+      return "requantized";
+  }
+  return "?";
+}
+
+std::string_view name(WeightLayout l) {
+  switch (l) {
+    case WeightLayout::k_by_n:
+      return "k_by_n";
+    case WeightLayout::n_by_k:
+      return "n_by_k";
+  }
+  return "?";
+}
+
+GemmShape gemm_shape(const Shape& a_shape, const Shape& b_shape, WeightLayout layout) {
+  if (a_shape.size() < 2) throw InputError("qgemm: A must be [batch..., M, K] (rank >= 2), got " + shape_str(a_shape));
+  if (b_shape.size() != 2) throw InputError("qgemm: B must be 2-D, got " + shape_str(b_shape));
+  GemmShape d;
+  d.depth = a_shape.back();
+  if (d.depth < 1) throw InputError("qgemm: K must be at least 1, got A " + shape_str(a_shape));
+  d.rows = numel(a_shape) / d.depth;
+  d.b_k_axis = layout == WeightLayout::k_by_n ? 0 : 1;
+  d.cols = b_shape[static_cast<std::size_t>(1 - d.b_k_axis)];
+  if (b_shape[static_cast<std::size_t>(d.b_k_axis)] != d.depth)
+    throw InputError("qgemm: A " + shape_str(a_shape) + " and B " + shape_str(b_shape) + " (" +
+                     std::string(name(layout)) + ") disagree on K");
+  d.out_shape = Shape(a_shape.begin(), a_shape.end() - 1);
+  d.out_shape.push_back(d.cols);
+  return d;
+}
+
+std::string_view name(ConvLayout l) {
+  switch (l) {
+    case ConvLayout::nchw:
+      return "nchw";
+    case ConvLayout::nhwc:
+      return "nhwc";
+  }
+  return "?";
+}
+
+std::string_view name(ConvPadding p) {
+  switch (p) {
+    case ConvPadding::real_zero:
+      return "real_zero";
+    case ConvPadding::quantized_zero:
+      return "quantized_zero";
+  }
+  return "?";
+}
+
+Shape Conv2dShape::output_shape() const {
+  return layout == ConvLayout::nchw ? Shape{batch, out_channels, out_height, out_width}
+                                    : Shape{batch, out_height, out_width, out_channels};
+}
+
+std::int64_t Conv2dShape::input_index(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) const {
+  return layout == ConvLayout::nchw ? ((n * channels + c) * height + h) * width + w
+                                    : ((n * height + h) * width + w) * channels + c;
+}
+
+std::int64_t Conv2dShape::output_index(std::int64_t n, std::int64_t oc, std::int64_t oh, std::int64_t ow) const {
+  return layout == ConvLayout::nchw ? ((n * out_channels + oc) * out_height + oh) * out_width + ow
+                                    : ((n * out_height + oh) * out_width + ow) * out_channels + oc;
+}
+
+std::int64_t Conv2dShape::weight_index(std::int64_t oc, std::int64_t ic, std::int64_t kh, std::int64_t kw) const {
+  return ((oc * group_in_channels + ic) * kernel_h + kh) * kernel_w + kw;
+}
+
+std::int64_t Conv2dShape::tap_source(std::int64_t n, std::int64_t g, std::int64_t oh, std::int64_t ow,
+                                     std::int64_t k) const {
+  const std::int64_t kw = k % kernel_w, kh = (k / kernel_w) % kernel_h, ic = k / (kernel_w * kernel_h);
+  const std::int64_t h = oh * geometry.stride_h - geometry.pad_top + kh * geometry.dilation_h;
+  const std::int64_t w = ow * geometry.stride_w - geometry.pad_left + kw * geometry.dilation_w;
+  if (h < 0 || h >= height || w < 0 || w >= width) return -1;
+  return input_index(n, g * group_in_channels + ic, h, w);
+}
+
+namespace {
+
+std::int64_t output_extent(std::int64_t in, std::int64_t pad0, std::int64_t pad1, std::int64_t kernel,
+                           std::int64_t dilation, std::int64_t stride) {
+  const std::int64_t span = in + pad0 + pad1 - dilation * (kernel - 1) - 1;
+  return span < 0 ? 0 : span / stride + 1;
+}
+
+}  // namespace
+
+Conv2dShape resolve_conv2d(const Shape& input, ConvLayout layout, const Shape& weight, const Conv2dGeometry& g) {
+  if (input.size() != 4) throw InputError("conv2d: input must be 4-D, got " + shape_str(input));
+  if (weight.size() != 4) throw InputError("conv2d: weights must be OIHW (4-D), got " + shape_str(weight));
+  if (g.stride_h < 1 || g.stride_w < 1 || g.dilation_h < 1 || g.dilation_w < 1 || g.groups < 1 || g.pad_top < 0 ||
+      g.pad_left < 0 || g.pad_bottom < 0 || g.pad_right < 0)
+    throw InputError("conv2d: strides, dilations and groups must be >= 1 and paddings >= 0");
+  Conv2dShape s;
+  s.layout = layout;
+  s.geometry = g;
+  s.batch = input[0];
+  s.channels = layout == ConvLayout::nchw ? input[1] : input[3];
+  s.height = layout == ConvLayout::nchw ? input[2] : input[1];
+  s.width = layout == ConvLayout::nchw ? input[3] : input[2];
+  s.out_channels = weight[0];
+  s.group_in_channels = weight[1];
+  s.kernel_h = weight[2];
+  s.kernel_w = weight[3];
+  if (s.channels % g.groups != 0 || s.out_channels % g.groups != 0 || s.group_in_channels * g.groups != s.channels)
+    throw InputError("conv2d: groups = " + std::to_string(g.groups) + " must divide C = " + std::to_string(s.channels) +
+                     " and OC = " + std::to_string(s.out_channels) + ", and weights " + shape_str(weight) +
+                     " must have C / groups input channels");
+  if (s.kernel_h < 1 || s.kernel_w < 1) throw InputError("conv2d: empty kernel " + shape_str(weight));
+  s.group_out_channels = s.out_channels / g.groups;
+  s.out_height = output_extent(s.height, g.pad_top, g.pad_bottom, s.kernel_h, g.dilation_h, g.stride_h);
+  s.out_width = output_extent(s.width, g.pad_left, g.pad_right, s.kernel_w, g.dilation_w, g.stride_w);
+  if (s.out_height < 1 || s.out_width < 1)
+    throw InputError("conv2d: the (dilated) kernel is larger than the padded input " + shape_str(input));
+  return s;
+}
+
+
+std::string_view op_name(const OpRequest& op) {
+  struct Visitor {
+    std::string_view operator()(const QuantizeOp&) const { return "quantize"; }
+    std::string_view operator()(const DequantizeOp&) const { return "dequantize"; }
+    std::string_view operator()(const RequantizeOp&) const { return "requantize"; }
+    std::string_view operator()(const QGemmOp&) const { return "qgemm"; }
+    std::string_view operator()(const QConv2dOp&) const { return "qconv2d"; }
+    std::string_view operator()(const WeightOnlyGemmOp&) const { return "weight_only_gemm"; }
+  };
+  return std::visit(Visitor{}, op);
+}
+
+const Tensor& op_input(const OpRequest& op) {
+  struct Visitor {
+    const Tensor& operator()(const QuantizeOp& o) const { return o.x; }
+    const Tensor& operator()(const DequantizeOp& o) const { return o.q; }
+    const Tensor& operator()(const RequantizeOp& o) const { return o.acc; }
+    const Tensor& operator()(const QGemmOp& o) const { return o.a.values; }
+    const Tensor& operator()(const QConv2dOp& o) const { return o.input.values; }
+    const Tensor& operator()(const WeightOnlyGemmOp& o) const { return o.a; }
+  };
+  return std::visit(Visitor{}, op);
+}
+
+DType op_output_dtype(const OpRequest& op) {
+  struct Visitor {
+    DType operator()(const QuantizeOp& o) const { return o.out; }
+    DType operator()(const DequantizeOp& o) const { return o.out; }
+    DType operator()(const RequantizeOp& o) const { return o.out; }
+    DType operator()(const QGemmOp& o) const { return o.output.format; }
+    DType operator()(const QConv2dOp& o) const { return o.output.format; }
+    DType operator()(const WeightOnlyGemmOp& o) const { return o.out; }
+  };
+  return std::visit(Visitor{}, op);
+}
+
+Shape op_output_shape(const OpRequest& op) {
+  struct Visitor {
+    Shape operator()(const QuantizeOp& o) const { return o.x.shape(); }
+    Shape operator()(const DequantizeOp& o) const { return o.q.shape(); }
+    Shape operator()(const RequantizeOp& o) const { return o.acc.shape(); }
+    Shape operator()(const QGemmOp& o) const {
+      return gemm_shape(o.a.values.shape(), logical_shape(o.b), o.b_layout).out_shape;
+    }
+    Shape operator()(const QConv2dOp& o) const {
+      return resolve_conv2d(o.input.values.shape(), o.layout, logical_shape(o.weight), o.geometry).output_shape();
+    }
+    Shape operator()(const WeightOnlyGemmOp& o) const {
+      return gemm_shape(o.a.shape(), logical_shape(o.b), o.b_layout).out_shape;
+    }
+  };
+  return std::visit(Visitor{}, op);
+}
+
+}  // namespace qc
