@@ -1,7 +1,7 @@
 #include "harness/oracle_cli.hpp"
 
 #include "cases/case.hpp"
-#include "harness/npy.hpp"
+#include "qconform/npy.hpp"
 #include "oracles/dequantize.hpp"
 #include "qconform/error.hpp"
 #include "oracles/quantize.hpp"

@@ -1,4 +1,4 @@
-#include "harness/npy.hpp"
+#include "qconform/npy.hpp"
 
 #include "qconform/error.hpp"
 
