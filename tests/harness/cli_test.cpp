@@ -1,35 +1,26 @@
 // The qconform binary end to end: exit codes, messages for bad input, and that a run that
 // cannot start leaves an existing report untouched.
+#include "cli_run.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <sys/wait.h>
-#include <array>
-#include <cstdio>
+#include <unistd.h>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string output;
-};
+using Result = qc::testing::CliResult;
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(QCONFORM_BIN) + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), static_cast<int>(buf.size()), p)) r.output += buf.data();
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result run(const std::string& args) { return qc::testing::run_qconform_output(args); }
 
 class Cli : public ::testing::Test {
  protected:
