@@ -388,7 +388,9 @@ int main(int argc, char** argv) {
   RunArgs ra;
   CLI::App* run = app.add_subcommand("run", "run cases on backends and write report.json and report.html");
   run->add_option("paths", ra.paths, "case files or folders (default: the built-in suites in " QCONFORM_CASES_DIR ")");
-  run->add_option("--backend,-b", ra.backends, "backend to run (repeatable; default: every backend)");
+  // One name per flag: in `run --backend cpu-ref cases/qgemm.json` the file is a path, not a backend.
+  run->add_option("--backend,-b", ra.backends, "backend to run (repeatable; default: every backend)")
+      ->allow_extra_args(false);
   run->add_option("--report-dir,-o", ra.report_dir, "folder for the reports, results.jsonl and reproducers/")
       ->capture_default_str();
   run->add_flag("--quiet,-q", ra.quiet, "print only the report paths");

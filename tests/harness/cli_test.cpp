@@ -179,6 +179,52 @@ TEST_F(Cli, CpuRefClaimsAnotherPresetByName) {
   EXPECT_NE(r.output.find("cpu-ref:pytorch-cpu  claims pytorch-cpu"), std::string::npos) << r.output;
 }
 
+TEST_F(Cli, BackendTakesOneNamePerFlag) {
+  // A path after --backend NAME is a path: cpu-ref passes the case, the tflite-reference variant
+  // fails it (see CpuRefClaimsAnotherPresetByName).
+  const std::string f = write_case(case_with("", "")).string(), o = " --report-dir " + (dir_ / "reports").string();
+  auto backends_run = [&] {
+    std::ifstream in(dir_ / "reports" / "report.json");
+    std::vector<std::string> names;
+    const nlohmann::json j = nlohmann::json::parse(in);
+    for (const auto& b : j["cases"][0]["backends"]) names.push_back(b["backend"]);
+    return names;
+  };
+  Result r = run("run --backend cpu-ref " + f + o);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(backends_run(), std::vector<std::string>{"cpu-ref"});
+  r = run("run -b cpu-ref:tflite-reference " + f + o);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_EQ(backends_run(), std::vector<std::string>{"cpu-ref:tflite-reference"});
+  r = run("run --backend cpu-ref --backend cpu-ref:tflite-reference " + f + o);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_EQ(backends_run(), (std::vector<std::string>{"cpu-ref", "cpu-ref:tflite-reference"}));
+  r = run("run " + f + o + " --backend");
+  EXPECT_EQ(r.code, 2) << r.output;
+  // README's example, in the source folder (env's -C).
+  r = qc::testing::run_qconform_output("run --backend cpu-ref cases/qgemm.json" + o, "-C " QCONFORM_SOURCE_DIR);
+  EXPECT_EQ(r.code, 0) << r.output;
+  {
+    std::ifstream in(dir_ / "reports" / "report.json");
+    const nlohmann::json j = nlohmann::json::parse(in);
+    EXPECT_GT(j["cases"].size(), 10u);
+    for (const auto& c : j["cases"]) EXPECT_EQ(c["id"].get<std::string>().rfind("qgemm/", 0), 0u) << c["id"];
+    EXPECT_EQ(j["metadata"]["backends"], nlohmann::json::parse(R"(["cpu-ref"])"));
+  }
+  // shrink and infer take one backend: the file after it is shrink's case file, and a second name
+  // is an error.
+  r = run("shrink --backend cpu-ref " + f + " --case c1 -o " + (dir_ / "small.json").string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("t/c1 passes on cpu-ref: nothing to shrink"), std::string::npos) << r.output;
+  r = run("shrink " + f + " --case c1 --backend cpu-ref --backend cpu-ref:tflite-reference");
+  EXPECT_EQ(r.code, 2) << r.output;
+  r = run("infer --backend cpu-ref cpu-ref:tflite-reference");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("not expected: cpu-ref:tflite-reference"), std::string::npos) << r.output;
+  r = run("infer --backend cpu-ref --backend cpu-ref:tflite-reference");
+  EXPECT_EQ(r.code, 2) << r.output;
+}
+
 TEST_F(Cli, NothingRunnableExitsSeventySeven) {
   // cpu-ref does not quantize to i32: its only result is SKIP.
   const Result r = run_file(write_case(case_with("output_dtype", "\"i32\"")));
