@@ -88,10 +88,15 @@ struct Style {
   const char* off() const { return color ? "\033[0m" : ""; }
 };
 
-// Every result that needs a look (not PASS, XFAIL or SKIP), then one row per backend.
+// Every result that needs a look (not PASS, XFAIL or SKIP), then one row per backend. The backend
+// column is as wide as the longest backend name (cpu-ref:tflite-reference is 24), plus a gap.
 void print_summary(const qc::RunReport& r, const Style& st, std::ostream& os) {
-  std::size_t w = 4;
-  for (const auto& c : r.cases) w = std::max(w, c.id.size());
+  std::size_t w = 4, bw = std::string("backend").size();
+  for (const auto& c : r.cases) {
+    w = std::max(w, c.id.size());
+    for (const auto& b : c.backends) bw = std::max(bw, b.backend.size());
+  }
+  bw += 2;
   std::size_t shown = 0, hidden = 0;
   for (const auto& c : r.cases) {
     for (const auto& b : c.backends) {
@@ -103,7 +108,7 @@ void print_summary(const qc::RunReport& r, const Style& st, std::ostream& os) {
       std::string line = c.id;
       line.resize(w + 2, ' ');
       std::string bn = b.backend;
-      bn.resize(14, ' ');
+      bn.resize(bw, ' ');
       std::string v(qc::name(b.verdict));
       v.resize(7, ' ');
       os << "  " << st.on(b.verdict) << v << st.off() << " " << line << bn << b.reason << "\n";
@@ -121,12 +126,14 @@ void print_summary(const qc::RunReport& r, const Style& st, std::ostream& os) {
       ++table[b.backend][b.verdict];
     }
   if (!names.empty()) {
-    os << "\n  backend         ";
+    std::string header = "backend";
+    header.resize(bw, ' ');
+    os << "\n  " << header;
     for (qc::Verdict v : order) os << std::string(8 - std::min<std::size_t>(8, qc::name(v).size()), ' ') << qc::name(v);
     os << "\n";
     for (const auto& n : names) {
       std::string bn = n;
-      bn.resize(16, ' ');
+      bn.resize(bw, ' ');
       os << "  " << bn;
       for (qc::Verdict v : order) {
         const int k = table[n][v];

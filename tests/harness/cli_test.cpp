@@ -225,6 +225,58 @@ TEST_F(Cli, BackendTakesOneNamePerFlag) {
   EXPECT_EQ(r.code, 2) << r.output;
 }
 
+TEST_F(Cli, SummaryColumnsFitTheLongestBackendName) {
+  const std::string name = "cpu-ref:tflite-reference";
+  const Result r = run("run " + write_case(case_with("", "")).string() + " --backend cpu-ref --backend " + name +
+                       " --report-dir " + (dir_ / "reports").string());
+  ASSERT_EQ(r.code, 1) << r.output;
+  std::istringstream lines(r.output);
+  std::string line, header, failure;
+  std::map<std::string, std::string> rows;  // backend -> its row of the table
+  while (std::getline(lines, line)) {
+    if (line.rfind("  backend ", 0) == 0) header = line;
+    if (line.rfind("  FAIL ", 0) == 0) failure = line;
+    for (const std::string b : {"cpu-ref", "cpu-ref:tflite-reference"})
+      if (line.rfind("  " + b + " ", 0) == 0) rows[b] = line;
+  }
+  // The failure line: verdict, case, the whole backend name, a gap, then the reason.
+  std::istringstream words(failure);
+  std::string verdict, id, backend;
+  words >> verdict >> id >> backend;
+  EXPECT_EQ(backend, name) << r.output;
+  EXPECT_NE(failure.find(name + "  "), std::string::npos) << r.output;
+  // The table: each row the whole name, a gap, and a count right-aligned under each verdict of the
+  // header.
+  auto words_of = [](const std::string& l) {  // each word and where it ends
+    std::vector<std::pair<std::string, std::size_t>> out;
+    for (std::size_t i = 0; i < l.size();) {
+      const std::size_t b = l.find_first_not_of(' ', i);
+      if (b == std::string::npos) break;
+      const std::size_t e = std::min(l.size(), l.find(' ', b));
+      out.emplace_back(l.substr(b, e - b), e);
+      i = e;
+    }
+    return out;
+  };
+  ASSERT_FALSE(header.empty()) << r.output;
+  ASSERT_EQ(rows.size(), 2u) << r.output;
+  const auto heads = words_of(header);
+  ASSERT_EQ(heads.size(), 8u) << header;
+  for (const auto& [b, row] : rows) {
+    EXPECT_TRUE(std::isspace(static_cast<unsigned char>(row.at(2 + b.size())))) << row;
+    const auto cells = words_of(row);
+    ASSERT_EQ(cells.size(), heads.size()) << header << "\n" << row;
+    EXPECT_EQ(cells[0].first, b);
+    std::map<std::string, std::string> count;
+    for (std::size_t k = 1; k < cells.size(); ++k) {
+      EXPECT_EQ(cells[k].second, heads[k].second) << heads[k].first << " column:\n" << header << "\n" << row;
+      count[heads[k].first] = cells[k].first;
+    }
+    EXPECT_EQ(count["PASS"], b == name ? "0" : "1") << row;
+    EXPECT_EQ(count["FAIL"], b == name ? "1" : "0") << row;
+  }
+}
+
 TEST_F(Cli, NothingRunnableExitsSeventySeven) {
   // cpu-ref does not quantize to i32: its only result is SKIP.
   const Result r = run_file(write_case(case_with("output_dtype", "\"i32\"")));
