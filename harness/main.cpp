@@ -20,13 +20,15 @@
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
-#include <sstream>
+#include <string_view>
 
 #include "qconform_revision.hpp"
 
@@ -149,15 +151,58 @@ void print_summary(const qc::RunReport& r, const Style& st, std::ostream& os) {
   os << " (" << r.cases.size() << " cases)\n";
 }
 
+// A whole number written as plain decimal digits (no sign, space or suffix) that fits an int.
+std::optional<int> parse_count(std::string_view s) {
+  if (s.empty() || s.front() < '0' || s.front() > '9') return std::nullopt;
+  int v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
 // "i/n" (1 <= i <= n): this run takes the i-th of n contiguous ranges of the case order, so the
 // merged shards list the cases in the unsharded order.
 std::pair<int, int> parse_shard(const std::string& s) {
-  int i = 0, n = 0;
-  char slash = 0;
-  std::istringstream in(s);
-  if (!(in >> i >> slash >> n) || slash != '/' || !in.eof() || n < 1 || i < 1 || i > n)
+  const auto slash = s.find('/');
+  const auto i = slash == std::string::npos ? std::nullopt : parse_count(std::string_view(s).substr(0, slash));
+  const auto n = slash == std::string::npos ? std::nullopt : parse_count(std::string_view(s).substr(slash + 1));
+  if (!i || !n || *n < 1 || *i < 1 || *i > *n)
     throw qc::InputError("--shard: expected i/n with 1 <= i <= n, got '" + s + "'");
-  return {i, n};
+  return {*i, *n};
+}
+
+// The shard a test runner asks for, 1-based as --shard: googletest's GTEST_SHARD_INDEX and
+// GTEST_TOTAL_SHARDS or Bazel's TEST_SHARD_INDEX and TEST_TOTAL_SHARDS (both 0-based; Bazel sets
+// both pairs, which must then agree). Nothing when neither pair is set.
+std::optional<std::pair<int, int>> shard_from_env() {
+  struct Pair {
+    const char *index, *total;
+  };
+  std::optional<std::pair<int, int>> found;
+  std::string found_in;
+  for (const Pair& p :
+       {Pair{"GTEST_SHARD_INDEX", "GTEST_TOTAL_SHARDS"}, Pair{"TEST_SHARD_INDEX", "TEST_TOTAL_SHARDS"}}) {
+    const char* i = std::getenv(p.index);
+    const char* n = std::getenv(p.total);
+    if (!i && !n) continue;
+    if (!i || !n)
+      throw qc::InputError(std::string(i ? p.index : p.total) + "='" + (i ? i : n) + "' is set but " +
+                           (i ? p.total : p.index) + " is not: a shard needs both");
+    const auto total = parse_count(n);
+    if (!total || *total < 1)
+      throw qc::InputError(std::string(p.total) + "='" + n + "': expected a whole number of shards, at least 1");
+    const auto index = parse_count(i);
+    if (!index || *index >= *total)
+      throw qc::InputError(std::string(p.index) + "='" + i + "': expected a whole number from 0 to " +
+                           std::to_string(*total - 1) + " (" + p.total + "=" + n + ")");
+    const std::pair<int, int> shard{*index + 1, *total};
+    const std::string in = std::string(p.index) + "=" + i + " " + p.total + "=" + n;
+    if (found && *found != shard)
+      throw qc::InputError("the environment asks for two different shards: " + found_in + " and " + in);
+    found = shard;
+    found_in = in;
+  }
+  return found;
 }
 
 // A case whose operands come from, or whose outputs are compared with, a case of another shard
@@ -194,13 +239,20 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   if (a.gate && a.baseline.empty()) throw qc::InputError("--gate needs --baseline FILE (see qconform baseline)");
   std::optional<qc::Baseline> baseline;
   if (!a.baseline.empty()) baseline = qc::load_baseline(a.baseline);
+  // An explicit --shard wins over a test runner's environment (and then does not announce to
+  // Bazel that the run follows its sharding, which it does not).
+  const std::optional<std::pair<int, int>> ishard = a.shard.empty() ? shard_from_env() : parse_shard(a.shard);
   std::string shard;
-  if (!a.shard.empty()) {
-    const auto [i, n] = parse_shard(a.shard);
-    suites = take_shard(suites, i, n);
-    shard = std::to_string(i) + "/" + std::to_string(n);
+  if (ishard) {
+    suites = take_shard(suites, ishard->first, ishard->second);
+    shard = std::to_string(ishard->first) + "/" + std::to_string(ishard->second);
   }
   if (a.timeout < 0) throw qc::InputError("--timeout: must be positive, got " + std::to_string(a.timeout));
+  // Bazel's protocol: touching the status file says that this test runs only its shard.
+  if (const char* status = std::getenv("TEST_SHARD_STATUS_FILE"); status && a.shard.empty()) {
+    std::ofstream touch(status, std::ios::app);
+    if (!touch) throw qc::InputError(std::string("TEST_SHARD_STATUS_FILE='") + status + "': cannot create it");
+  }
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
   const Style st{tty && std::getenv("NO_COLOR") == nullptr};
   qc::RunOptions opt;
@@ -403,7 +455,9 @@ int main(int argc, char** argv) {
   run->add_flag("--quiet,-q", ra.quiet, "print only the report paths");
   run->add_option("--baseline", ra.baseline, "known mismatches (qconform baseline): unchanged ones are XFAIL");
   run->add_flag("--gate", ra.gate, "exit 1 only on a change against --baseline (CI gate)");
-  run->add_option("--shard", ra.shard, "run the i-th of n parts of the cases, as i/n (join with qconform merge)");
+  run->add_option("--shard", ra.shard,
+                  "run the i-th of n parts of the cases, as i/n (join with qconform merge); default: the shard "
+                  "GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS or TEST_SHARD_INDEX/TEST_TOTAL_SHARDS name (0-based)");
   run->add_option("--timeout", ra.timeout, "seconds per backend call; a slower call is killed and reported TIMEOUT");
   run->add_flag("--isolate", ra.isolate, "run each backend call in a child process (a crash becomes CRASH)");
   run->add_flag("--no-causes", ra.no_causes, "skip cause attribution");
