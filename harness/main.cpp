@@ -20,13 +20,15 @@
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
-#include <sstream>
+#include <string_view>
 
 #include "qconform_revision.hpp"
 
@@ -88,10 +90,15 @@ struct Style {
   const char* off() const { return color ? "\033[0m" : ""; }
 };
 
-// Every result that needs a look (not PASS, XFAIL or SKIP), then one row per backend.
+// Every result that needs a look (not PASS, XFAIL or SKIP), then one row per backend. The backend
+// column is as wide as the longest backend name (cpu-ref:tflite-reference is 24), plus a gap.
 void print_summary(const qc::RunReport& r, const Style& st, std::ostream& os) {
-  std::size_t w = 4;
-  for (const auto& c : r.cases) w = std::max(w, c.id.size());
+  std::size_t w = 4, bw = std::string("backend").size();
+  for (const auto& c : r.cases) {
+    w = std::max(w, c.id.size());
+    for (const auto& b : c.backends) bw = std::max(bw, b.backend.size());
+  }
+  bw += 2;
   std::size_t shown = 0, hidden = 0;
   for (const auto& c : r.cases) {
     for (const auto& b : c.backends) {
@@ -103,7 +110,7 @@ void print_summary(const qc::RunReport& r, const Style& st, std::ostream& os) {
       std::string line = c.id;
       line.resize(w + 2, ' ');
       std::string bn = b.backend;
-      bn.resize(14, ' ');
+      bn.resize(bw, ' ');
       std::string v(qc::name(b.verdict));
       v.resize(7, ' ');
       os << "  " << st.on(b.verdict) << v << st.off() << " " << line << bn << b.reason << "\n";
@@ -121,12 +128,14 @@ void print_summary(const qc::RunReport& r, const Style& st, std::ostream& os) {
       ++table[b.backend][b.verdict];
     }
   if (!names.empty()) {
-    os << "\n  backend         ";
+    std::string header = "backend";
+    header.resize(bw, ' ');
+    os << "\n  " << header;
     for (qc::Verdict v : order) os << std::string(8 - std::min<std::size_t>(8, qc::name(v).size()), ' ') << qc::name(v);
     os << "\n";
     for (const auto& n : names) {
       std::string bn = n;
-      bn.resize(16, ' ');
+      bn.resize(bw, ' ');
       os << "  " << bn;
       for (qc::Verdict v : order) {
         const int k = table[n][v];
@@ -142,15 +151,58 @@ void print_summary(const qc::RunReport& r, const Style& st, std::ostream& os) {
   os << " (" << r.cases.size() << " cases)\n";
 }
 
+// A whole number written as plain decimal digits (no sign, space or suffix) that fits an int.
+std::optional<int> parse_count(std::string_view s) {
+  if (s.empty() || s.front() < '0' || s.front() > '9') return std::nullopt;
+  int v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
 // "i/n" (1 <= i <= n): this run takes the i-th of n contiguous ranges of the case order, so the
 // merged shards list the cases in the unsharded order.
 std::pair<int, int> parse_shard(const std::string& s) {
-  int i = 0, n = 0;
-  char slash = 0;
-  std::istringstream in(s);
-  if (!(in >> i >> slash >> n) || slash != '/' || !in.eof() || n < 1 || i < 1 || i > n)
+  const auto slash = s.find('/');
+  const auto i = slash == std::string::npos ? std::nullopt : parse_count(std::string_view(s).substr(0, slash));
+  const auto n = slash == std::string::npos ? std::nullopt : parse_count(std::string_view(s).substr(slash + 1));
+  if (!i || !n || *n < 1 || *i < 1 || *i > *n)
     throw qc::InputError("--shard: expected i/n with 1 <= i <= n, got '" + s + "'");
-  return {i, n};
+  return {*i, *n};
+}
+
+// The shard a test runner asks for, 1-based as --shard: googletest's GTEST_SHARD_INDEX and
+// GTEST_TOTAL_SHARDS or Bazel's TEST_SHARD_INDEX and TEST_TOTAL_SHARDS (both 0-based; Bazel sets
+// both pairs, which must then agree). Nothing when neither pair is set.
+std::optional<std::pair<int, int>> shard_from_env() {
+  struct Pair {
+    const char *index, *total;
+  };
+  std::optional<std::pair<int, int>> found;
+  std::string found_in;
+  for (const Pair& p :
+       {Pair{"GTEST_SHARD_INDEX", "GTEST_TOTAL_SHARDS"}, Pair{"TEST_SHARD_INDEX", "TEST_TOTAL_SHARDS"}}) {
+    const char* i = std::getenv(p.index);
+    const char* n = std::getenv(p.total);
+    if (!i && !n) continue;
+    if (!i || !n)
+      throw qc::InputError(std::string(i ? p.index : p.total) + "='" + (i ? i : n) + "' is set but " +
+                           (i ? p.total : p.index) + " is not: a shard needs both");
+    const auto total = parse_count(n);
+    if (!total || *total < 1)
+      throw qc::InputError(std::string(p.total) + "='" + n + "': expected a whole number of shards, at least 1");
+    const auto index = parse_count(i);
+    if (!index || *index >= *total)
+      throw qc::InputError(std::string(p.index) + "='" + i + "': expected a whole number from 0 to " +
+                           std::to_string(*total - 1) + " (" + p.total + "=" + n + ")");
+    const std::pair<int, int> shard{*index + 1, *total};
+    const std::string in = std::string(p.index) + "=" + i + " " + p.total + "=" + n;
+    if (found && *found != shard)
+      throw qc::InputError("the environment asks for two different shards: " + found_in + " and " + in);
+    found = shard;
+    found_in = in;
+  }
+  return found;
 }
 
 // A case whose operands come from, or whose outputs are compared with, a case of another shard
@@ -187,13 +239,20 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   if (a.gate && a.baseline.empty()) throw qc::InputError("--gate needs --baseline FILE (see qconform baseline)");
   std::optional<qc::Baseline> baseline;
   if (!a.baseline.empty()) baseline = qc::load_baseline(a.baseline);
+  // An explicit --shard wins over a test runner's environment (and then does not announce to
+  // Bazel that the run follows its sharding, which it does not).
+  const std::optional<std::pair<int, int>> ishard = a.shard.empty() ? shard_from_env() : parse_shard(a.shard);
   std::string shard;
-  if (!a.shard.empty()) {
-    const auto [i, n] = parse_shard(a.shard);
-    suites = take_shard(suites, i, n);
-    shard = std::to_string(i) + "/" + std::to_string(n);
+  if (ishard) {
+    suites = take_shard(suites, ishard->first, ishard->second);
+    shard = std::to_string(ishard->first) + "/" + std::to_string(ishard->second);
   }
   if (a.timeout < 0) throw qc::InputError("--timeout: must be positive, got " + std::to_string(a.timeout));
+  // Bazel's protocol: touching the status file says that this test runs only its shard.
+  if (const char* status = std::getenv("TEST_SHARD_STATUS_FILE"); status && a.shard.empty()) {
+    std::ofstream touch(status, std::ios::app);
+    if (!touch) throw qc::InputError(std::string("TEST_SHARD_STATUS_FILE='") + status + "': cannot create it");
+  }
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
   const Style st{tty && std::getenv("NO_COLOR") == nullptr};
   qc::RunOptions opt;
@@ -388,13 +447,17 @@ int main(int argc, char** argv) {
   RunArgs ra;
   CLI::App* run = app.add_subcommand("run", "run cases on backends and write report.json and report.html");
   run->add_option("paths", ra.paths, "case files or folders (default: the built-in suites in " QCONFORM_CASES_DIR ")");
-  run->add_option("--backend,-b", ra.backends, "backend to run (repeatable; default: every backend)");
+  // One name per flag: in `run --backend cpu-ref cases/qgemm.json` the file is a path, not a backend.
+  run->add_option("--backend,-b", ra.backends, "backend to run (repeatable; default: every backend)")
+      ->allow_extra_args(false);
   run->add_option("--report-dir,-o", ra.report_dir, "folder for the reports, results.jsonl and reproducers/")
       ->capture_default_str();
   run->add_flag("--quiet,-q", ra.quiet, "print only the report paths");
   run->add_option("--baseline", ra.baseline, "known mismatches (qconform baseline): unchanged ones are XFAIL");
   run->add_flag("--gate", ra.gate, "exit 1 only on a change against --baseline (CI gate)");
-  run->add_option("--shard", ra.shard, "run the i-th of n parts of the cases, as i/n (join with qconform merge)");
+  run->add_option("--shard", ra.shard,
+                  "run the i-th of n parts of the cases, as i/n (join with qconform merge); default: the shard "
+                  "GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS or TEST_SHARD_INDEX/TEST_TOTAL_SHARDS name (0-based)");
   run->add_option("--timeout", ra.timeout, "seconds per backend call; a slower call is killed and reported TIMEOUT");
   run->add_flag("--isolate", ra.isolate, "run each backend call in a child process (a crash becomes CRASH)");
   run->add_flag("--no-causes", ra.no_causes, "skip cause attribution");

@@ -1,10 +1,13 @@
-// Running the qconform binary from a test and reading back what it wrote: the exit status of a
-// command line, a JSON file, and a report with the fields that differ between any two runs dropped.
+// Running the qconform binary from a test and reading back what it wrote: the exit status and
+// output of a command line (with environment variables for it), a JSON file, and a report with
+// the fields that differ between any two runs dropped.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,10 +15,36 @@
 
 namespace qc::testing {
 
+// The shell words that start qconform: `run` takes its shard from a test runner's variables, so
+// the ones this test binary may itself run under are removed (a sharded test binary would shard
+// every run it starts), then `env` (NAME=VALUE words, shell-quoted where needed) is added.
+inline std::string qconform_command(const std::string& args, const std::string& env = "") {
+  return "env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_STATUS_FILE -u TEST_SHARD_INDEX "
+         "-u TEST_TOTAL_SHARDS -u TEST_SHARD_STATUS_FILE " +
+         env + " " + QCONFORM_BIN + " " + args;
+}
+
 // `qconform ARGS`, its output discarded: the exit status (-1 if it did not exit).
-inline int run_qconform(const std::string& args) {
-  const int rc = std::system((std::string(QCONFORM_BIN) + " " + args + " >/dev/null 2>&1").c_str());
+inline int run_qconform(const std::string& args, const std::string& env = "") {
+  const int rc = std::system((qconform_command(args, env) + " >/dev/null 2>&1").c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+struct CliResult {
+  int code = -1;       // the exit status, -1 if it did not exit
+  std::string output;  // stdout and stderr together
+};
+
+// `qconform ARGS` with its output.
+inline CliResult run_qconform_output(const std::string& args, const std::string& env = "") {
+  CliResult r;
+  FILE* p = popen((qconform_command(args, env) + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), static_cast<int>(buf.size()), p)) r.output += buf.data();
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 inline nlohmann::json read_json(const std::filesystem::path& p) {

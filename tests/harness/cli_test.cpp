@@ -1,35 +1,26 @@
 // The qconform binary end to end: exit codes, messages for bad input, and that a run that
 // cannot start leaves an existing report untouched.
+#include "cli_run.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <sys/wait.h>
-#include <array>
-#include <cstdio>
+#include <unistd.h>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string output;
-};
+using Result = qc::testing::CliResult;
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(QCONFORM_BIN) + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), static_cast<int>(buf.size()), p)) r.output += buf.data();
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result run(const std::string& args) { return qc::testing::run_qconform_output(args); }
 
 class Cli : public ::testing::Test {
  protected:
@@ -186,6 +177,104 @@ TEST_F(Cli, CpuRefClaimsAnotherPresetByName) {
       << r.output;
   r = run("list backends");
   EXPECT_NE(r.output.find("cpu-ref:pytorch-cpu  claims pytorch-cpu"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, BackendTakesOneNamePerFlag) {
+  // A path after --backend NAME is a path: cpu-ref passes the case, the tflite-reference variant
+  // fails it (see CpuRefClaimsAnotherPresetByName).
+  const std::string f = write_case(case_with("", "")).string(), o = " --report-dir " + (dir_ / "reports").string();
+  auto backends_run = [&] {
+    std::ifstream in(dir_ / "reports" / "report.json");
+    std::vector<std::string> names;
+    const nlohmann::json j = nlohmann::json::parse(in);
+    for (const auto& b : j["cases"][0]["backends"]) names.push_back(b["backend"]);
+    return names;
+  };
+  Result r = run("run --backend cpu-ref " + f + o);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(backends_run(), std::vector<std::string>{"cpu-ref"});
+  r = run("run -b cpu-ref:tflite-reference " + f + o);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_EQ(backends_run(), std::vector<std::string>{"cpu-ref:tflite-reference"});
+  r = run("run --backend cpu-ref --backend cpu-ref:tflite-reference " + f + o);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_EQ(backends_run(), (std::vector<std::string>{"cpu-ref", "cpu-ref:tflite-reference"}));
+  r = run("run " + f + o + " --backend");
+  EXPECT_EQ(r.code, 2) << r.output;
+  // README's example, in the source folder (env's -C).
+  r = qc::testing::run_qconform_output("run --backend cpu-ref cases/qgemm.json" + o, "-C " QCONFORM_SOURCE_DIR);
+  EXPECT_EQ(r.code, 0) << r.output;
+  {
+    std::ifstream in(dir_ / "reports" / "report.json");
+    const nlohmann::json j = nlohmann::json::parse(in);
+    EXPECT_GT(j["cases"].size(), 10u);
+    for (const auto& c : j["cases"]) EXPECT_EQ(c["id"].get<std::string>().rfind("qgemm/", 0), 0u) << c["id"];
+    EXPECT_EQ(j["metadata"]["backends"], nlohmann::json::parse(R"(["cpu-ref"])"));
+  }
+  // shrink and infer take one backend: the file after it is shrink's case file, and a second name
+  // is an error.
+  r = run("shrink --backend cpu-ref " + f + " --case c1 -o " + (dir_ / "small.json").string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("t/c1 passes on cpu-ref: nothing to shrink"), std::string::npos) << r.output;
+  r = run("shrink " + f + " --case c1 --backend cpu-ref --backend cpu-ref:tflite-reference");
+  EXPECT_EQ(r.code, 2) << r.output;
+  r = run("infer --backend cpu-ref cpu-ref:tflite-reference");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("not expected: cpu-ref:tflite-reference"), std::string::npos) << r.output;
+  r = run("infer --backend cpu-ref --backend cpu-ref:tflite-reference");
+  EXPECT_EQ(r.code, 2) << r.output;
+}
+
+TEST_F(Cli, SummaryColumnsFitTheLongestBackendName) {
+  const std::string name = "cpu-ref:tflite-reference";
+  const Result r = run("run " + write_case(case_with("", "")).string() + " --backend cpu-ref --backend " + name +
+                       " --report-dir " + (dir_ / "reports").string());
+  ASSERT_EQ(r.code, 1) << r.output;
+  std::istringstream lines(r.output);
+  std::string line, header, failure;
+  std::map<std::string, std::string> rows;  // backend -> its row of the table
+  while (std::getline(lines, line)) {
+    if (line.rfind("  backend ", 0) == 0) header = line;
+    if (line.rfind("  FAIL ", 0) == 0) failure = line;
+    for (const std::string b : {"cpu-ref", "cpu-ref:tflite-reference"})
+      if (line.rfind("  " + b + " ", 0) == 0) rows[b] = line;
+  }
+  // The failure line: verdict, case, the whole backend name, a gap, then the reason.
+  std::istringstream words(failure);
+  std::string verdict, id, backend;
+  words >> verdict >> id >> backend;
+  EXPECT_EQ(backend, name) << r.output;
+  EXPECT_NE(failure.find(name + "  "), std::string::npos) << r.output;
+  // The table: each row the whole name, a gap, and a count right-aligned under each verdict of the
+  // header.
+  auto words_of = [](const std::string& l) {  // each word and where it ends
+    std::vector<std::pair<std::string, std::size_t>> out;
+    for (std::size_t i = 0; i < l.size();) {
+      const std::size_t b = l.find_first_not_of(' ', i);
+      if (b == std::string::npos) break;
+      const std::size_t e = std::min(l.size(), l.find(' ', b));
+      out.emplace_back(l.substr(b, e - b), e);
+      i = e;
+    }
+    return out;
+  };
+  ASSERT_FALSE(header.empty()) << r.output;
+  ASSERT_EQ(rows.size(), 2u) << r.output;
+  const auto heads = words_of(header);
+  ASSERT_EQ(heads.size(), 8u) << header;
+  for (const auto& [b, row] : rows) {
+    EXPECT_TRUE(std::isspace(static_cast<unsigned char>(row.at(2 + b.size())))) << row;
+    const auto cells = words_of(row);
+    ASSERT_EQ(cells.size(), heads.size()) << header << "\n" << row;
+    EXPECT_EQ(cells[0].first, b);
+    std::map<std::string, std::string> count;
+    for (std::size_t k = 1; k < cells.size(); ++k) {
+      EXPECT_EQ(cells[k].second, heads[k].second) << heads[k].first << " column:\n" << header << "\n" << row;
+      count[heads[k].first] = cells[k].first;
+    }
+    EXPECT_EQ(count["PASS"], b == name ? "0" : "1") << row;
+    EXPECT_EQ(count["FAIL"], b == name ? "1" : "0") << row;
+  }
 }
 
 TEST_F(Cli, NothingRunnableExitsSeventySeven) {
