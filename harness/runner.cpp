@@ -43,6 +43,8 @@ struct CallResult {
 CallResult call_in_process(Backend& b, const OpRequest& op) {
   try {
     return {b.run(op), Verdict::pass, ""};
+  } catch (const BackendFault& f) {
+    return {std::nullopt, f.kind() == BackendFault::Kind::timeout ? Verdict::timeout : Verdict::crash, f.what()};
   } catch (const std::exception& e) {
     return {std::nullopt, Verdict::crash, std::string("backend threw: ") + e.what()};
   }
@@ -205,8 +207,8 @@ BackendRun judge(const Case& c, const OpRequest& oracle_op, const OpRequest& bac
     return run;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  CallResult call = opt.isolate || opt.timeout_seconds > 0 ? call_isolated(b, backend_op, opt.timeout_seconds)
-                                                           : call_in_process(b, backend_op);
+  const bool fork = (opt.isolate || opt.timeout_seconds > 0) && !b.contains_faults();
+  CallResult call = fork ? call_isolated(b, backend_op, opt.timeout_seconds) : call_in_process(b, backend_op);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!call.out) {
     r.verdict = call.verdict;

@@ -7,6 +7,8 @@
 
 #include <map>
 #include <memory>
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,20 @@ namespace qc {
 struct Availability {
   bool available = true;
   std::string reason;  // why not, when not (e.g. "CPU lacks avx512_vnni")
+};
+
+// A backend whose calls run outside this process (an exec runner) reports a fault there -- the
+// program crashed, hung past the timeout, or answered with something that is not a reply -- by
+// throwing this from run(); the runner turns it into a CRASH or TIMEOUT verdict with the message
+// (which carries the program's stderr tail).
+class BackendFault : public std::runtime_error {
+ public:
+  enum class Kind : std::uint8_t { crash, timeout };
+  BackendFault(Kind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
 };
 
 class Backend {
@@ -32,6 +48,9 @@ class Backend {
   // is reported with a SKIP verdict.
   virtual Availability supports(const OpRequest& op) const = 0;
   virtual Tensor run(const OpRequest& op) = 0;
+  // True when this backend already contains its faults outside this process and enforces its own
+  // timeout (exec runners): the runner's --isolate then calls it directly instead of forking.
+  virtual bool contains_faults() const { return false; }
 };
 
 }  // namespace qc
