@@ -3,6 +3,7 @@
 // Exit codes: 0 every expectation met; 1 a conformance failure (FAIL, XPASS, CRASH, TIMEOUT);
 // 2 a usage or input error (nothing is written); 77 nothing could run (every result SKIP).
 // With --gate (and a baseline), 0 unless something changed against the baseline.
+#include "backends/plugin/plugin_backend.hpp"
 #include "backends/registry.hpp"
 #include "cases/case.hpp"
 #include "harness/baseline.hpp"
@@ -45,6 +46,29 @@ constexpr int kExitInput = 2;
 std::vector<fs::path> case_paths(const std::vector<std::string>& args) {
   if (args.empty()) return {fs::path(QCONFORM_CASES_DIR)};
   return {args.begin(), args.end()};
+}
+
+// Plugins named with --plugin (any subcommand that takes backends), after those of QCONFORM_PLUGINS.
+std::vector<std::string> g_plugin_paths;
+
+// Every backend this run can offer: the built-in ones, then each plugin's, in load order. A name
+// offered twice is an input error naming both sources.
+std::vector<std::unique_ptr<qc::Backend>> all_backends() {
+  auto all = qc::make_builtin_backends();
+  std::map<std::string, std::string> source;
+  for (const auto& b : all) source[b->name()] = "built in";
+  std::vector<std::string> paths = qc::plugin_paths_from_environment();
+  paths.insert(paths.end(), g_plugin_paths.begin(), g_plugin_paths.end());
+  for (const std::string& p : paths) {
+    qc::LoadedPlugin plugin = qc::load_plugin(p);
+    for (auto& b : plugin.backends) {
+      auto [it, fresh] = source.emplace(b->name(), "plugin " + p);
+      if (!fresh)
+        throw qc::InputError("plugin " + p + ": backend '" + b->name() + "' is already offered (" + it->second + ")");
+      all.push_back(std::move(b));
+    }
+  }
+  return all;
 }
 
 // The named backends (default: every built-in one). A name outside the default set, such as
@@ -234,7 +258,7 @@ struct RunArgs {
 int cmd_run(const RunArgs& a, int argc, char** argv) {
   // Everything that can fail on bad input happens before anything is written.
   std::vector<qc::Suite> suites = qc::load_suites(case_paths(a.paths));
-  auto all = qc::make_builtin_backends();
+  auto all = all_backends();
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends);
   if (a.gate && a.baseline.empty()) throw qc::InputError("--gate needs --baseline FILE (see qconform baseline)");
   std::optional<qc::Baseline> baseline;
@@ -345,7 +369,7 @@ int cmd_shrink(const std::string& path, const std::string& case_name, const std:
     std::cout << found->id() << " takes operands from " << producers
               << ": shrinking it with the oracle's outputs of those cases inlined\n";
   const qc::Case c = producers.empty() ? *found : qc::standalone_case(*found, *suite);
-  auto all = qc::make_builtin_backends();
+  auto all = all_backends();
   qc::Backend* b = select_backends(all, {backend}).front();
   if (!b->availability().available) {
     std::cerr << "qconform: " << backend << " is not available: " << b->availability().reason << "\n";
@@ -369,7 +393,7 @@ int cmd_shrink(const std::string& path, const std::string& case_name, const std:
 }
 
 int cmd_infer(const std::string& backend, const std::string& json_out, std::uint64_t seed) {
-  auto all = qc::make_builtin_backends();
+  auto all = all_backends();
   qc::Backend* b = select_backends(all, {backend}).front();
   qc::InferOptions opt;
   opt.seed = seed;
@@ -403,7 +427,7 @@ int cmd_infer(const std::string& backend, const std::string& json_out, std::uint
 int cmd_list(const std::string& what, const std::vector<std::string>& paths) {
   if (what == "backends" || what == "all") {
     std::cout << "backends:\n";
-    for (const auto& b : qc::make_builtin_backends()) {
+    for (const auto& b : all_backends()) {
       const qc::Availability a = b->availability();
       std::cout << "  " << b->name() << "  claims " << b->claim() << "  "
                 << (a.available ? "available" : "unavailable: " + a.reason) << "\n    " << b->description() << "\n";
@@ -459,6 +483,12 @@ int main(int argc, char** argv) {
                   "run the i-th of n parts of the cases, as i/n (join with qconform merge); default: the shard "
                   "GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS or TEST_SHARD_INDEX/TEST_TOTAL_SHARDS name (0-based)");
   run->add_option("--timeout", ra.timeout, "seconds per backend call; a slower call is killed and reported TIMEOUT");
+  const auto add_plugin_option = [](CLI::App* c) {
+    c->add_option("--plugin", g_plugin_paths,
+                  "a backend plugin (shared library, docs/integrate.md) to load; repeatable; also QCONFORM_PLUGINS")
+        ->allow_extra_args(false);
+  };
+  add_plugin_option(run);
   run->add_flag("--isolate", ra.isolate, "run each backend call in a child process (a crash becomes CRASH)");
   run->add_flag("--no-causes", ra.no_causes, "skip cause attribution");
   run->add_flag("--no-reproducers", ra.no_reproducers, "write no reproducer case files");
@@ -485,6 +515,7 @@ int main(int argc, char** argv) {
   shrink->add_option("--case,-c", shrink_case, "the case's name")->required();
   shrink->add_option("--backend,-b", shrink_backend, "the failing backend")->required();
   shrink->add_option("--output,-o", shrink_out, "where to write the smaller case")->capture_default_str();
+  add_plugin_option(shrink);
 
   std::string infer_backend, infer_json;
   std::uint64_t infer_seed = 1;
@@ -492,12 +523,14 @@ int main(int argc, char** argv) {
   inferc->add_option("--backend,-b", infer_backend, "the backend to probe")->required();
   inferc->add_option("--json", infer_json, "also write the findings as JSON");
   inferc->add_option("--seed", infer_seed, "seed of the probe generator")->capture_default_str();
+  add_plugin_option(inferc);
 
   std::string topic = "all";
   std::vector<std::string> list_paths;
   CLI::App* list = app.add_subcommand("list", "list backends, presets and cases");
   list->add_option("topic", topic, "backends, presets, cases or all")->capture_default_str();
   list->add_option("paths", list_paths, "case files or folders for 'cases'");
+  add_plugin_option(list);
 
   qc::OracleOptions oracle_opts, explain_opts;
   CLI::App* oracle = app.add_subcommand("oracle", "evaluate quantize, dequantize or requantize exactly, elementwise");

@@ -1,0 +1,122 @@
+// Backend plugins through the CLI: the C ABI carries every op kind (cpu-ref behind it gives cpu-ref's
+// results on every default case), faults in a plugin become verdicts under --isolate/--timeout with
+// the other backends' results and the reports intact, and a library that is not a plugin of this ABI
+// version is refused with exit 2 naming the file (and both versions).
+#include "cli_run.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+namespace qc::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kSrc = QCONFORM_SOURCE_DIR;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("qconform_plugin_test_" + name);
+  fs::remove_all(d);
+  return d;
+}
+
+// (case id) -> (verdict, reason) of one backend in a report.
+std::map<std::string, std::pair<std::string, std::string>> results_of(const nlohmann::json& report,
+                                                                      const std::string& backend) {
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  for (const auto& c : report["cases"])
+    for (const auto& b : c["backends"])
+      if (b["backend"] == backend) out[c["id"].get<std::string>()] = {b["verdict"], b["reason"]};
+  return out;
+}
+
+// (case id) -> what one backend's outputs measured against the spec: the metrics (with the worst
+// elements' actual values) and the causes. Independent of the expectation, which cases key by name.
+std::map<std::string, nlohmann::json> measured(const nlohmann::json& report, const std::string& backend) {
+  std::map<std::string, nlohmann::json> out;
+  for (const auto& c : report["cases"])
+    for (const auto& b : c["backends"])
+      if (b["backend"] == backend)
+        out[c["id"].get<std::string>()] = {b.value("metrics", nlohmann::json()), b.value("causes", nlohmann::json())};
+  return out;
+}
+
+TEST(Plugin, CpuRefThroughTheAbiGivesCpuRefsResultsOnEveryDefaultCase) {
+  const fs::path d = fresh_dir("cpuref");
+  const int rc = run_qconform("run " + kSrc + "/cases --plugin " + QCONFORM_TEST_PLUGIN_CPUREF +
+                              " --backend cpu-ref --backend plugin-cpu-ref --no-reproducers -o " + d.string());
+  ASSERT_EQ(rc, 0);
+  const auto report = read_json(d / "report.json");
+  const auto direct = measured(report, "cpu-ref");
+  const auto through = measured(report, "plugin-cpu-ref");
+  ASSERT_GT(direct.size(), 100u);
+  ASSERT_EQ(direct.size(), through.size());
+  for (const auto& [id, r] : direct) {
+    ASSERT_TRUE(through.count(id)) << id;
+    EXPECT_EQ(through.at(id), r) << id;
+  }
+}
+
+TEST(Plugin, QconformPluginsVariableLoadsTheSamePlugin) {
+  const auto r = run_qconform_output("list backends", std::string("QCONFORM_PLUGINS=") + QCONFORM_TEST_PLUGIN_CPUREF);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("plugin-cpu-ref"), std::string::npos) << r.output;
+}
+
+TEST(Plugin, FaultsBecomeVerdictsAndTheOtherResultsSurvive) {
+  const fs::path d = fresh_dir("faults");
+  // The first three quantize cases of the default suite: each fault costs at most a timeout per case.
+  fs::create_directories(d);
+  nlohmann::json suite = read_json(kSrc + "/cases/quantize_linear.json");
+  suite["cases"].erase(suite["cases"].begin() + 3, suite["cases"].end());
+  const std::string cases = (d / "three.json").string();
+  std::ofstream(cases) << suite.dump(1);
+  const int rc = run_qconform("run " + cases + " --plugin " + QCONFORM_TEST_PLUGIN_FAULTY +
+                              " --backend cpu-ref --backend plugin-segv --backend plugin-hang --backend plugin-throws"
+                              " --backend plugin-wrong-size --isolate --timeout 1 --no-reproducers -o " +
+                              (d / "out").string());
+  EXPECT_EQ(rc, 1);
+  for (const char* f : {"report.json", "report.html", "report.junit.xml"}) EXPECT_TRUE(fs::exists(d / "out" / f)) << f;
+  const auto report = read_json(d / "out" / "report.json");
+  const auto ref = results_of(report, "cpu-ref");
+  ASSERT_EQ(ref.size(), 3u);
+  for (const auto& [id, r] : ref) EXPECT_EQ(r.first, "PASS") << id;
+  for (const auto& [id, r] : results_of(report, "plugin-segv")) {
+    EXPECT_EQ(r.first, "CRASH") << id;
+    EXPECT_NE(r.second.find("signal 11"), std::string::npos) << r.second;
+  }
+  for (const auto& [id, r] : results_of(report, "plugin-hang")) EXPECT_EQ(r.first, "TIMEOUT") << id;
+  for (const auto& [id, r] : results_of(report, "plugin-throws")) {
+    EXPECT_EQ(r.first, "CRASH") << id;
+    EXPECT_NE(r.second.find("the kernel refused"), std::string::npos) << r.second;
+  }
+  for (const auto& [id, r] : results_of(report, "plugin-wrong-size")) EXPECT_EQ(r.first, "FAIL") << id;
+}
+
+TEST(Plugin, AnotherAbiVersionIsRefusedNamingTheFileAndBothVersions) {
+  const fs::path d = fresh_dir("abi");
+  fs::create_directories(d);
+  { std::ofstream(d / "report.json") << "{\"earlier\": true}\n"; }
+  const auto r = run_qconform_output("run " + kSrc + "/cases/quantize_linear.json --plugin " +
+                                     QCONFORM_TEST_PLUGIN_ABI99 + " -o " + d.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(QCONFORM_TEST_PLUGIN_ABI99), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("version 99"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("version 1"), std::string::npos) << r.output;
+  EXPECT_EQ(read_json(d / "report.json"), nlohmann::json::parse("{\"earlier\": true}"));
+}
+
+TEST(Plugin, NotAPluginOrMissingIsAnInputError) {
+  for (const std::string& p : {std::string(QCONFORM_TEST_PLUGIN_NONE), std::string("/nonexistent/libnone.so")}) {
+    const auto r = run_qconform_output("list backends --plugin " + p);
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_NE(r.output.find(p), std::string::npos) << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace qc::testing

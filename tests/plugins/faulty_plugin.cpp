@@ -1,0 +1,53 @@
+// Backends with planted faults, for the plugin tests: each supports quantize only and fails in run.
+#include "qconform/plugin.hpp"
+
+#include <csignal>
+#include <stdexcept>
+#include <thread>
+
+namespace {
+
+enum class Fault { segv, hang, throws, wrong_size };
+
+class Faulty : public qc::Backend {
+ public:
+  Faulty(std::string name, Fault f) : name_(std::move(name)), fault_(f) {}
+  std::string name() const override { return name_; }
+  std::string description() const override { return "a planted fault"; }
+  std::string claim() const override { return "onnx"; }
+  qc::Availability supports(const qc::OpRequest& op) const override {
+    return {std::holds_alternative<qc::QuantizeOp>(op), "quantize only"};
+  }
+  qc::Tensor run(const qc::OpRequest& op) override {
+    const auto& q = std::get<qc::QuantizeOp>(op);
+    switch (fault_) {
+      case Fault::segv:
+        std::raise(SIGSEGV);
+        break;
+      case Fault::hang:
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      case Fault::throws:
+        throw std::runtime_error("the kernel refused");
+      case Fault::wrong_size:
+        return qc::Tensor(q.out, {q.x.size() + 1});
+    }
+    return {};
+  }
+
+ private:
+  std::string name_;
+  Fault fault_;
+};
+
+std::vector<std::unique_ptr<qc::Backend>> backends() {
+  std::vector<std::unique_ptr<qc::Backend>> v;
+  v.push_back(std::make_unique<Faulty>("plugin-segv", Fault::segv));
+  v.push_back(std::make_unique<Faulty>("plugin-hang", Fault::hang));
+  v.push_back(std::make_unique<Faulty>("plugin-throws", Fault::throws));
+  v.push_back(std::make_unique<Faulty>("plugin-wrong-size", Fault::wrong_size));
+  return v;
+}
+
+}  // namespace
+
+QCONFORM_PLUGIN("qconform-test-faulty", backends)
