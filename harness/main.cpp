@@ -20,6 +20,7 @@
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +72,42 @@ std::vector<qc::Backend*> select_backends(std::vector<std::unique_ptr<qc::Backen
     out.push_back(found);
   }
   return out;
+}
+
+// The file each custom preset came from, for `list presets`.
+std::map<std::string, std::string>& preset_origin() {
+  static std::map<std::string, std::string> m;
+  return m;
+}
+
+// Registers the custom presets of QCONFORM_PRESETS (a ':'-separated list of policy files), then
+// of the --preset-file options, in order. A file named twice is read once; two files that declare
+// one name are refused (a policy file's error names the file and the field).
+void load_custom_presets(const std::vector<std::string>& flag_files) {
+  std::vector<std::pair<std::string, std::string>> files;  // (origin, path)
+  if (const char* env = std::getenv("QCONFORM_PRESETS")) {
+    std::string_view rest(env);
+    while (!rest.empty()) {
+      const auto colon = rest.find(':');
+      const std::string f(rest.substr(0, colon));
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+      if (!f.empty()) files.emplace_back("QCONFORM_PRESETS", f);
+    }
+  }
+  for (const std::string& f : flag_files) files.emplace_back("--preset-file", f);
+  std::vector<fs::path> seen;
+  for (const auto& [origin, f] : files) {
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(f, ec);
+    const fs::path key = ec ? fs::path(f) : canonical;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    try {
+      for (const std::string& n : qc::load_preset_file(f)) preset_origin()[n] = f;
+    } catch (const qc::InputError& e) {
+      throw qc::InputError(origin + ": " + e.what());
+    }
+  }
 }
 
 struct Style {
@@ -223,8 +260,9 @@ std::vector<qc::Suite> take_shard(const std::vector<qc::Suite>& suites, int i, i
 }
 
 struct RunArgs {
-  std::vector<std::string> paths, backends;
+  std::vector<std::string> paths, backends, preset_files;
   std::string report_dir = "qconform-report";
+  std::string expect = "spec";
   bool quiet = false;
   std::string baseline, shard;
   bool gate = false, no_causes = false, no_reproducers = false, isolate = false;
@@ -232,10 +270,14 @@ struct RunArgs {
 };
 
 int cmd_run(const RunArgs& a, int argc, char** argv) {
-  // Everything that can fail on bad input happens before anything is written.
+  // Everything that can fail on bad input happens before anything is written: custom presets
+  // first (the cases' specs may name them), then the cases, then the backends' claims.
+  load_custom_presets(a.preset_files);
   std::vector<qc::Suite> suites = qc::load_suites(case_paths(a.paths));
   auto all = qc::make_builtin_backends();
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends);
+  qc::check_claims(backends, "run");
+  if (a.expect == "claim") qc::expect_claims(suites);
   if (a.gate && a.baseline.empty()) throw qc::InputError("--gate needs --baseline FILE (see qconform baseline)");
   std::optional<qc::Baseline> baseline;
   if (!a.baseline.empty()) baseline = qc::load_baseline(a.baseline);
@@ -417,6 +459,13 @@ int cmd_list(const std::string& what, const std::vector<std::string>& paths) {
   if (what == "presets" || what == "all") {
     std::cout << "presets:\n";
     for (const qc::Spec& s : qc::presets()) std::cout << "  " << s.name << "  " << s.description << "\n";
+    const std::vector<qc::Spec> custom = qc::registered_presets();
+    if (!custom.empty()) std::cout << "  custom (--preset-file, QCONFORM_PRESETS):\n";
+    for (const qc::Spec& s : custom) {
+      const auto it = preset_origin().find(s.name);
+      std::cout << "  " << s.name << "  " << s.description
+                << (it == preset_origin().end() ? "" : "  [" + it->second + "]") << "\n";
+    }
   }
   if (what == "cases" || what == "all") {
     std::cout << "cases:\n";
@@ -460,6 +509,14 @@ int main(int argc, char** argv) {
                   "GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS or TEST_SHARD_INDEX/TEST_TOTAL_SHARDS name (0-based)");
   run->add_option("--timeout", ra.timeout, "seconds per backend call; a slower call is killed and reported TIMEOUT");
   run->add_flag("--isolate", ra.isolate, "run each backend call in a child process (a crash becomes CRASH)");
+  run->add_option("--preset-file", ra.preset_files,
+                  "a policy file declaring custom presets (repeatable; also QCONFORM_PRESETS=FILE:FILE...)")
+      ->allow_extra_args(false);
+  run->add_option("--expect", ra.expect,
+                  "spec: judge each case's expectations (default); claim: judge every backend against its own "
+                  "claimed preset (dot_product expectations stay)")
+      ->check(CLI::IsMember({"spec", "claim"}))
+      ->capture_default_str();
   run->add_flag("--no-causes", ra.no_causes, "skip cause attribution");
   run->add_flag("--no-reproducers", ra.no_reproducers, "write no reproducer case files");
 
@@ -498,6 +555,9 @@ int main(int argc, char** argv) {
   CLI::App* list = app.add_subcommand("list", "list backends, presets and cases");
   list->add_option("topic", topic, "backends, presets, cases or all")->capture_default_str();
   list->add_option("paths", list_paths, "case files or folders for 'cases'");
+  std::vector<std::string> list_preset_files;
+  list->add_option("--preset-file", list_preset_files, "a policy file declaring custom presets (repeatable)")
+      ->allow_extra_args(false);
 
   qc::OracleOptions oracle_opts, explain_opts;
   CLI::App* oracle = app.add_subcommand("oracle", "evaluate quantize, dequantize or requantize exactly, elementwise");
@@ -520,9 +580,14 @@ int main(int argc, char** argv) {
     if (*run) return cmd_run(ra, argc, argv);
     if (*baseline) return cmd_baseline(baseline_report, baseline_out, baseline_update);
     if (*report || *merge) return cmd_report(report_inputs, report_out);
+    if (*list) {
+      load_custom_presets(list_preset_files);
+      return cmd_list(topic, list_paths);
+    }
+    // The other commands that read specs or claims see QCONFORM_PRESETS' presets too.
+    if (*shrink || *inferc || *oracle || *explain) load_custom_presets({});
     if (*shrink) return cmd_shrink(shrink_path, shrink_case, shrink_backend, shrink_out);
     if (*inferc) return cmd_infer(infer_backend, infer_json, infer_seed);
-    if (*list) return cmd_list(topic, list_paths);
     if (*oracle) return qc::cmd_oracle(oracle_opts);
     if (*explain) return qc::cmd_explain(explain_opts);
   } catch (const qc::InputError& e) {
