@@ -958,6 +958,85 @@ Spec parse_spec(const std::string& text, const std::string& where) {
   return load_spec(j, Where{where, 0, "", "", nullptr});
 }
 
+namespace {
+
+// The text as JSON, or an InputError naming `where` and the line.
+json parse_json_text(const std::string& text, const std::string& where) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    const int line = line_of_offset(text, e.byte > 0 ? e.byte - 1 : 0);
+    std::string msg = e.what();
+    if (auto k = msg.find("]: "); k != std::string::npos) msg = msg.substr(k + 3);
+    throw InputError(where + ":" + std::to_string(line) + ": JSON syntax error: " + msg);
+  }
+}
+
+// One preset definition: {"preset": name, "spec": <a case's spec>, "description", "sources"}.
+Spec load_preset_definition(const json& j, const Where& w) {
+  if (!j.is_object()) w.fail("(top level)", "expected an object {\"preset\": name, \"spec\": ...}");
+  check_fields(j, {"preset", "spec", "description", "sources", "$schema"}, w, "");
+  if (!j.contains("preset") || !j["preset"].is_string()) w.fail("preset", "missing the new preset's name (a string)");
+  if (!j.contains("spec"))
+    w.fail("spec", "missing: the preset's policies, as a case's spec (a preset name or {\"preset\": ..., overrides})");
+  // The policies are exactly what a case's "spec" field says (one definition: load_spec).
+  Spec s = load_spec(j["spec"], w);
+  s.name = j["preset"].get<std::string>();
+  s.description.clear();
+  if (j.contains("description")) {
+    if (!j["description"].is_string()) w.fail("description", "expected a string");
+    s.description = j["description"].get<std::string>();
+  }
+  if (s.description.empty()) s.description = "custom preset: " + j["spec"].dump();
+  s.sources.clear();
+  if (j.contains("sources")) {
+    if (!j["sources"].is_array()) w.fail("sources", "expected a list of strings");
+    for (std::size_t i = 0; i < j["sources"].size(); ++i) {
+      if (!j["sources"][i].is_string()) w.fail("sources[" + std::to_string(i) + "]", "expected a string");
+      s.sources.push_back(j["sources"][i].get<std::string>());
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> register_presets_json(const std::string& text, const std::string& where) {
+  const json j = parse_json_text(text, where);
+  std::vector<json> items;
+  std::vector<std::string> prefixes;
+  if (j.is_array()) {
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      items.push_back(j[i]);
+      prefixes.push_back("[" + std::to_string(i) + "].");
+    }
+  } else {
+    items.push_back(j);
+    prefixes.push_back("");
+  }
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const Where w{where, 0, "", prefixes[i], nullptr};
+    Spec s = load_preset_definition(items[i], w);
+    const std::string name = s.name;
+    try {
+      register_preset(std::move(s));
+    } catch (const InputError& e) {
+      w.fail("preset", e.what());
+    }
+    names.push_back(name);
+  }
+  return names;
+}
+
+std::vector<std::string> load_preset_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file.string() + ": cannot open preset file");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return register_presets_json(buf.str(), file.string());
+}
+
 Suite load_suite(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(file.string() + ": cannot open case file");

@@ -96,6 +96,20 @@ Suite select_cases(const Suite& s, const std::vector<bool>& keep);
 // "spec" field; docs/cases.md). Throws InputError naming `where` and the field.
 Spec parse_spec(const std::string& text, const std::string& where);
 
+// Custom presets (docs/numerics.md, "Custom presets and claims"). A policy file holds one
+// definition or a JSON list of them:
+//   {"preset": "mykernel-1.0", "spec": {"preset": "onnx", "rounding": "rna"},
+//    "description": "...", "sources": ["org/repo path::function"]}
+// "spec" is read exactly as a case's "spec" field (parse_spec: a preset name, or a base preset with
+// overrides), and may name a preset registered before, by this file or an earlier one. Each
+// definition is registered with register_preset as it is read. Throws InputError naming `where`,
+// the line (for JSON syntax) and the field; a name that is built in or already registered is
+// refused (field 'preset'). Returns the names registered. For plugins: pass the JSON text and a
+// `where` that names its origin.
+std::vector<std::string> register_presets_json(const std::string& text, const std::string& where);
+// The same, from a file (`where` is its path).
+std::vector<std::string> load_preset_file(const std::filesystem::path& file);
+
 // Loads one case file. Throws InputError naming the file, the case (and its line), and the
 // field for every problem: JSON syntax, unknown fields, bad parameters, shape mismatches.
 Suite load_suite(const std::filesystem::path& file);

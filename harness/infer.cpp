@@ -161,7 +161,9 @@ void infer_quantize(Backend& b, const InferOptions& opt, InferReport& rep) {
   finding("rounding", roundings, "the float to integer rounding");
   finding("clamp", clamps, "where the range is enforced");
   finding("nan", nans, "what NaN becomes");
-  for (const Spec& s : presets()) {
+  std::vector<Spec> known = presets();  // and the custom presets registered (QCONFORM_PRESETS)
+  for (Spec& s : registered_presets()) known.push_back(std::move(s));
+  for (const Spec& s : known) {
     if (reproduces(probes, s.quantize_for(DType::f32))) rep.presets.push_back(s.name);
   }
   rep.summary = first ? "quantize behaves like: " + quantize_words(orders, computes, roundings, clamps, nans)

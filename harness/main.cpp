@@ -21,6 +21,7 @@
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -51,8 +52,9 @@ std::vector<fs::path> case_paths(const std::vector<std::string>& args) {
 // Plugins named with --plugin (any subcommand that takes backends), after those of QCONFORM_PLUGINS.
 std::vector<std::string> g_plugin_paths;
 
-// Every backend this run can offer: the built-in ones, then each plugin's, in load order. A name
-// offered twice is an input error naming both sources.
+// Every backend this run can offer: the built-in ones, then each plugin's, in load order (each
+// plugin's preset declarations are registered as it loads). A name offered twice is an input error
+// naming both sources.
 std::vector<std::unique_ptr<qc::Backend>> all_backends() {
   auto all = qc::make_builtin_backends();
   std::map<std::string, std::string> source;
@@ -61,6 +63,8 @@ std::vector<std::unique_ptr<qc::Backend>> all_backends() {
   paths.insert(paths.end(), g_plugin_paths.begin(), g_plugin_paths.end());
   for (const std::string& p : paths) {
     qc::LoadedPlugin plugin = qc::load_plugin(p);
+    // The presets the plugin declares (its backends may claim them, cases may name them).
+    if (!plugin.presets_json.empty()) qc::register_presets_json(plugin.presets_json, "plugin " + p);
     for (auto& b : plugin.backends) {
       auto [it, fresh] = source.emplace(b->name(), "plugin " + p);
       if (!fresh)
@@ -95,6 +99,42 @@ std::vector<qc::Backend*> select_backends(std::vector<std::unique_ptr<qc::Backen
     out.push_back(found);
   }
   return out;
+}
+
+// The file each custom preset came from, for `list presets`.
+std::map<std::string, std::string>& preset_origin() {
+  static std::map<std::string, std::string> m;
+  return m;
+}
+
+// Registers the custom presets of QCONFORM_PRESETS (a ':'-separated list of policy files), then
+// of the --preset-file options, in order. A file named twice is read once; two files that declare
+// one name are refused (a policy file's error names the file and the field).
+void load_custom_presets(const std::vector<std::string>& flag_files) {
+  std::vector<std::pair<std::string, std::string>> files;  // (origin, path)
+  if (const char* env = std::getenv("QCONFORM_PRESETS")) {
+    std::string_view rest(env);
+    while (!rest.empty()) {
+      const auto colon = rest.find(':');
+      const std::string f(rest.substr(0, colon));
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+      if (!f.empty()) files.emplace_back("QCONFORM_PRESETS", f);
+    }
+  }
+  for (const std::string& f : flag_files) files.emplace_back("--preset-file", f);
+  std::vector<fs::path> seen;
+  for (const auto& [origin, f] : files) {
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(f, ec);
+    const fs::path key = ec ? fs::path(f) : canonical;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    try {
+      for (const std::string& n : qc::load_preset_file(f)) preset_origin()[n] = f;
+    } catch (const qc::InputError& e) {
+      throw qc::InputError(origin + ": " + e.what());
+    }
+  }
 }
 
 struct Style {
@@ -247,8 +287,9 @@ std::vector<qc::Suite> take_shard(const std::vector<qc::Suite>& suites, int i, i
 }
 
 struct RunArgs {
-  std::vector<std::string> paths, backends;
+  std::vector<std::string> paths, backends, preset_files;
   std::string report_dir = "qconform-report";
+  std::string expect = "spec";
   bool quiet = false;
   std::string baseline, shard;
   bool gate = false, no_causes = false, no_reproducers = false, isolate = false;
@@ -256,10 +297,14 @@ struct RunArgs {
 };
 
 int cmd_run(const RunArgs& a, int argc, char** argv) {
-  // Everything that can fail on bad input happens before anything is written.
+  // Everything that can fail on bad input happens before anything is written: custom presets
+  // first (the cases' specs may name them), then the cases, then the backends' claims.
+  load_custom_presets(a.preset_files);
+  auto all = all_backends();  // plugins may declare presets too
   std::vector<qc::Suite> suites = qc::load_suites(case_paths(a.paths));
-  auto all = all_backends();
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends);
+  qc::check_claims(backends, "run");
+  if (a.expect == "claim") qc::expect_claims(suites);
   if (a.gate && a.baseline.empty()) throw qc::InputError("--gate needs --baseline FILE (see qconform baseline)");
   std::optional<qc::Baseline> baseline;
   if (!a.baseline.empty()) baseline = qc::load_baseline(a.baseline);
@@ -441,6 +486,13 @@ int cmd_list(const std::string& what, const std::vector<std::string>& paths) {
   if (what == "presets" || what == "all") {
     std::cout << "presets:\n";
     for (const qc::Spec& s : qc::presets()) std::cout << "  " << s.name << "  " << s.description << "\n";
+    const std::vector<qc::Spec> custom = qc::registered_presets();
+    if (!custom.empty()) std::cout << "  custom (--preset-file, QCONFORM_PRESETS):\n";
+    for (const qc::Spec& s : custom) {
+      const auto it = preset_origin().find(s.name);
+      std::cout << "  " << s.name << "  " << s.description
+                << (it == preset_origin().end() ? "" : "  [" + it->second + "]") << "\n";
+    }
   }
   if (what == "cases" || what == "all") {
     std::cout << "cases:\n";
@@ -490,6 +542,14 @@ int main(int argc, char** argv) {
   };
   add_plugin_option(run);
   run->add_flag("--isolate", ra.isolate, "run each backend call in a child process (a crash becomes CRASH)");
+  run->add_option("--preset-file", ra.preset_files,
+                  "a policy file declaring custom presets (repeatable; also QCONFORM_PRESETS=FILE:FILE...)")
+      ->allow_extra_args(false);
+  run->add_option("--expect", ra.expect,
+                  "spec: judge each case's expectations (default); claim: judge every backend against its own "
+                  "claimed preset (dot_product expectations stay)")
+      ->check(CLI::IsMember({"spec", "claim"}))
+      ->capture_default_str();
   run->add_flag("--no-causes", ra.no_causes, "skip cause attribution");
   run->add_flag("--no-reproducers", ra.no_reproducers, "write no reproducer case files");
 
@@ -531,6 +591,9 @@ int main(int argc, char** argv) {
   list->add_option("topic", topic, "backends, presets, cases or all")->capture_default_str();
   list->add_option("paths", list_paths, "case files or folders for 'cases'");
   add_plugin_option(list);
+  std::vector<std::string> list_preset_files;
+  list->add_option("--preset-file", list_preset_files, "a policy file declaring custom presets (repeatable)")
+      ->allow_extra_args(false);
 
   qc::OracleOptions oracle_opts, explain_opts;
   CLI::App* oracle = app.add_subcommand("oracle", "evaluate quantize, dequantize or requantize exactly, elementwise");
@@ -553,9 +616,14 @@ int main(int argc, char** argv) {
     if (*run) return cmd_run(ra, argc, argv);
     if (*baseline) return cmd_baseline(baseline_report, baseline_out, baseline_update);
     if (*report || *merge) return cmd_report(report_inputs, report_out);
+    if (*list) {
+      load_custom_presets(list_preset_files);
+      return cmd_list(topic, list_paths);
+    }
+    // The other commands that read specs or claims see QCONFORM_PRESETS' presets too.
+    if (*shrink || *inferc || *oracle || *explain) load_custom_presets({});
     if (*shrink) return cmd_shrink(shrink_path, shrink_case, shrink_backend, shrink_out);
     if (*inferc) return cmd_infer(infer_backend, infer_json, infer_seed);
-    if (*list) return cmd_list(topic, list_paths);
     if (*oracle) return qc::cmd_oracle(oracle_opts);
     if (*explain) return qc::cmd_explain(explain_opts);
   } catch (const qc::InputError& e) {

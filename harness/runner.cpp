@@ -621,6 +621,30 @@ int exit_code(const RunReport& r) {
   return ran ? 0 : 77;
 }
 
+void check_claims(const std::vector<Backend*>& backends, const std::string& where) {
+  for (const Backend* b : backends) {
+    const std::string claim = b->claim();
+    if (find_preset(claim)) continue;
+    std::string known;
+    for (const std::string& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
+    throw InputError(where + ": backend '" + b->name() + "' claims unknown preset '" + claim +
+                     "' (known: " + known + "; a custom preset is loaded with --preset-file or QCONFORM_PRESETS)");
+  }
+}
+
+void expect_claims(std::vector<Suite>& suites) {
+  const Expectation claim{Expectation::Kind::claim, 0};
+  auto convert = [&](Case& c) {
+    for (auto& [backend, e] : c.expect)
+      if (e.kind != Expectation::Kind::dot_product) e = claim;
+    c.expect.try_emplace("*", claim);
+  };
+  for (Suite& s : suites) {
+    for (Case& c : s.cases) convert(c);
+    for (Case& c : s.dependencies) convert(c);
+  }
+}
+
 std::int64_t broken_oracle_agreements(const RunReport& r) {
   std::int64_t n = 0;
   for (const CaseResult& c : r.cases)

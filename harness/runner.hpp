@@ -46,6 +46,18 @@ struct RunOptions {
 // Throws InputError for suites whose links check_links rejects.
 RunReport run_cases(const std::vector<Suite>& suites, const std::vector<Backend*>& backends, const RunOptions& opt);
 
+// Start-up check of a run: every backend's claim names a known preset (built in or registered,
+// find_preset). Throws InputError naming `where`, the backend and its claim and listing the known
+// presets. The CLI calls it before anything runs or is written; run_cases itself still reports an
+// unknown claim case by case ("backend claims unknown preset") for callers that skip it.
+void check_claims(const std::vector<Backend*>& backends, const std::string& where);
+
+// The fidelity mode (`run --expect claim`): every expectation of every case (and dependency) is
+// replaced by "claim", so each backend is judged bit for bit against its own claimed preset instead
+// of the case's spec. A dot_product expectation stays: a float dot product (weight_only_gemm) has
+// no bit-exact answer under any preset, only TOSA's error bounds. A case with no "*" entry gets one.
+void expect_claims(std::vector<Suite>& suites);
+
 // The number of agreement statements the oracle's own outputs break: the case's statement
 // contradicts its specs, whatever the backends do.
 std::int64_t broken_oracle_agreements(const RunReport& r);

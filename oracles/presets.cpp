@@ -1,6 +1,10 @@
 // Each preset reads like a row of NUMERICS.md's tables: the choices, then the source.
 #include "oracles/presets.hpp"
 
+#include "qconform/error.hpp"
+
+#include <mutex>
+
 namespace qc {
 namespace {
 
@@ -459,10 +463,73 @@ const std::vector<Spec>& presets() {
   return kPresets;
 }
 
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<Spec> specs;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+bool valid_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '@' || c == '-';
+}
+
+}  // namespace
+
+bool is_builtin_preset(std::string_view name) {
+  for (const Spec& s : presets())
+    if (s.name == name) return true;
+  return false;
+}
+
 std::optional<Spec> find_preset(std::string_view name) {
   for (const Spec& s : presets())
     if (s.name == name) return s;
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  for (const Spec& s : r.specs)
+    if (s.name == name) return s;
   return std::nullopt;
+}
+
+void register_preset(Spec s) {
+  if (s.name.empty()) throw InputError("a custom preset needs a name");
+  for (char c : s.name)
+    if (!valid_name_char(c))
+      throw InputError("preset name '" + s.name + "': '" + std::string(1, c) +
+                       "' is not allowed (letters, digits, '.', '_', '@' and '-')");
+  if (is_builtin_preset(s.name))
+    throw InputError("preset '" + s.name + "' is built in: a custom preset needs another name");
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  for (const Spec& x : r.specs)
+    if (x.name == s.name) throw InputError("preset '" + s.name + "' is already registered");
+  r.specs.push_back(std::move(s));
+}
+
+std::vector<Spec> registered_presets() {
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  return r.specs;
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> v;
+  for (const Spec& s : presets()) v.push_back(s.name);
+  for (const Spec& s : registered_presets()) v.push_back(s.name);
+  return v;
+}
+
+void clear_registered_presets() {
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  r.specs.clear();
 }
 
 }  // namespace qc

@@ -37,8 +37,25 @@ struct Spec {
   }
 };
 
+// The built-in presets (this file).
 const std::vector<Spec>& presets();
-// Finds "name" or "name@version"; nullopt if unknown.
+// Finds "name" or "name@version" among the built-in presets, then the registered ones; nullopt if
+// unknown.
 std::optional<Spec> find_preset(std::string_view name);
+
+// Custom presets (docs/numerics.md, "Custom presets and claims"): a team's own named spec, declared
+// in a policy file (cases/preset_file.hpp reads one) and registered for the rest of the process.
+// Registered presets are found by find_preset, so case files' "spec" and backends' claims can name
+// them. Throws InputError for a name that is empty, holds a character outside [A-Za-z0-9._@-]
+// ("+" marks explicit policies, ":" a backend's claim variant), or is already a built-in or a
+// registered preset. Thread-safe.
+void register_preset(Spec s);
+// The registered presets, in registration order.
+std::vector<Spec> registered_presets();
+// Every known preset name: the built-in ones, then the registered ones.
+std::vector<std::string> preset_names();
+bool is_builtin_preset(std::string_view name);
+// Forgets every registered preset (for tests).
+void clear_registered_presets();
 
 }  // namespace qc
