@@ -49,6 +49,9 @@ std::vector<fs::path> case_paths(const std::vector<std::string>& args) {
   return {args.begin(), args.end()};
 }
 
+// Where each custom preset came from (a policy file, a plugin), for `list presets`.
+std::map<std::string, std::string>& preset_origin();
+
 // Plugins named with --plugin (any subcommand that takes backends), after those of QCONFORM_PLUGINS.
 std::vector<std::string> g_plugin_paths;
 
@@ -64,7 +67,9 @@ std::vector<std::unique_ptr<qc::Backend>> all_backends() {
   for (const std::string& p : paths) {
     qc::LoadedPlugin plugin = qc::load_plugin(p);
     // The presets the plugin declares (its backends may claim them, cases may name them).
-    if (!plugin.presets_json.empty()) qc::register_presets_json(plugin.presets_json, "plugin " + p);
+    if (!plugin.presets_json.empty())
+      for (const std::string& n : qc::register_presets_json(plugin.presets_json, "plugin " + p))
+        preset_origin()[n] = "plugin " + p;
     for (auto& b : plugin.backends) {
       auto [it, fresh] = source.emplace(b->name(), "plugin " + p);
       if (!fresh)
@@ -470,9 +475,10 @@ int cmd_infer(const std::string& backend, const std::string& json_out, std::uint
 }
 
 int cmd_list(const std::string& what, const std::vector<std::string>& paths) {
+  const auto all = all_backends();  // loads plugins, and with them their presets
   if (what == "backends" || what == "all") {
     std::cout << "backends:\n";
-    for (const auto& b : all_backends()) {
+    for (const auto& b : all) {
       const qc::Availability a = b->availability();
       std::cout << "  " << b->name() << "  claims " << b->claim() << "  "
                 << (a.available ? "available" : "unavailable: " + a.reason) << "\n    " << b->description() << "\n";
@@ -487,7 +493,7 @@ int cmd_list(const std::string& what, const std::vector<std::string>& paths) {
     std::cout << "presets:\n";
     for (const qc::Spec& s : qc::presets()) std::cout << "  " << s.name << "  " << s.description << "\n";
     const std::vector<qc::Spec> custom = qc::registered_presets();
-    if (!custom.empty()) std::cout << "  custom (--preset-file, QCONFORM_PRESETS):\n";
+    if (!custom.empty()) std::cout << "  custom (--preset-file, QCONFORM_PRESETS, plugins):\n";
     for (const qc::Spec& s : custom) {
       const auto it = preset_origin().find(s.name);
       std::cout << "  " << s.name << "  " << s.description

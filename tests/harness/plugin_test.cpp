@@ -97,6 +97,24 @@ TEST(Plugin, FaultsBecomeVerdictsAndTheOtherResultsSurvive) {
   for (const auto& [id, r] : results_of(report, "plugin-wrong-size")) EXPECT_EQ(r.first, "FAIL") << id;
 }
 
+TEST(Plugin, ItsPresetDeclarationsAreRegisteredAndClaimable) {
+  const auto r = run_qconform_output(std::string("list presets --plugin ") + QCONFORM_TEST_PLUGIN_FAULTY);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("faulty-1.0"), std::string::npos) << r.output;
+  // A case naming the plugin's preset: 2.5 and -0.5 at scale 1 round away from zero (3, -1), where
+  // onnx's ties to even give 2 and 0; cpu-ref (onnx) therefore fails 2 of 2 against it.
+  const fs::path d = fresh_dir("preset");
+  fs::create_directories(d);
+  std::ofstream(d / "c.json") << R"({"suite": "p", "cases": [{"name": "ties", "op": "quantize",
+    "input": {"dtype": "f32", "shape": [2], "data": [2.5, -0.5]}, "scale": 1.0, "zero_point": 0,
+    "output_dtype": "i8", "spec": "faulty-1.0", "expect": {"*": "exact"}}]})";
+  const auto run = run_qconform_output("run " + (d / "c.json").string() + " --plugin " + QCONFORM_TEST_PLUGIN_FAULTY +
+                                       " --backend cpu-ref --no-reproducers -o " + (d / "out").string());
+  EXPECT_EQ(run.code, 1) << run.output;
+  EXPECT_NE(run.output.find("0/2 exact"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("against faulty-1.0"), std::string::npos) << run.output;
+}
+
 TEST(Plugin, AnotherAbiVersionIsRefusedNamingTheFileAndBothVersions) {
   const fs::path d = fresh_dir("abi");
   fs::create_directories(d);

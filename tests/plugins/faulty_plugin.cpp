@@ -14,7 +14,7 @@ class Faulty : public qc::Backend {
   Faulty(std::string name, Fault f) : name_(std::move(name)), fault_(f) {}
   std::string name() const override { return name_; }
   std::string description() const override { return "a planted fault"; }
-  std::string claim() const override { return "onnx"; }
+  std::string claim() const override { return fault_ == Fault::wrong_size ? "faulty-1.0" : "onnx"; }
   qc::Availability supports(const qc::OpRequest& op) const override {
     return {std::holds_alternative<qc::QuantizeOp>(op), "quantize only"};
   }
@@ -50,4 +50,7 @@ std::vector<std::unique_ptr<qc::Backend>> backends() {
 
 }  // namespace
 
-QCONFORM_PLUGIN("qconform-test-faulty", backends)
+// The plugin declares the preset its wrong-size backend claims: onnx with ties away from zero.
+QCONFORM_PLUGIN_WITH_PRESETS("qconform-test-faulty", backends,
+                             R"([{"preset": "faulty-1.0", "description": "a plugin's own preset",
+                                 "spec": {"preset": "onnx", "rounding": "rna"}}])")
