@@ -289,8 +289,12 @@ class Decoder {
       k.odd = enumerated(p, "odd", pw, {OddLength::pad, OddLength::reject});
       k.out_of_range = enumerated(p, "out_of_range", pw, {OutOfRange::reject, OutOfRange::clip, OutOfRange::wrap});
       q.packing = k;
-      q.shape = list<std::int64_t>(j, "shape", w);
     }
+    // The logical shape, always set as the case loader sets it (backends read it unpacked too).
+    q.shape = list<std::int64_t>(j, "shape", w);
+    if (!q.packing && q.shape != q.values.shape())
+      throw InputError("request: field '" + w + "shape' is " + shape_str(q.shape) + ", the unpacked values are " +
+                       shape_str(q.values.shape()));
     q.params = params(j, "params", w);
     return q;
   }
