@@ -1,5 +1,7 @@
 #include "backends/registry.hpp"
 #include "backends/cpu_ref/cpu_ref.hpp"
+#include "backends/exec/exec_backend.hpp"
+#include "backends/exec/paths.hpp"
 #include "backends/vnni/backend.hpp"
 #include "qconform/error.hpp"
 #if defined(QCONFORM_HAVE_HIP)
@@ -26,7 +28,34 @@ std::vector<std::string> backend_variants() {
   return v;
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name) {
+namespace {
+
+// A word for /bin/sh: single-quoted.
+std::string sh_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
+  constexpr std::string_view kExec = "exec:", kPy = "py:";
+  if (name.starts_with(kExec)) {
+    const std::string cmd = name.substr(kExec.size());
+    if (cmd.find_first_not_of(" \t") == std::string::npos)
+      throw InputError("backend '" + name + "': exec: needs a command (exec:CMD ARGS)");
+    return std::make_unique<ExecBackend>(cmd, options.timeout_seconds);
+  }
+  if (name.starts_with(kPy)) {
+    const std::string target = name.substr(kPy.size());
+    const std::size_t colon = target.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == target.size() ||
+        target.find_first_of(" \t'\"") != std::string::npos)
+      throw InputError("backend '" + name + "': py: takes MODULE:CLASS (e.g. py:my_kernels:MyBackend)");
+    const std::string cmd = sh_quote(python_executable()) + " -m qconform.exec " + sh_quote(target);
+    return std::make_unique<ExecBackend>(cmd, options.timeout_seconds, python_package_dir().string());
+  }
   constexpr std::string_view kCpuRef = "cpu-ref:";
   if (name.starts_with(kCpuRef)) {
     const std::string preset = name.substr(kCpuRef.size());

@@ -3,6 +3,7 @@
 // Exit codes: 0 every expectation met; 1 a conformance failure (FAIL, XPASS, CRASH, TIMEOUT);
 // 2 a usage or input error (nothing is written); 77 nothing could run (every result SKIP).
 // With --gate (and a baseline), 0 unless something changed against the baseline.
+#include "backends/exec/paths.hpp"
 #include "backends/plugin/plugin_backend.hpp"
 #include "backends/registry.hpp"
 #include "cases/case.hpp"
@@ -34,10 +35,6 @@
 
 #include "qconform_revision.hpp"
 
-#ifndef QCONFORM_CASES_DIR
-#define QCONFORM_CASES_DIR "cases"
-#endif
-
 namespace fs = std::filesystem;
 
 namespace {
@@ -45,7 +42,7 @@ namespace {
 constexpr int kExitInput = 2;
 
 std::vector<fs::path> case_paths(const std::vector<std::string>& args) {
-  if (args.empty()) return {fs::path(QCONFORM_CASES_DIR)};
+  if (args.empty()) return {qc::default_cases_dir()};
   return {args.begin(), args.end()};
 }
 
@@ -82,25 +79,36 @@ std::vector<std::unique_ptr<qc::Backend>> all_backends() {
 
 // The named backends (default: every built-in one). A name outside the default set, such as
 // cpu-ref:tflite-reference, is made and kept in `all`.
+// An exec runner (exec:CMD, py:MODULE:CLASS) is started once per distinct command and named by what
+// it reports; two backends of a run may not share a name.
 std::vector<qc::Backend*> select_backends(std::vector<std::unique_ptr<qc::Backend>>& all,
-                                          const std::vector<std::string>& names) {
+                                          const std::vector<std::string>& names, const qc::BackendOptions& options = {}) {
   std::vector<qc::Backend*> out;
   if (names.empty()) {
     for (const auto& b : all) out.push_back(b.get());
     return out;
   }
+  std::map<std::string, qc::Backend*> made;  // by the name given to --backend
+  std::map<std::string, std::string> named;  // backend name -> the --backend that made it
   for (const std::string& n : names) {
-    qc::Backend* found = nullptr;
+    qc::Backend* found = made.contains(n) ? made[n] : nullptr;
     for (const auto& b : all)
-      if (b->name() == n) found = b.get();
+      if (!found && b->name() == n) found = b.get();
     if (!found) {
       try {
-        all.push_back(qc::make_backend(n));
+        all.push_back(qc::make_backend(n, options));
       } catch (const qc::InputError& e) {
         throw qc::InputError(std::string("--backend: ") + e.what());
       }
       found = all.back().get();
     }
+    made[n] = found;
+    if (std::find(out.begin(), out.end(), found) != out.end()) continue;
+    const std::string name = found->name();
+    if (named.contains(name))
+      throw qc::InputError("--backend: '" + n + "' and '" + named[name] + "' are both named '" + name +
+                           "' (a backend's name identifies its results; give each runner its own)");
+    named[name] = n;
     out.push_back(found);
   }
   return out;
@@ -307,7 +315,8 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   load_custom_presets(a.preset_files);
   auto all = all_backends();  // plugins may declare presets too
   std::vector<qc::Suite> suites = qc::load_suites(case_paths(a.paths));
-  const std::vector<qc::Backend*> backends = select_backends(all, a.backends);
+  if (a.timeout < 0) throw qc::InputError("--timeout: must be positive, got " + std::to_string(a.timeout));
+  const std::vector<qc::Backend*> backends = select_backends(all, a.backends, qc::BackendOptions{a.timeout});
   qc::check_claims(backends, "run");
   if (a.expect == "claim") qc::expect_claims(suites);
   if (a.gate && a.baseline.empty()) throw qc::InputError("--gate needs --baseline FILE (see qconform baseline)");
@@ -321,7 +330,6 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
     suites = take_shard(suites, ishard->first, ishard->second);
     shard = std::to_string(ishard->first) + "/" + std::to_string(ishard->second);
   }
-  if (a.timeout < 0) throw qc::InputError("--timeout: must be positive, got " + std::to_string(a.timeout));
   // Bazel's protocol: touching the status file says that this test runs only its shard.
   if (const char* status = std::getenv("TEST_SHARD_STATUS_FILE"); status && a.shard.empty()) {
     std::ofstream touch(status, std::ios::app);
@@ -528,9 +536,11 @@ int main(int argc, char** argv) {
 
   RunArgs ra;
   CLI::App* run = app.add_subcommand("run", "run cases on backends and write report.json and report.html");
-  run->add_option("paths", ra.paths, "case files or folders (default: the built-in suites in " QCONFORM_CASES_DIR ")");
+  run->add_option("paths", ra.paths, "case files or folders (default: the built-in suites in " + qc::default_cases_dir().string() + ")");
   // One name per flag: in `run --backend cpu-ref cases/qgemm.json` the file is a path, not a backend.
-  run->add_option("--backend,-b", ra.backends, "backend to run (repeatable; default: every backend)")
+  run->add_option("--backend,-b", ra.backends,
+                  "backend to run (repeatable; default: every built-in backend); also exec:CMD ARGS (a program speaking "
+                  "the exec protocol) and py:MODULE:CLASS (a Python qconform.Backend class), docs/integrate.md")
       ->allow_extra_args(false);
   run->add_option("--report-dir,-o", ra.report_dir, "folder for the reports, results.jsonl and reproducers/")
       ->capture_default_str();

@@ -50,6 +50,31 @@ CallResult call_in_process(Backend& b, const OpRequest& op) {
   }
 }
 
+// Runs one of the backend's questions (availability, supports); what it throws becomes the fault.
+template <class F>
+std::optional<CallResult> ask(const Backend& b, F&& f) {
+  (void)b;
+  try {
+    f();
+    return std::nullopt;
+  } catch (const BackendFault& e) {
+    return CallResult{std::nullopt, e.kind() == BackendFault::Kind::timeout ? Verdict::timeout : Verdict::crash,
+                      e.what()};
+  } catch (const std::exception& e) {
+    return CallResult{std::nullopt, Verdict::crash, std::string("backend threw: ") + e.what()};
+  }
+}
+
+// availability() for decisions outside judge(): a backend whose availability() throws counts as
+// available here, so that judge() reports the fault as the pair's verdict.
+bool is_available(const Backend& b) {
+  try {
+    return b.availability().available;
+  } catch (const std::exception&) {
+    return true;
+  }
+}
+
 void write_all(int fd, const void* p, std::size_t n) {
   const char* c = static_cast<const char*>(p);
   while (n > 0) {
@@ -194,13 +219,21 @@ BackendRun judge(const Case& c, const OpRequest& oracle_op, const OpRequest& bac
   BackendResult& r = run.result;
   r = started(c, b);
   const Expectation ex = c.expectation_for(r.backend);
-  const Availability av = b.availability();
+  // availability() and supports() are the backend's code too: what they throw is this pair's
+  // CRASH (or TIMEOUT, for an exec runner that hangs), not the end of the run.
+  Availability av, sup;
+  std::optional<CallResult> asked = ask(b, [&] { av = b.availability(); });
+  if (!asked && av.available) asked = ask(b, [&] { sup = b.supports(backend_op); });
+  if (asked) {
+    r.verdict = asked->verdict;
+    r.reason = asked->reason;
+    return run;
+  }
   if (!av.available) {
     r.verdict = Verdict::skip;
     r.reason = av.reason;
     return run;
   }
-  const Availability sup = b.supports(backend_op);
   if (!sup.available) {
     r.verdict = Verdict::skip;
     r.reason = sup.reason;
@@ -467,7 +500,7 @@ const BackendRun& SuiteRunner::ran(const Case& c, std::size_t i) {
       propagated.push_back(std::move(v));
     }
   }
-  if (!missing.empty() && b.availability().available) {
+  if (!missing.empty() && is_available(b)) {
     BackendRun skipped;
     skipped.result = started(c, b);
     skipped.result.verdict = Verdict::skip;
@@ -591,11 +624,15 @@ RunReport run_cases(const std::vector<Suite>& suites, const std::vector<Backend*
   RunReport report;
   report.meta = collect_metadata();
   for (Backend* b : backends) {
-    const Availability a = b->availability();
-    report.meta.backends.push_back(b->name() + (a.available ? "" : " (unavailable: " + a.reason + ")"));
-    if (a.available) {
-      auto facts = b->facts();
-      if (!facts.empty()) report.meta.backend_facts[b->name()] = std::move(facts);
+    try {
+      const Availability a = b->availability();
+      report.meta.backends.push_back(b->name() + (a.available ? "" : " (unavailable: " + a.reason + ")"));
+      if (a.available) {
+        auto facts = b->facts();
+        if (!facts.empty()) report.meta.backend_facts[b->name()] = std::move(facts);
+      }
+    } catch (const std::exception& e) {  // each of its results says so again
+      report.meta.backends.push_back(b->name() + " (availability() failed: " + e.what() + ")");
     }
   }
   const auto t0 = std::chrono::steady_clock::now();

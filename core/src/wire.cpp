@@ -290,10 +290,10 @@ class Decoder {
       k.out_of_range = enumerated(p, "out_of_range", pw, {OutOfRange::reject, OutOfRange::clip, OutOfRange::wrap});
       q.packing = k;
     }
-    // The logical shape, set for unpacked weights too (the case loader does, and kernels read it).
+    // The logical shape, always set as the case loader sets it (backends read it unpacked too).
     q.shape = list<std::int64_t>(j, "shape", w);
     if (!q.packing && q.shape != q.values.shape())
-      throw InputError("request: field '" + w + "shape' " + shape_str(q.shape) + " differs from the values' " +
+      throw InputError("request: field '" + w + "shape' is " + shape_str(q.shape) + ", the unpacked values are " +
                        shape_str(q.values.shape()));
     q.params = params(j, "params", w);
     return q;

@@ -5,6 +5,7 @@
 // GIL: run_cases and infer release the GIL while the harness runs; a Python backend's methods and
 // the progress callback take it back for each call (PYBIND11_OVERRIDE does, and so do the manual
 // overrides here).
+#include "backends/exec/exec_backend.hpp"
 #include "backends/registry.hpp"
 #include "common.hpp"
 #include "harness/baseline.hpp"
@@ -13,6 +14,8 @@
 #include "harness/infer.hpp"
 #include "harness/runner.hpp"
 #include "qconform/error.hpp"
+#include "qconform/exec_runner.hpp"
+#include "reports/reader.hpp"
 
 #include <pybind11/functional.h>
 #include <pybind11/stl/filesystem.h>
@@ -48,15 +51,18 @@ std::string python_error_text(const py::error_already_set& e) {
 }
 
 // None (available), an Availability, a bool, (bool, reason), or a reason string (not available).
-qc::Availability availability_from(const py::object& r) {
+// Anything else is the backend's error, named so.
+qc::Availability availability_from(const py::object& r, const std::string& backend, const char* method) {
   if (r.is_none()) return {};
   if (py::isinstance<qc::Availability>(r)) return r.cast<qc::Availability>();
   if (py::isinstance<py::bool_>(r)) return {r.cast<bool>(), r.cast<bool>() ? "" : "not supported"};
   if (py::isinstance<py::str>(r)) return {false, r.cast<std::string>()};
-  if (py::isinstance<py::tuple>(r) && py::len(r) == 2) return {r[py::int_(0)].cast<bool>(), py::str(r[py::int_(1)])};
-  throw InputError(
-      "a backend's availability()/supports() returns None, a bool, (bool, reason), a reason string or an "
-      "Availability");
+  if (py::isinstance<py::tuple>(r) && py::len(r) == 2 && py::isinstance<py::bool_>(r[py::int_(0)]) &&
+      py::isinstance<py::str>(r[py::int_(1)]))
+    return {r[py::int_(0)].cast<bool>(), r[py::int_(1)].cast<std::string>()};
+  throw InputError("backend '" + backend + "': " + method + " returned " +
+                   py::repr(r).cast<std::string>().substr(0, 80) +
+                   "; it must return None, a bool, (bool, reason), a reason string or an Availability");
 }
 
 // A backend written in Python: its methods are the Python class's.
@@ -75,7 +81,7 @@ class PyBackend : public qc::Backend {
     py::function f = py::get_override(static_cast<const qc::Backend*>(this), "availability");
     if (!f) return {};
     try {
-      return availability_from(f());
+      return availability_from(f(), name(), "availability()");
     } catch (py::error_already_set& e) {
       throw std::runtime_error(python_error_text(e));
     }
@@ -86,7 +92,7 @@ class PyBackend : public qc::Backend {
     py::function f = py::get_override(static_cast<const qc::Backend*>(this), "supports");
     if (!f) return {};  // a Python backend without supports() takes every op
     try {
-      return availability_from(f(op_to_python(op, owner_for(op))));
+      return availability_from(f(op_to_python(op, owner_for(op))), name(), "supports()");
     } catch (py::error_already_set& e) {
       throw std::runtime_error(python_error_text(e));
     }
@@ -110,6 +116,67 @@ class PyBackend : public qc::Backend {
 };
 
 std::unique_ptr<qc::Backend> builtin(const std::string& name) { return qc::make_backend(name); }
+
+qc::RunReport report_arg(const py::handle& h) {
+  if (py::isinstance<qc::RunReport>(h)) return h.cast<qc::RunReport>();
+  return qc::load_report(py::str(py::module_::import("os").attr("fspath")(h)).cast<std::string>());
+}
+
+// A Python backend run in its own interpreter as an exec runner: `python -m qconform.exec
+// MODULE:CLASS` with this interpreter's sys.path, so its faults (a segfault, an abort, a hang) stay
+// in that process. The class is imported there and made with no arguments. A class defined in the
+// main script is found through the script's file (imported as a module, as multiprocessing's spawn
+// does).
+std::unique_ptr<qc::Backend> isolated_python_backend(const py::handle& b, double timeout) {
+  py::module_ os = py::module_::import("os");
+  py::module_ sys = py::module_::import("sys");
+  const py::handle cls = py::type::of(b);
+  std::string module = py::str(cls.attr("__module__")).cast<std::string>();
+  const std::string qualname = py::str(cls.attr("__qualname__")).cast<std::string>();
+  const std::string name = b.cast<qc::Backend&>().name();
+  std::vector<std::string> path;
+  if (module == "__main__") {
+    py::object main = py::module_::import("__main__");
+    if (!py::hasattr(main, "__file__"))
+      throw InputError("run_cases(isolate=True): backend '" + name + "' is of class " + qualname +
+                       ", defined in an interactive __main__; define it in a module to run it isolated");
+    const std::string file = py::str(main.attr("__file__")).cast<std::string>();
+    const std::filesystem::path p = std::filesystem::absolute(file);
+    module = p.stem().string();
+    path.push_back(p.parent_path().string());
+  }
+  if (qualname.find("<locals>") != std::string::npos)
+    throw InputError("run_cases(isolate=True): backend '" + name + "' is of class " + qualname +
+                     ", defined inside a function; the exec runner imports the class, so define it at a module's top "
+                     "level");
+  // The package this module was loaded from comes first, then this interpreter's own path.
+  py::object pkg = py::module_::import("qconform");
+  path.push_back(py::str(os.attr("path").attr("dirname")(os.attr("path").attr("dirname")(
+                             os.attr("path").attr("abspath")(pkg.attr("__file__")))))
+                     .cast<std::string>());
+  for (const py::handle& e : sys.attr("path")) {
+    std::string s = py::str(e).cast<std::string>();
+    path.push_back(s.empty() ? std::filesystem::current_path().string() : s);
+  }
+  std::string pythonpath;
+  for (const std::string& s : path) pythonpath += (pythonpath.empty() ? "" : ":") + s;
+  auto quote = [](const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  const std::string exe = py::str(sys.attr("executable")).cast<std::string>();
+  const std::string cmd = quote(exe) + " -m qconform.exec " + quote(module + ":" + qualname);
+  std::unique_ptr<qc::Backend> e;
+  {
+    py::gil_scoped_release release;  // the runner's hello may take a while; nothing here needs Python
+    e = std::make_unique<qc::ExecBackend>(cmd, timeout, pythonpath);
+  }
+  if (e->name() != name)
+    throw InputError("run_cases(isolate=True): backend '" + name + "' reports the name '" + e->name() +
+                     "' when made by " + module + ":" + qualname + "() in its own process");
+  return e;
+}
 
 // Cases, suites, case files or folders, or a list of them, grouped into suites by suite name in
 // order of first appearance.
@@ -273,7 +340,10 @@ void bind_backends(py::module_& m) {
   m.def(
       "run_cases",
       [](const py::handle& cases, const py::handle& backends, int max_worst, bool attribute_causes,
-         const py::handle& reproducer_dir, const py::handle& baseline, bool keep_outputs, const py::object& progress) {
+         const py::handle& reproducer_dir, const py::handle& baseline, bool keep_outputs, const py::object& progress,
+         bool isolate, double timeout) {
+        if (timeout < 0) throw InputError("run_cases: timeout must be positive");
+        if (timeout > 0) isolate = true;
         auto suites = std::make_shared<std::vector<qc::Suite>>(suites_arg(cases));
         // Backends: objects (Python or built-in) or names; default every built-in one.
         std::vector<std::unique_ptr<qc::Backend>> owned;
@@ -286,6 +356,9 @@ void bind_backends(py::module_& m) {
           for (const py::handle& b : backends) {
             if (py::isinstance<py::str>(b)) {
               owned.push_back(builtin(b.cast<std::string>()));
+              ptrs.push_back(owned.back().get());
+            } else if (isolate && dynamic_cast<PyBackend*>(b.cast<qc::Backend*>()) != nullptr) {
+              owned.push_back(isolated_python_backend(b, timeout));
               ptrs.push_back(owned.back().get());
             } else {
               held.append(b);
@@ -302,6 +375,8 @@ void bind_backends(py::module_& m) {
             outputs.try_emplace({c.id(), b.backend}, t);
           };
         opt.max_worst = max_worst;
+        opt.isolate = isolate;  // built-in backends: a forked child per call (Python ones are exec runners)
+        opt.timeout_seconds = timeout;
         opt.attribute_causes = attribute_causes;
         if (!reproducer_dir.is_none())
           opt.reproducer_dir = py::str(py::module_::import("os").attr("fspath")(reproducer_dir)).cast<std::string>();
@@ -348,12 +423,54 @@ void bind_backends(py::module_& m) {
       },
       py::arg("cases"), py::arg("backends") = py::none(), py::arg("max_worst") = 10, py::arg("attribute_causes") = true,
       py::arg("reproducer_dir") = py::none(), py::arg("baseline") = py::none(), py::arg("keep_outputs") = false,
-      py::arg("progress") = py::none(),
+      py::arg("progress") = py::none(), py::arg("isolate") = false, py::arg("timeout") = 0.0,
       "Runs cases (Case objects, Suites, case files or folders) on backends (objects, Python or built-in, or names; "
       "default: every built-in backend) through the harness's runner: the same comparison, verdicts, causes, "
       "fingerprints and reproducers as `qconform run`. Returns a RunReport; with keep_outputs=True its `outputs` "
       "maps (case id, backend) to each output array. progress(case_result, backend_result, done, total) is called "
-      "after each pair.");
+      "after each pair. isolate=True contains each backend's faults: a Python backend runs in its own "
+      "interpreter as an exec runner (python -m qconform.exec MODULE:CLASS; its class must be importable and take "
+      "no constructor arguments), a built-in one in a forked child per call; a crash becomes CRASH. timeout=S "
+      "(seconds per call, implies isolate) makes a slower call TIMEOUT.");
+
+  m.def(
+      "serve",
+      [](qc::Backend& b) {
+        py::gil_scoped_release release;
+        return qc::exec::serve(b);
+      },
+      py::arg("backend"),
+      "Serves a backend as an exec runner on this process's stdin/stdout (docs/integrate.md, exec protocol "
+      "version 1) until the host says bye; returns the exit status. What the backend prints goes to stderr.");
+  m.attr("EXEC_PROTOCOL_VERSION") = qc::exec::kVersion;
+
+  m.def(
+      "baseline",
+      [](const py::handle& report, const py::handle& path, bool update) {
+        const qc::RunReport r = report_arg(report);
+        const std::string out = py::str(py::module_::import("os").attr("fspath")(path)).cast<std::string>();
+        std::optional<qc::Baseline> previous;
+        if (update && std::filesystem::exists(out)) previous = qc::load_baseline(out);
+        const qc::Baseline b = qc::baseline_from(r, previous ? &*previous : nullptr);
+        qc::save_baseline(b, out);
+        return b.entries.size();
+      },
+      py::arg("report"), py::arg("path"), py::arg("update") = false,
+      "Writes a baseline of the report's known mismatches (a RunReport or a report.json path) to `path`, as "
+      "`qconform baseline` does (update=True keeps the entries of what the report did not run); returns the number "
+      "of entries. Pass it to run_cases(..., baseline=path).");
+  m.def(
+      "gate",
+      [](const py::handle& report) {
+        const qc::RunReport r = report_arg(report);
+        std::int64_t changes = qc::broken_oracle_agreements(r);
+        for (const auto& c : r.cases)
+          for (const auto& b : c.backends) changes += qc::is_change(b.verdict) ? 1 : 0;
+        return changes;
+      },
+      py::arg("report"),
+      "The number of changes against the baseline the run used, as `qconform run --gate` counts them (FAIL, XPASS, "
+      "CRASH, TIMEOUT, and agreements the oracle's outputs break): 0 means the gate passes.");
 
   py::class_<PyReference, std::shared_ptr<PyReference>>(m, "Reference", "The oracle's answer to an op under a policy.")
       .def_property_readonly("expected",
