@@ -624,16 +624,20 @@ RunReport run_cases(const std::vector<Suite>& suites, const std::vector<Backend*
   RunReport report;
   report.meta = collect_metadata();
   for (Backend* b : backends) {
+    // A backend whose availability() or facts() throws is listed with the error; each of its
+    // results reports the fault again.
+    std::string line = b->name();
     try {
       const Availability a = b->availability();
-      report.meta.backends.push_back(b->name() + (a.available ? "" : " (unavailable: " + a.reason + ")"));
+      if (!a.available) line += " (unavailable: " + a.reason + ")";
       if (a.available) {
         auto facts = b->facts();
         if (!facts.empty()) report.meta.backend_facts[b->name()] = std::move(facts);
       }
-    } catch (const std::exception& e) {  // each of its results says so again
-      report.meta.backends.push_back(b->name() + " (availability() failed: " + e.what() + ")");
+    } catch (const std::exception& e) {
+      line += std::string(" (failed: ") + e.what() + ")";
     }
+    report.meta.backends.push_back(line);
   }
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t total = 0, done = 0;
