@@ -55,6 +55,32 @@ assert a == b, "the plugin and the exec runner disagree"
 print(f"client example: plugin and exec runner agree on {len(a)} cases")
 PY
 
+# docs/ci.md's baseline, gate and shrink commands, on the example's plugin, as written.
+ci_commands=(
+  'export QCONFORM_PLUGINS=client-build/libclient_plugin.so QCONFORM_PRESETS=examples/client/presets/client-kernels.json'
+  'build/harness/qconform run cases/ --backend client-kernels -o out'
+  'build/harness/qconform baseline out/report.json -o qconform-baseline.json'
+  'build/harness/qconform run cases/ --backend client-kernels --baseline qconform-baseline.json --gate -o out'
+  'build/harness/qconform shrink cases/quantize_linear.json --case ties_at_half_integers --backend client-kernels -o small.json'
+)
+for c in "${ci_commands[@]}"; do
+  grep -qF -- "$c" docs/ci.md || { echo "docs/ci.md no longer shows: $c" >&2; exit 1; }
+done
+ln -s "$PWD/cases" "$work/tree/cases"
+(
+  cd "$work/tree"
+  eval "${ci_commands[0]}"
+  set +e
+  eval "${ci_commands[1]}" >/dev/null; rc=$?
+  set -e
+  [ "$rc" -eq 1 ] || { echo "docs/ci.md: the first run exited $rc, expected 1" >&2; exit 1; }
+  eval "${ci_commands[2]}" >/dev/null
+  eval "${ci_commands[3]}" >/dev/null  # the gate: exit 0, nothing changed
+  eval "${ci_commands[4]}" >/dev/null
+  test -s small.json
+)
+echo "client example: docs/ci.md's baseline, gate and shrink commands run as written"
+
 echo "client example: the planted regression (the gate fails)"
 cmake -S "$work/tree/examples/client" -B "$work/planted" -DCMAKE_PREFIX_PATH="$PREFIX" -DCLIENT_PLANT_REGRESSION=ON >/dev/null
 cmake --build "$work/planted" >/dev/null
