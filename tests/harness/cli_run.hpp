@@ -3,7 +3,10 @@
 // the fields that differ between any two runs dropped.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <unistd.h>
 
 #include <sys/wait.h>
 #include <array>
@@ -62,5 +65,21 @@ inline void drop_timing(nlohmann::json& j) {
     for (auto& v : j) drop_timing(v);
   }
 }
+
+// A test with a fresh folder of its own (named after the process, the suite and the test), removed
+// afterwards.
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() /
+           ("qconform_" + std::to_string(::getpid()) + "_" + t->test_suite_name() + "_" + t->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::filesystem::path dir_;
+};
 
 }  // namespace qc::testing

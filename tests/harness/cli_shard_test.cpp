@@ -22,18 +22,7 @@ using testing::read_json;
 using testing::run_qconform;
 using testing::run_qconform_output;
 
-class CliShards : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("qconform_shards_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path dir_;
-};
+class CliShards : public testing::TempDirTest {};
 
 const std::string kCases = std::string(QCONFORM_SOURCE_DIR) + "/cases/quantize_linear.json " + QCONFORM_SOURCE_DIR +
                            "/cases/qgemm.json " + QCONFORM_SOURCE_DIR + "/cases/vnni.json";

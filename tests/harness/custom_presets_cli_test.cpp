@@ -33,20 +33,12 @@ std::string read_text(const fs::path& p) {
   return s.str();
 }
 
-class CliCustomPresets : public ::testing::Test {
+class CliCustomPresets : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("qconform_cli_presets_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   fs::path write(const std::string& name, const std::string& text) const {
     std::ofstream(dir_ / name) << text;
     return dir_ / name;
   }
-  fs::path dir_;
 };
 
 // verdict -> count over a report.
