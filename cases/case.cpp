@@ -2,8 +2,8 @@
 
 #include "cases/generators.hpp"
 #include "oracles/choose_qparams.hpp"
-#include "qconform/error.hpp"
 #include "oracles/int4.hpp"
+#include "qconform/error.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -2,12 +2,12 @@
 // backend is expected to achieve. Loaded from JSON case files (schema: cases/case.schema.json).
 #pragma once
 
+#include "oracles/presets.hpp"
 #include "oracles/qconv2d.hpp"
 #include "oracles/qgemm.hpp"
 #include "oracles/requantize.hpp"
 #include "oracles/weight_only.hpp"
 #include "qconform/ops.hpp"
-#include "oracles/presets.hpp"
 
 #include <filesystem>
 #include <map>

@@ -1,8 +1,8 @@
 #include "cases/case_writer.hpp"
 
 #include "oracles/choose_qparams.hpp"
-#include "qconform/error.hpp"
 #include "oracles/int4.hpp"
+#include "qconform/error.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,12 +1,12 @@
 // The oracle's answer to an op request under a spec, in the form the comparison needs.
 #pragma once
 
+#include "oracles/presets.hpp"
 #include "oracles/qconv2d.hpp"
 #include "oracles/qgemm.hpp"
 #include "oracles/requantize.hpp"
 #include "oracles/weight_only.hpp"
 #include "qconform/ops.hpp"
-#include "oracles/presets.hpp"
 #include "reports/result.hpp"
 
 #include <functional>

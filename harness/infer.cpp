@@ -2,10 +2,10 @@
 
 #include "cases/generators.hpp"
 #include "harness/compare.hpp"
-#include "qconform/error.hpp"
 #include "oracles/presets.hpp"
 #include "oracles/qgemm.hpp"
 #include "oracles/quantize.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -12,8 +12,8 @@
 #include "harness/oracle_cli.hpp"
 #include "harness/reproducer.hpp"
 #include "harness/runner.hpp"
-#include "qconform/error.hpp"
 #include "oracles/presets.hpp"
+#include "qconform/error.hpp"
 #include "reports/reader.hpp"
 #include "reports/writers.hpp"
 
@@ -82,7 +82,8 @@ std::vector<std::unique_ptr<qc::Backend>> all_backends() {
 // An exec runner (exec:CMD, py:MODULE:CLASS) is started once per distinct command and named by what
 // it reports; two backends of a run may not share a name.
 std::vector<qc::Backend*> select_backends(std::vector<std::unique_ptr<qc::Backend>>& all,
-                                          const std::vector<std::string>& names, const qc::BackendOptions& options = {}) {
+                                          const std::vector<std::string>& names,
+                                          const qc::BackendOptions& options = {}) {
   std::vector<qc::Backend*> out;
   if (names.empty()) {
     for (const auto& b : all) out.push_back(b.get());
@@ -536,11 +537,13 @@ int main(int argc, char** argv) {
 
   RunArgs ra;
   CLI::App* run = app.add_subcommand("run", "run cases on backends and write report.json and report.html");
-  run->add_option("paths", ra.paths, "case files or folders (default: the built-in suites in " + qc::default_cases_dir().string() + ")");
+  run->add_option("paths", ra.paths,
+                  "case files or folders (default: the built-in suites in " + qc::default_cases_dir().string() + ")");
   // One name per flag: in `run --backend cpu-ref cases/qgemm.json` the file is a path, not a backend.
-  run->add_option("--backend,-b", ra.backends,
-                  "backend to run (repeatable; default: every built-in backend); also exec:CMD ARGS (a program speaking "
-                  "the exec protocol) and py:MODULE:CLASS (a Python qconform.Backend class), docs/integrate.md")
+  run->add_option(
+         "--backend,-b", ra.backends,
+         "backend to run (repeatable; default: every built-in backend); also exec:CMD ARGS (a program speaking "
+         "the exec protocol) and py:MODULE:CLASS (a Python qconform.Backend class), docs/integrate.md")
       ->allow_extra_args(false);
   run->add_option("--report-dir,-o", ra.report_dir, "folder for the reports, results.jsonl and reproducers/")
       ->capture_default_str();

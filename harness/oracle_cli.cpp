@@ -1,11 +1,11 @@
 #include "harness/oracle_cli.hpp"
 
 #include "cases/case.hpp"
-#include "qconform/npy.hpp"
 #include "oracles/dequantize.hpp"
-#include "qconform/error.hpp"
 #include "oracles/quantize.hpp"
 #include "oracles/requantize.hpp"
+#include "qconform/error.hpp"
+#include "qconform/npy.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

@@ -2,8 +2,8 @@
 
 #include "cases/case_writer.hpp"
 #include "harness/compare.hpp"
-#include "qconform/error.hpp"
 #include "oracles/int4.hpp"
+#include "qconform/error.hpp"
 #include "reports/writers.hpp"
 
 #include <nlohmann/json.hpp>

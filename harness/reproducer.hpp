@@ -7,9 +7,9 @@
 // activation, which the unit then keeps.
 #pragma once
 
-#include "qconform/backend.hpp"
 #include "cases/case.hpp"
 #include "harness/evaluate.hpp"
+#include "qconform/backend.hpp"
 #include "reports/result.hpp"
 
 #include <filesystem>

@@ -1,8 +1,8 @@
 // The runner: joins cases, the oracle and backends, and decides verdicts.
 #pragma once
 
-#include "qconform/backend.hpp"
 #include "cases/case.hpp"
+#include "qconform/backend.hpp"
 #include "reports/result.hpp"
 
 #include <functional>

@@ -1,7 +1,7 @@
 #include "oracles/choose_qparams.hpp"
 
-#include "qconform/error.hpp"
 #include "oracles/ieee.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <array>

@@ -28,9 +28,9 @@
 #pragma once
 
 #include "oracles/format.hpp"
+#include "oracles/rounding.hpp"
 #include "qconform/ops.hpp"
 #include "qconform/qparams.hpp"
-#include "oracles/rounding.hpp"
 #include "qconform/tensor.hpp"
 
 #include <cstdint>
@@ -40,7 +40,6 @@
 #include <vector>
 
 namespace qc {
-
 
 struct ChosenQParams {
   double scale = 1;                // exactly representable in scale_dtype; the code's own value,

@@ -1,9 +1,9 @@
 #include "oracles/fixed_point.hpp"
 
-#include "qconform/error.hpp"
 #include "oracles/exact.hpp"
 #include "oracles/format.hpp"
 #include "oracles/rounding.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <bit>

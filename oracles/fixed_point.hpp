@@ -40,7 +40,6 @@ struct GlowScale {
   bool operator==(const GlowScale&) const = default;
 };
 
-
 // The two rounding modes of TOSA RESCALE that must be exact (tosa.xml: SINGLE_ROUND, DOUBLE_ROUND).
 enum class TosaRounding : std::uint8_t { single_round, double_round };
 

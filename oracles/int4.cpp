@@ -7,7 +7,6 @@
 
 namespace qc {
 
-
 Int4Packing onnx_int4_packing() { return {NibbleOrder::low_first, std::nullopt, OddLength::pad, OutOfRange::reject}; }
 Int4Packing ort_int4_packing() { return {NibbleOrder::low_first, std::nullopt, OddLength::pad, OutOfRange::clip}; }
 Int4Packing migraphx_int4_packing(int axis) {

@@ -22,7 +22,6 @@
 
 namespace qc {
 
-
 // onnx/onnx.in.proto (TensorProto: "the first element is stored in the 4 least significant
 // bits"), docs/docsgen/source/technical/int4.md (pack(x, y) = y << 4 | x & 0x0F, odd counts padded).
 Int4Packing onnx_int4_packing();

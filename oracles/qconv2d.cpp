@@ -7,7 +7,6 @@
 
 namespace qc {
 
-
 namespace {
 
 void require_per_tensor_input(const QuantizedOperand& x) {

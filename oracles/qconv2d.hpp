@@ -31,8 +31,6 @@
 
 namespace qc {
 
-
-
 using QConv2dPolicy = QGemmPolicy;
 
 QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy);

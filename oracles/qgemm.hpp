@@ -34,10 +34,7 @@
 
 namespace qc {
 
-
-
 using QGemmResult = QLinearResult;
-
 
 // Throws InputError for inconsistent shapes, parameters the path cannot express, or an output stage
 // the policy cannot evaluate (see qlinear.hpp).

@@ -1,9 +1,9 @@
 #include "oracles/qlinear.hpp"
 
 #include "oracles/dequantize.hpp"
-#include "qconform/error.hpp"
 #include "oracles/ieee.hpp"
 #include "oracles/quantize.hpp"
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -29,9 +29,9 @@
 #include "oracles/int_accumulate.hpp"
 #include "oracles/labels.hpp"
 #include "oracles/policy.hpp"
-#include "qconform/qparams.hpp"
 #include "oracles/requantize.hpp"
 #include "qconform/ops.hpp"
+#include "qconform/qparams.hpp"
 #include "qconform/tensor.hpp"
 
 #include <memory>
@@ -43,7 +43,6 @@
 namespace qc {
 
 // ---- Operands --------------------------------------------------------------------------------
-
 
 // An operand after quantization: integer values and the parameters they are quantized with.
 struct QuantizedOperand {
@@ -63,7 +62,6 @@ std::vector<Rational> dequantized_values(const QuantizedOperand& x, std::optiona
                                          const DequantizePolicy& policy);
 
 // ---- Output ----------------------------------------------------------------------------------
-
 
 enum class FusedActivation : std::uint8_t { none, relu, relu6, relu_n1_to_1 };
 std::string_view name(FusedActivation a);

@@ -47,7 +47,6 @@
 
 namespace qc {
 
-
 struct WeightOnlyPolicy {
   QuantizePolicy quantize{};           // only for float weights
   std::optional<DType> weight_format;  // nullopt: the exact reals (q - zp) * s; else dequantized into this format

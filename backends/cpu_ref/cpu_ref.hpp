@@ -5,8 +5,8 @@
 // preset it implements (numerics.hpp) is selected by name, e.g. `cpu-ref:tflite-reference`.
 #pragma once
 
-#include "qconform/backend.hpp"
 #include "backends/cpu_ref/numerics.hpp"
+#include "qconform/backend.hpp"
 
 #include <string_view>
 

@@ -17,8 +17,8 @@
 //                 routine takes several K segments or a float bias (v = Σ_s acc_s s_a s_b + bias).
 #pragma once
 
-#include "qconform/backend.hpp"
 #include "backends/cpu_ref/numerics.hpp"
+#include "qconform/backend.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -56,8 +56,8 @@ class ExecBackend : public Backend {
   // The running process (mutable: supports() is const but talks to it, and restarts it).
   mutable pid_t pid_ = -1;
   mutable int to_ = -1, from_ = -1, err_ = -1;
-  mutable std::string buffer_;   // read from stdout, not yet a full line
-  mutable std::string stderr_;   // the last kStderrTail bytes of its stderr
+  mutable std::string buffer_;  // read from stdout, not yet a full line
+  mutable std::string stderr_;  // the last kStderrTail bytes of its stderr
   mutable bool said_hello_ = false;
 };
 

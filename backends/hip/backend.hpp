@@ -14,8 +14,8 @@
 // lazily, so `qconform run --isolate` runs each call in a child that initialises its own.
 #pragma once
 
-#include "qconform/backend.hpp"
 #include "backends/hip/numerics.hpp"
+#include "qconform/backend.hpp"
 
 #include <map>
 #include <string>

@@ -2,8 +2,8 @@
 // SKIPped with the missing CPU feature named where the CPU lacks it.
 #pragma once
 
-#include "qconform/backend.hpp"
 #include "backends/vnni/vnni.hpp"
+#include "qconform/backend.hpp"
 
 namespace qc {
 

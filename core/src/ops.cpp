@@ -219,7 +219,6 @@ Conv2dShape resolve_conv2d(const Shape& input, ConvLayout layout, const Shape& w
   return s;
 }
 
-
 std::string_view op_name(const OpRequest& op) {
   struct Visitor {
     std::string_view operator()(const QuantizeOp&) const { return "quantize"; }

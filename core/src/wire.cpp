@@ -113,12 +113,9 @@ json op_json(Encoder& e, const OpRequest& op) {
               {"output", output_json(o.output)}};
     }
     json operator()(const QConv2dOp& o) const {
-      return {{"input", activation_json(e, o.input)},
-              {"layout", std::string(name(o.layout))},
-              {"weight", weights_json(e, o.weight)},
-              {"bias", e.optional_tensor(o.bias)},
-              {"geometry", geometry_json(o.geometry)},
-              {"padding", std::string(name(o.padding))},
+      return {{"input", activation_json(e, o.input)},  {"layout", std::string(name(o.layout))},
+              {"weight", weights_json(e, o.weight)},   {"bias", e.optional_tensor(o.bias)},
+              {"geometry", geometry_json(o.geometry)}, {"padding", std::string(name(o.padding))},
               {"output", output_json(o.output)}};
     }
     json operator()(const WeightOnlyGemmOp& o) const {
@@ -237,10 +234,10 @@ class Decoder {
     const json& j = at(o, key, where);
     const std::string w = where + key + ".";
     QParamsRule r;
-    r.recipe = enumerated(j, "recipe", w,
-                          {QParamsRecipe::onnx_ort, QParamsRecipe::gemmlowp, QParamsRecipe::fbgemm,
-                           QParamsRecipe::pytorch_aten, QParamsRecipe::pytorch_observer, QParamsRecipe::xnnpack_qd8,
-                           QParamsRecipe::glow});
+    r.recipe = enumerated(
+        j, "recipe", w,
+        {QParamsRecipe::onnx_ort, QParamsRecipe::gemmlowp, QParamsRecipe::fbgemm, QParamsRecipe::pytorch_aten,
+         QParamsRecipe::pytorch_observer, QParamsRecipe::xnnpack_qd8, QParamsRecipe::glow});
     r.scheme = enumerated(j, "scheme", w,
                           {QParamsScheme::asymmetric, QParamsScheme::symmetric, QParamsScheme::symmetric_unsigned,
                            QParamsScheme::power_of_two});
@@ -266,10 +263,9 @@ class Decoder {
     a.values = tensor(j, "values", w);
     a.format = dtype(j, "format", w);
     a.params = params(j, "params", w);
-    a.quantization =
-        enumerated(j, "quantization", w,
-                   {ActivationQuantization::static_params, ActivationQuantization::dynamic_per_tensor,
-                    ActivationQuantization::dynamic_per_row});
+    a.quantization = enumerated(j, "quantization", w,
+                                {ActivationQuantization::static_params, ActivationQuantization::dynamic_per_tensor,
+                                 ActivationQuantization::dynamic_per_row});
     a.rule = rule(j, "rule", w);
     return a;
   }
@@ -359,8 +355,7 @@ OpRequest decode_op(const std::string& text, std::vector<Tensor> tensors) {
   Decoder d(std::move(tensors));
   const std::string op = d.str(j, "op", "");
   if (op == "quantize") return QuantizeOp{d.tensor(j, "x", ""), d.params(j, "params", ""), d.dtype(j, "out", "")};
-  if (op == "dequantize")
-    return DequantizeOp{d.tensor(j, "q", ""), d.params(j, "params", ""), d.dtype(j, "out", "")};
+  if (op == "dequantize") return DequantizeOp{d.tensor(j, "q", ""), d.params(j, "params", ""), d.dtype(j, "out", "")};
   if (op == "requantize") {
     RequantizeOp r;
     r.acc = d.tensor(j, "acc", "");

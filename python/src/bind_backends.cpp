@@ -151,8 +151,8 @@ std::unique_ptr<qc::Backend> isolated_python_backend(const py::handle& b, double
                      "level");
   // The package this module was loaded from comes first, then this interpreter's own path.
   py::object pkg = py::module_::import("qconform");
-  path.push_back(py::str(os.attr("path").attr("dirname")(os.attr("path").attr("dirname")(
-                             os.attr("path").attr("abspath")(pkg.attr("__file__")))))
+  path.push_back(py::str(os.attr("path").attr("dirname")(
+                             os.attr("path").attr("dirname")(os.attr("path").attr("abspath")(pkg.attr("__file__")))))
                      .cast<std::string>());
   for (const py::handle& e : sys.attr("path")) {
     std::string s = py::str(e).cast<std::string>();

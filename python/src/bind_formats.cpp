@@ -1,9 +1,9 @@
 // Formats, rounding modes and labels: the vocabulary as Python objects, and exact conversions
 // between values and bit patterns.
 #include "common.hpp"
-#include "qconform/error.hpp"
 #include "oracles/format.hpp"
 #include "oracles/rounding.hpp"
+#include "qconform/error.hpp"
 
 #include <cmath>
 

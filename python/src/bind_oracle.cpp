@@ -6,13 +6,13 @@
 #include "harness/evaluate.hpp"
 #include "oracles/choose_qparams.hpp"
 #include "oracles/dequantize.hpp"
-#include "qconform/error.hpp"
 #include "oracles/int4.hpp"
 #include "oracles/qconv2d.hpp"
 #include "oracles/qgemm.hpp"
 #include "oracles/quantize.hpp"
 #include "oracles/requantize.hpp"
 #include "oracles/weight_only.hpp"
+#include "qconform/error.hpp"
 
 namespace qcpy {
 

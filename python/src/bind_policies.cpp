@@ -4,11 +4,11 @@
 #include "cases/case_writer.hpp"
 #include "common.hpp"
 #include "oracles/choose_qparams.hpp"
-#include "qconform/error.hpp"
 #include "oracles/int_accumulate.hpp"
 #include "oracles/policy.hpp"
 #include "oracles/presets.hpp"
 #include "oracles/requantize.hpp"
+#include "qconform/error.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -9,14 +9,14 @@
 #pragma once
 
 #include "cases/case.hpp"
-#include "qconform/error.hpp"
 #include "oracles/labels.hpp"
+#include "oracles/presets.hpp"
 #include "oracles/qconv2d.hpp"
 #include "oracles/qgemm.hpp"
 #include "oracles/requantize.hpp"
 #include "oracles/weight_only.hpp"
+#include "qconform/error.hpp"
 #include "qconform/ops.hpp"
-#include "oracles/presets.hpp"
 #include "qconform/tensor.hpp"
 
 #include <pybind11/numpy.h>

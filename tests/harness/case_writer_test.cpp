@@ -5,8 +5,8 @@
 
 #include "cases/case.hpp"
 #include "harness/evaluate.hpp"
-#include "qconform/error.hpp"
 #include "oracles/int4.hpp"
+#include "qconform/error.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -39,8 +39,8 @@ class CliExec : public ::testing::Test {
            ("qconform_cli_exec_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    const auto r = run_qconform_output("run --backend cpu-ref " + kCases + " -q --no-reproducers -o " +
-                                       (dir_ / "alone").string());
+    const auto r =
+        run_qconform_output("run --backend cpu-ref " + kCases + " -q --no-reproducers -o " + (dir_ / "alone").string());
     ASSERT_EQ(r.code, 0) << r.output;
     alone_ = results(dir_ / "alone" / "report.json");
     ASSERT_EQ(alone_.size(), 4u);
@@ -86,8 +86,8 @@ TEST_F(CliExec, AbortIsCrash) { check("abort", "", "CRASH", {"exec runner", "sig
 // --isolate must not fork for an exec runner: the fault is the exec backend's own TIMEOUT (the
 // forked path would say "no answer within").
 TEST_F(CliExec, HangIsTimeoutAndIsolateDoesNotFork) {
-  check("hang", "--timeout 2 --isolate", "TIMEOUT", {"exec runner", "no answer within 2 s and was killed",
-                                                      "fault runner: run in mode hang"});
+  check("hang", "--timeout 2 --isolate", "TIMEOUT",
+        {"exec runner", "no answer within 2 s and was killed", "fault runner: run in mode hang"});
 }
 
 TEST_F(CliExec, WrongShapeIsFail) { check("shape", "", "FAIL", {}); }
@@ -118,8 +118,8 @@ TEST_F(CliExec, TwoRunnersMayNotShareAName) {
 }
 
 TEST_F(CliExec, ARunnerThatCannotStartIsAnInputError) {
-  const auto r = run_qconform_output("run --backend 'exec:/nonexistent/runner' " + kCases + " -q -o " +
-                                     (dir_ / "none").string());
+  const auto r =
+      run_qconform_output("run --backend 'exec:/nonexistent/runner' " + kCases + " -q -o " + (dir_ / "none").string());
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("/nonexistent/runner"), std::string::npos) << r.output;
 }

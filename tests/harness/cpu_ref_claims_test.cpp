@@ -2,14 +2,14 @@
 // first, the values worked out by hand in the comments below and, second, the oracle's values
 // under that preset (the slow-and-exact side of the harness) on every default suite case and on
 // random ties, near-ties, saturation and accumulator extremes.
-#include "backends/registry.hpp"
 #include "backends/cpu_ref/cpu_ref.hpp"
 #include "backends/cpu_ref/linear.hpp"
+#include "backends/registry.hpp"
 #include "cases/case.hpp"
 #include "cases/generators.hpp"
 #include "harness/evaluate.hpp"
-#include "qconform/error.hpp"
 #include "oracles/presets.hpp"
+#include "qconform/error.hpp"
 
 #include <gtest/gtest.h>
 

@@ -60,9 +60,10 @@ TEST_F(CliCustomPresets, ListPresetsShowsThemWithTheirFileFromTheFlagOrTheEnviro
                                   {"list presets --preset-file " + kPolicy, "QCONFORM_PRESETS=:" + kPolicy + ":"}}) {
     const auto r = run_qconform_output(args, env);
     EXPECT_EQ(r.code, 0) << args << " " << env << "\n" << r.output;
-    EXPECT_NE(r.output.find("  mykernel-1.0  mykernel 1.0: ONNX QuantizeLinear, but std::round (ties away from zero)  [" +
-                            kPolicy + "]"),
-              std::string::npos)
+    EXPECT_NE(
+        r.output.find("  mykernel-1.0  mykernel 1.0: ONNX QuantizeLinear, but std::round (ties away from zero)  [" +
+                      kPolicy + "]"),
+        std::string::npos)
         << r.output;
     EXPECT_NE(r.output.find("  onnx  "), std::string::npos);
   }
@@ -76,9 +77,9 @@ TEST_F(CliCustomPresets, ACaseFileNamingACustomPresetRunsUnderIt) {
   EXPECT_NE(unknown.output.find("unknown preset 'mykernel-1.0'"), std::string::npos) << unknown.output;
   EXPECT_FALSE(fs::exists(out));
   // Ties away: the TFLite reference rounds as the custom preset does; cpu-ref (ties to even) does not.
-  EXPECT_EQ(run_qconform("run " + kCases + " --preset-file " + kPolicy + " --backend cpu-ref:tflite-reference -q -o " +
-                         out),
-            0);
+  EXPECT_EQ(
+      run_qconform("run " + kCases + " --preset-file " + kPolicy + " --backend cpu-ref:tflite-reference -q -o " + out),
+      0);
   const auto j = read_json(fs::path(out) / "report.json");
   EXPECT_EQ(j["cases"][0]["backends"][0]["verdict"], "PASS");
   EXPECT_EQ(run_qconform("run " + kCases + " --backend cpu-ref -q -o " + out, "QCONFORM_PRESETS=" + kPolicy), 1);
@@ -88,9 +89,9 @@ TEST_F(CliCustomPresets, ACaseFileNamingACustomPresetRunsUnderIt) {
   EXPECT_NE(b["reason"].get<std::string>().find("1/4 exact"), std::string::npos) << b["reason"];
   EXPECT_NE(b["reason"].get<std::string>().find("against mykernel-1.0"), std::string::npos) << b["reason"];
   // In the fidelity mode cpu-ref is judged against its claim, onnx, and passes.
-  EXPECT_EQ(run_qconform("run " + kCases + " --backend cpu-ref --expect claim -q -o " + out,
-                         "QCONFORM_PRESETS=" + kPolicy),
-            0);
+  EXPECT_EQ(
+      run_qconform("run " + kCases + " --backend cpu-ref --expect claim -q -o " + out, "QCONFORM_PRESETS=" + kPolicy),
+      0);
 }
 
 // A bad policy file, a built-in name or a name declared twice: exit 2 naming the file and the
@@ -108,17 +109,18 @@ TEST_F(CliCustomPresets, BadPolicyFilesStopTheRunBeforeAnythingIsWritten) {
     std::string args, env, needle;
   };
   const std::vector<Bad> cases = {
-      {"--preset-file " + bad.string(), "", "--preset-file: " + bad.string() + ": field 'spec.rounding': unknown value"},
+      {"--preset-file " + bad.string(), "",
+       "--preset-file: " + bad.string() + ": field 'spec.rounding': unknown value"},
       {"", "QCONFORM_PRESETS=" + bad.string(), "QCONFORM_PRESETS: " + bad.string() + ": field 'spec.rounding'"},
-      {"--preset-file " + builtin.string(), "", builtin.string() + ": field 'preset': preset 'tflite-reference' is built in"},
+      {"--preset-file " + builtin.string(), "",
+       builtin.string() + ": field 'preset': preset 'tflite-reference' is built in"},
       {"--preset-file " + kPolicy + " --preset-file " + again.string(), "",
        again.string() + ": field 'preset': preset 'mykernel-1.0' is already registered"},
       {"--preset-file " + (dir_ / "missing.json").string(), "", "missing.json: cannot open preset file"},
   };
   for (const Bad& b : cases) {
-    const auto r = run_qconform_output("run " + kCases + " " + b.args + " --backend cpu-ref:tflite-reference -q -o " +
-                                           out.string(),
-                                       b.env);
+    const auto r = run_qconform_output(
+        "run " + kCases + " " + b.args + " --backend cpu-ref:tflite-reference -q -o " + out.string(), b.env);
     EXPECT_EQ(r.code, 2) << b.args << "\n" << r.output;
     EXPECT_NE(r.output.find(b.needle), std::string::npos) << r.output;
     EXPECT_EQ(read_text(out / "report.json"), before) << b.args;
@@ -130,7 +132,8 @@ TEST_F(CliCustomPresets, BadPolicyFilesStopTheRunBeforeAnythingIsWritten) {
 
 TEST_F(CliCustomPresets, ExpectClaimPassesTheTfliteVariantOnTheDefaultSuites) {
   const fs::path spec = dir_ / "spec", claim = dir_ / "claim";
-  EXPECT_EQ(run_qconform("run --backend cpu-ref:tflite-reference -q --no-causes --no-reproducers -o " + spec.string()), 1);
+  EXPECT_EQ(run_qconform("run --backend cpu-ref:tflite-reference -q --no-causes --no-reproducers -o " + spec.string()),
+            1);
   EXPECT_EQ(run_qconform("run --expect claim --backend cpu-ref:tflite-reference -q --no-causes --no-reproducers -o " +
                          claim.string()),
             0);
@@ -191,7 +194,8 @@ TEST_F(CliCustomPresets, TheCommandsOfTheDocsRun) {
                                                                     << s.command;
     // Without the runner's own shard variables, as run_qconform starts qconform.
     std::ofstream(dir_ / "cmd.sh") << s.command << "\n";
-    FILE* p = popen(("cd " + dir_.string() + " && env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS -u TEST_SHARD_INDEX "
+    FILE* p = popen(("cd " + dir_.string() +
+                     " && env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS -u TEST_SHARD_INDEX "
                      "-u TEST_TOTAL_SHARDS -u TEST_SHARD_STATUS_FILE -u QCONFORM_PRESETS sh cmd.sh 2>&1")
                         .c_str(),
                     "r");
@@ -204,7 +208,8 @@ TEST_F(CliCustomPresets, TheCommandsOfTheDocsRun) {
     std::string compact = output;
     std::erase(compact, ' ');
     EXPECT_TRUE(output.find(s.needle) != std::string::npos || compact.find(s.needle) != std::string::npos)
-        << s.command << "\n" << output;
+        << s.command << "\n"
+        << output;
   }
 }
 

@@ -157,7 +157,8 @@ TEST_F(CustomPresets, BadDefinitionsNameTheOriginAndTheField) {
   }
   clear_registered_presets();
   register_presets_json(R"({"preset": "x-1", "spec": "onnx"})", "first.json");
-  const std::string twice = error_of([&] { register_presets_json(R"({"preset": "x-1", "spec": "onnx"})", "second.json"); });
+  const std::string twice =
+      error_of([&] { register_presets_json(R"({"preset": "x-1", "spec": "onnx"})", "second.json"); });
   EXPECT_NE(twice.find("second.json: field 'preset': preset 'x-1' is already registered"), std::string::npos) << twice;
   // register_preset itself (a Spec built in code) refuses a built-in name.
   Spec onnx = *find_preset("onnx");
@@ -169,7 +170,8 @@ TEST_F(CustomPresets, BadDefinitionsNameTheOriginAndTheField) {
 // A backend that claims whatever it is told.
 class Claiming : public testing::FaultyBackend {
  public:
-  Claiming(std::string name, std::string claim) : FaultyBackend(testing::Fault::none, std::move(name)), claim_(std::move(claim)) {}
+  Claiming(std::string name, std::string claim)
+      : FaultyBackend(testing::Fault::none, std::move(name)), claim_(std::move(claim)) {}
   std::string claim() const override { return claim_; }
 
  private:

@@ -59,9 +59,10 @@ TEST(ExecServe, Runner) {
 
 TEST(ExecServe, CppRunnerMatchesInProcessOnEveryDefaultSuite) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  ExecBackend runner("exec env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS -u GTEST_OUTPUT QCONFORM_TEST_SERVE=cpu-ref '" + self +
-                         "' --gtest_filter=ExecServe.Runner 3>&1 1>&2",
-                     60);
+  ExecBackend runner(
+      "exec env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS -u GTEST_OUTPUT QCONFORM_TEST_SERVE=cpu-ref '" + self +
+          "' --gtest_filter=ExecServe.Runner 3>&1 1>&2",
+      60);
   EXPECT_EQ(runner.name(), "cpu-ref");
   EXPECT_TRUE(runner.contains_faults());
   const std::vector<Suite> suites = load_suites({std::string(QCONFORM_SOURCE_DIR) + "/cases"});

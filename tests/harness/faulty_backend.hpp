@@ -3,8 +3,8 @@
 // counts, causes and inference are checked against an independent implementation.
 #pragma once
 
-#include "qconform/backend.hpp"
 #include "oracles/qgemm.hpp"
+#include "qconform/backend.hpp"
 
 #include <algorithm>
 #include <cmath>

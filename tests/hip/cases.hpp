@@ -12,12 +12,12 @@
 #include "harness/evaluate.hpp"
 #include "harness/runner.hpp"
 #include "oracles/int4.hpp"
+#include "oracles/presets.hpp"
 #include "oracles/qconv2d.hpp"
 #include "oracles/qgemm.hpp"
 #include "oracles/requantize.hpp"
 #include "oracles/weight_only.hpp"
 #include "qconform/ops.hpp"
-#include "oracles/presets.hpp"
 
 #include <cmath>
 #include <cstdint>

@@ -2,9 +2,9 @@
 // the fast path, keeping each result or the InputError it threw (the paths must agree on both).
 #pragma once
 
-#include "qconform/error.hpp"
 #include "oracles/labels.hpp"
 #include "oracles/quantize.hpp"  // OraclePath
+#include "qconform/error.hpp"
 
 #include <algorithm>
 #include <array>

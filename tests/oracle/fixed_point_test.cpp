@@ -5,8 +5,8 @@
 // another function of the oracle.
 #include "oracles/fixed_point.hpp"
 
-#include "qconform/error.hpp"
 #include "oracles/exact.hpp"
+#include "qconform/error.hpp"
 
 #include <gtest/gtest.h>
 

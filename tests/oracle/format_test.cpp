@@ -550,9 +550,13 @@ std::uint64_t slow(DType t, double v) {
 TEST(CoreNarrowing, MatchesTheExactEncodeAtEveryMidpointAndRandomly) {
   std::mt19937_64 rng(20261124);
   for (DType t : {DType::f16, DType::bf16, DType::f8e4m3fn, DType::f8e5m2}) {
-    std::vector<double> values = {0.0, -0.0, std::numeric_limits<double>::infinity(),
-                                  -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(),
-                                  std::numeric_limits<double>::denorm_min(), std::numeric_limits<double>::max()};
+    std::vector<double> values = {0.0,
+                                  -0.0,
+                                  std::numeric_limits<double>::infinity(),
+                                  -std::numeric_limits<double>::infinity(),
+                                  std::numeric_limits<double>::quiet_NaN(),
+                                  std::numeric_limits<double>::denorm_min(),
+                                  std::numeric_limits<double>::max()};
     // Every pair of neighbouring finite values of the format: both, their midpoint (a tie), and the
     // doubles just beside the midpoint.
     const std::uint64_t count = std::uint64_t{1} << info(t).bits;

@@ -11,8 +11,8 @@
 // Default: 10^7 compared elements on 2 threads. QCONFORM_PROPERTY_ELEMENTS overrides it; the bench
 // mode is QCONFORM_PROPERTY_ELEMENTS=1000000000.
 #include "cases/generators.hpp"
-#include "qconform/error.hpp"
 #include "oracles/requantize.hpp"
+#include "qconform/error.hpp"
 #include "tests/oracle/both_paths.hpp"
 
 #include <gtest/gtest.h>

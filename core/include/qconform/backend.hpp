@@ -5,9 +5,9 @@
 
 #include "qconform/ops.hpp"
 
+#include <cstdint>
 #include <map>
 #include <memory>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>

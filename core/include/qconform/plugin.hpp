@@ -33,9 +33,9 @@ const qconform_plugin_v1* make_table(std::uint32_t host_abi_version, const char*
 
 }  // namespace qc::plugin
 
-#define QCONFORM_PLUGIN_WITH_PRESETS(NAME, FACTORY, PRESETS_JSON)                                        \
-  extern "C" __attribute__((visibility("default"))) const qconform_plugin_v1* qconform_plugin_entry(     \
-      std::uint32_t host_abi_version) {                                                                   \
+#define QCONFORM_PLUGIN_WITH_PRESETS(NAME, FACTORY, PRESETS_JSON)                                               \
+  extern "C" __attribute__((visibility("default"))) const qconform_plugin_v1* qconform_plugin_entry(            \
+      std::uint32_t host_abi_version) {                                                                         \
     return ::qc::plugin::make_table(host_abi_version, NAME, FACTORY, ::qc::plugin::Declarations{PRESETS_JSON}); \
   }
 
