@@ -40,20 +40,11 @@ struct CallResult {
   std::string reason;
 };
 
-CallResult call_in_process(Backend& b, const OpRequest& op) {
-  try {
-    return {b.run(op), Verdict::pass, ""};
-  } catch (const BackendFault& f) {
-    return {std::nullopt, f.kind() == BackendFault::Kind::timeout ? Verdict::timeout : Verdict::crash, f.what()};
-  } catch (const std::exception& e) {
-    return {std::nullopt, Verdict::crash, std::string("backend threw: ") + e.what()};
-  }
-}
-
-// Runs one of the backend's questions (availability, supports); what it throws becomes the fault.
+// Runs one call of the backend's code (run, availability, supports); what it throws becomes the
+// pair's fault: a BackendFault keeps its kind (an exec runner that crashed or hung), anything else is
+// a CRASH.
 template <class F>
-std::optional<CallResult> ask(const Backend& b, F&& f) {
-  (void)b;
+std::optional<CallResult> fault_of(F&& f) {
   try {
     f();
     return std::nullopt;
@@ -63,6 +54,12 @@ std::optional<CallResult> ask(const Backend& b, F&& f) {
   } catch (const std::exception& e) {
     return CallResult{std::nullopt, Verdict::crash, std::string("backend threw: ") + e.what()};
   }
+}
+
+CallResult call_in_process(Backend& b, const OpRequest& op) {
+  CallResult r;
+  if (auto fault = fault_of([&] { r.out = b.run(op); })) return *fault;
+  return r;
 }
 
 // availability() for decisions outside judge(): a backend whose availability() throws counts as
@@ -222,8 +219,8 @@ BackendRun judge(const Case& c, const OpRequest& oracle_op, const OpRequest& bac
   // availability() and supports() are the backend's code too: what they throw is this pair's
   // CRASH (or TIMEOUT, for an exec runner that hangs), not the end of the run.
   Availability av, sup;
-  std::optional<CallResult> asked = ask(b, [&] { av = b.availability(); });
-  if (!asked && av.available) asked = ask(b, [&] { sup = b.supports(backend_op); });
+  std::optional<CallResult> asked = fault_of([&] { av = b.availability(); });
+  if (!asked && av.available) asked = fault_of([&] { sup = b.supports(backend_op); });
   if (asked) {
     r.verdict = asked->verdict;
     r.reason = asked->reason;
@@ -668,8 +665,8 @@ void check_claims(const std::vector<Backend*>& backends, const std::string& wher
     if (find_preset(claim)) continue;
     std::string known;
     for (const std::string& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
-    throw InputError(where + ": backend '" + b->name() + "' claims unknown preset '" + claim +
-                     "' (known: " + known + "; a custom preset is loaded with --preset-file or QCONFORM_PRESETS)");
+    throw InputError(where + ": backend '" + b->name() + "' claims unknown preset '" + claim + "' (known: " + known +
+                     "; a custom preset is loaded with --preset-file or QCONFORM_PRESETS)");
   }
 }
 

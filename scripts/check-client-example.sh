@@ -10,6 +10,15 @@ cd "$(dirname "$0")/.."
 work=$(mktemp -d "${TMPDIR:-/tmp}/qconform-client.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
+# shows DOC COMMAND...: each command must stand in the doc word for word (the doc shows what runs here).
+shows() {
+  local doc=$1
+  shift
+  for c in "$@"; do
+    grep -qF -- "$c" "$doc" || { echo "$doc no longer shows: $c" >&2; exit 1; }
+  done
+}
+
 # Each command of docs/integrate.md that this script runs, word for word.
 doc_commands=(
   'cmake --install build --prefix "$PREFIX"'
@@ -20,9 +29,7 @@ doc_commands=(
   '"$PREFIX/bin/qconform" run --plugin client-build/libclient_plugin.so --backend client-kernels --preset-file examples/client/presets/client-kernels.json -o client-report'
   '"$PREFIX/bin/qconform" run --backend "exec:client-build/client_runner" --preset-file examples/client/presets/client-kernels.json -o client-report-exec'
 )
-for c in "${doc_commands[@]}"; do
-  grep -qF -- "$c" docs/integrate.md || { echo "docs/integrate.md no longer shows: $c" >&2; exit 1; }
-done
+shows docs/integrate.md "${doc_commands[@]}"
 run_doc() { (cd "$work/tree" && eval "${doc_commands[$1]}"); }
 
 # A tree with the build and the example, as a client's checkout would have them.
@@ -63,9 +70,7 @@ ci_commands=(
   'build/harness/qconform run cases/ --backend client-kernels --baseline qconform-baseline.json --gate -o out'
   'build/harness/qconform shrink cases/quantize_linear.json --case ties_at_half_integers --backend client-kernels -o small.json'
 )
-for c in "${ci_commands[@]}"; do
-  grep -qF -- "$c" docs/ci.md || { echo "docs/ci.md no longer shows: $c" >&2; exit 1; }
-done
+shows docs/ci.md "${ci_commands[@]}"
 ln -s "$PWD/cases" "$work/tree/cases"
 (
   cd "$work/tree"

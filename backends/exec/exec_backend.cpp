@@ -74,23 +74,6 @@ class CallDir {
   fs::path path;
 };
 
-// The file's element type must be the one the op's output format travels as (bf16 as <u2, f8 as |u1).
-bool travels_as(DType want, DType file) {
-  if (want == file) return true;
-  switch (want) {
-    case DType::bf16:
-      return file == DType::u16;
-    case DType::f8e4m3fn:
-    case DType::f8e5m2:
-    case DType::u4:
-      return file == DType::u8;
-    case DType::i4:
-      return file == DType::i8;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 ExecBackend::ExecBackend(std::string command, double timeout_seconds, std::string env_pythonpath)
@@ -328,16 +311,15 @@ Availability ExecBackend::supports(const OpRequest& op) const {
   CallDir dir;
   const wire::Message m = wire::encode_op(op);
   exec::write_tensors(dir.path, m.tensors);
-  const std::string text = exchange(
-      "{\"type\": \"supports\", \"op\": " + m.json + ", \"dir\": " + json(dir.path.string()).dump() + "}");
+  const std::string text =
+      exchange("{\"type\": \"supports\", \"op\": " + m.json + ", \"dir\": " + json(dir.path.string()).dump() + "}");
   const json r = json::parse(text, nullptr, false);
   if (r.is_discarded() || !r.is_object())
     fault(BackendFault::Kind::crash, "gave a malformed reply: not a JSON object: " + text.substr(0, 200));
   if (r.contains("ok") && r["ok"] == false)
-    throw BackendFault(BackendFault::Kind::crash,
-                       "backend threw: " + (r.contains("error") && r["error"].is_string()
-                                                ? r["error"].get<std::string>()
-                                                : std::string("(no error message)")));
+    throw BackendFault(BackendFault::Kind::crash, "backend threw: " + (r.contains("error") && r["error"].is_string()
+                                                                           ? r["error"].get<std::string>()
+                                                                           : std::string("(no error message)")));
   if (!r.contains("available") || !r["available"].is_boolean())
     fault(BackendFault::Kind::crash, "gave a malformed reply: no boolean \"available\" in " + text.substr(0, 200));
   if (!r.contains("reason") || !r["reason"].is_string())
@@ -366,9 +348,10 @@ Tensor ExecBackend::run(const OpRequest& op) {
   const fs::path file = dir.path / r["output"].get<std::string>();
   const DType want = op_output_dtype(op);
   try {
-    if (!fs::is_regular_file(file)) throw InputError("its output file '" + r["output"].get<std::string>() + "' is missing");
+    if (!fs::is_regular_file(file))
+      throw InputError("its output file '" + r["output"].get<std::string>() + "' is missing");
     Tensor t = read_npy(file);
-    if (!travels_as(want, t.dtype()))
+    if (t.dtype() != want && t.dtype() != npy_storage_dtype(want))
       throw InputError("its output is " + std::string(qc::name(t.dtype())) + ", the op's output format is " +
                        std::string(qc::name(want)));
     if (t.dtype() != want) t = read_npy(file, want);

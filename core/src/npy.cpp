@@ -19,24 +19,29 @@ constexpr NpyType kTypes[] = {{"<f8", DType::f64}, {"<f4", DType::f32}, {"<f2", 
                               {"<i2", DType::i16}, {"<u2", DType::u16}, {"|i1", DType::i8},  {"|u1", DType::u8}};
 
 const char* descr_of(DType t) {
-  switch (t) {
-    case DType::bf16:
-      return "<u2";  // bit patterns
-    case DType::f8e4m3fn:
-    case DType::f8e5m2:
-      return "|u1";
-    case DType::i4:
-      return "|i1";  // one value per byte
-    case DType::u4:
-      return "|u1";
-    default:
-      for (const NpyType& n : kTypes)
-        if (n.dtype == t) return n.descr;
-  }
+  const DType stored = npy_storage_dtype(t);
+  for (const NpyType& n : kTypes)
+    if (n.dtype == stored) return n.descr;
   return "?";
 }
 
 }  // namespace
+
+DType npy_storage_dtype(DType t) {
+  switch (t) {
+    case DType::bf16:
+      return DType::u16;  // bit patterns
+    case DType::f8e4m3fn:
+    case DType::f8e5m2:
+      return DType::u8;
+    case DType::i4:
+      return DType::i8;  // one value per byte
+    case DType::u4:
+      return DType::u8;
+    default:
+      return t;
+  }
+}
 
 Tensor read_npy(const std::filesystem::path& file, std::optional<DType> as) {
   std::ifstream in(file, std::ios::binary);

@@ -1,10 +1,11 @@
 // The plugin side of the ABI (qconform/plugin.hpp): qc::Backend objects behind the C table.
-#include "qconform/plugin.hpp"
 #include "qconform/error.hpp"
+#include "qconform/plugin.hpp"
 #include "qconform/wire.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -33,23 +34,6 @@ std::vector<Tensor> tensors_of(const qconform_tensor_view* views, std::size_t co
     out.push_back(std::move(x));
   }
   return out;
-}
-
-std::string json_string(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else {
-      o += c;
-    }
-  }
-  return o + "\"";
 }
 
 struct Slot {
@@ -121,7 +105,8 @@ const qconform_plugin_v1* make_table(std::uint32_t host_abi_version, const char*
                                      const Declarations& declarations) {
   if (host_abi_version != QCONFORM_PLUGIN_ABI_VERSION) {
     // Still answer with our version, so the host can say which one we are built for.
-    static const qconform_plugin_v1 other{QCONFORM_PLUGIN_ABI_VERSION, plugin_name, wire::kVersion, 0, nullptr, nullptr};
+    static const qconform_plugin_v1 other{
+        QCONFORM_PLUGIN_ABI_VERSION, plugin_name, wire::kVersion, 0, nullptr, nullptr};
     return &other;
   }
   static std::once_flag once;
@@ -135,9 +120,7 @@ const qconform_plugin_v1* make_table(std::uint32_t host_abi_version, const char*
       s.name = b->name();
       s.description = b->description();
       s.claim = b->claim();
-      s.facts = "{";
-      for (const auto& [k, v] : b->facts()) s.facts += (s.facts.size() > 1 ? "," : "") + json_string(k) + ":" + json_string(v);
-      s.facts += "}";
+      s.facts = nlohmann::json(b->facts()).dump();
       s.backend = std::move(b);
       slots.push_back(std::move(s));
     }
@@ -145,8 +128,12 @@ const qconform_plugin_v1* make_table(std::uint32_t host_abi_version, const char*
       table.push_back({&s, s.name.c_str(), s.description.c_str(), s.claim.c_str(), s.facts.c_str(), availability,
                        supports, run, release});
     presets = declarations.presets_json;
-    plugin = {QCONFORM_PLUGIN_ABI_VERSION, plugin_name, wire::kVersion, static_cast<std::uint32_t>(table.size()),
-              table.data(), presets.empty() ? nullptr : presets.c_str()};
+    plugin = {QCONFORM_PLUGIN_ABI_VERSION,
+              plugin_name,
+              wire::kVersion,
+              static_cast<std::uint32_t>(table.size()),
+              table.data(),
+              presets.empty() ? nullptr : presets.c_str()};
   });
   return &plugin;
 }

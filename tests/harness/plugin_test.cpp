@@ -18,11 +18,7 @@ namespace fs = std::filesystem;
 
 const std::string kSrc = QCONFORM_SOURCE_DIR;
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("qconform_plugin_test_" + name);
-  fs::remove_all(d);
-  return d;
-}
+class Plugin : public TempDirTest {};
 
 // (case id) -> (verdict, reason) of one backend in a report.
 std::map<std::string, std::pair<std::string, std::string>> results_of(const nlohmann::json& report,
@@ -45,8 +41,8 @@ std::map<std::string, nlohmann::json> measured(const nlohmann::json& report, con
   return out;
 }
 
-TEST(Plugin, CpuRefThroughTheAbiGivesCpuRefsResultsOnEveryDefaultCase) {
-  const fs::path d = fresh_dir("cpuref");
+TEST_F(Plugin, CpuRefThroughTheAbiGivesCpuRefsResultsOnEveryDefaultCase) {
+  const fs::path& d = dir_;
   const int rc = run_qconform("run " + kSrc + "/cases --plugin " + QCONFORM_TEST_PLUGIN_CPUREF +
                               " --backend cpu-ref --backend plugin-cpu-ref --no-reproducers -o " + d.string());
   ASSERT_EQ(rc, 0);
@@ -61,16 +57,15 @@ TEST(Plugin, CpuRefThroughTheAbiGivesCpuRefsResultsOnEveryDefaultCase) {
   }
 }
 
-TEST(Plugin, QconformPluginsVariableLoadsTheSamePlugin) {
+TEST_F(Plugin, QconformPluginsVariableLoadsTheSamePlugin) {
   const auto r = run_qconform_output("list backends", std::string("QCONFORM_PLUGINS=") + QCONFORM_TEST_PLUGIN_CPUREF);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("plugin-cpu-ref"), std::string::npos) << r.output;
 }
 
-TEST(Plugin, FaultsBecomeVerdictsAndTheOtherResultsSurvive) {
-  const fs::path d = fresh_dir("faults");
+TEST_F(Plugin, FaultsBecomeVerdictsAndTheOtherResultsSurvive) {
+  const fs::path& d = dir_;
   // The first three quantize cases of the default suite: each fault costs at most a timeout per case.
-  fs::create_directories(d);
   nlohmann::json suite = read_json(kSrc + "/cases/quantize_linear.json");
   suite["cases"].erase(suite["cases"].begin() + 3, suite["cases"].end());
   const std::string cases = (d / "three.json").string();
@@ -97,14 +92,13 @@ TEST(Plugin, FaultsBecomeVerdictsAndTheOtherResultsSurvive) {
   for (const auto& [id, r] : results_of(report, "plugin-wrong-size")) EXPECT_EQ(r.first, "FAIL") << id;
 }
 
-TEST(Plugin, ItsPresetDeclarationsAreRegisteredAndClaimable) {
+TEST_F(Plugin, ItsPresetDeclarationsAreRegisteredAndClaimable) {
   const auto r = run_qconform_output(std::string("list presets --plugin ") + QCONFORM_TEST_PLUGIN_FAULTY);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("faulty-1.0"), std::string::npos) << r.output;
   // A case naming the plugin's preset: 2.5 and -0.5 at scale 1 round away from zero (3, -1), where
   // onnx's ties to even give 2 and 0; cpu-ref (onnx) therefore fails 2 of 2 against it.
-  const fs::path d = fresh_dir("preset");
-  fs::create_directories(d);
+  const fs::path& d = dir_;
   std::ofstream(d / "c.json") << R"({"suite": "p", "cases": [{"name": "ties", "op": "quantize",
     "input": {"dtype": "f32", "shape": [2], "data": [2.5, -0.5]}, "scale": 1.0, "zero_point": 0,
     "output_dtype": "i8", "spec": "faulty-1.0", "expect": {"*": "exact"}}]})";
@@ -115,9 +109,8 @@ TEST(Plugin, ItsPresetDeclarationsAreRegisteredAndClaimable) {
   EXPECT_NE(run.output.find("against faulty-1.0"), std::string::npos) << run.output;
 }
 
-TEST(Plugin, AnotherAbiVersionIsRefusedNamingTheFileAndBothVersions) {
-  const fs::path d = fresh_dir("abi");
-  fs::create_directories(d);
+TEST_F(Plugin, AnotherAbiVersionIsRefusedNamingTheFileAndBothVersions) {
+  const fs::path& d = dir_;
   { std::ofstream(d / "report.json") << "{\"earlier\": true}\n"; }
   const auto r = run_qconform_output("run " + kSrc + "/cases/quantize_linear.json --plugin " +
                                      QCONFORM_TEST_PLUGIN_ABI99 + " -o " + d.string());
@@ -128,7 +121,7 @@ TEST(Plugin, AnotherAbiVersionIsRefusedNamingTheFileAndBothVersions) {
   EXPECT_EQ(read_json(d / "report.json"), nlohmann::json::parse("{\"earlier\": true}"));
 }
 
-TEST(Plugin, NotAPluginOrMissingIsAnInputError) {
+TEST_F(Plugin, NotAPluginOrMissingIsAnInputError) {
   for (const std::string& p : {std::string(QCONFORM_TEST_PLUGIN_NONE), std::string("/nonexistent/libnone.so")}) {
     const auto r = run_qconform_output("list backends --plugin " + p);
     EXPECT_EQ(r.code, 2) << r.output;

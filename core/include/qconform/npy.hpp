@@ -10,6 +10,10 @@
 
 namespace qc {
 
+// The type a format's elements are stored as in a .npy file: itself where NumPy has it, else the
+// integer type of its bit patterns (bf16: u16; f8: u8) or of its one value per byte (i4: i8, u4: u8).
+DType npy_storage_dtype(DType t);
+
 // Reads a .npy file. `as` reinterprets u2/u1 bit patterns as bf16 or f8 when given.
 Tensor read_npy(const std::filesystem::path& file, std::optional<DType> as = std::nullopt);
 void write_npy(const std::filesystem::path& file, const Tensor& t);
