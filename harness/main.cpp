@@ -4,6 +4,7 @@
 // 2 a usage or input error (nothing is written); 77 nothing could run (every result SKIP).
 // With --gate (and a baseline), 0 unless something changed against the baseline.
 #include "backends/exec/paths.hpp"
+#include "backends/peers.hpp"
 #include "backends/plugin/plugin_backend.hpp"
 #include "backends/registry.hpp"
 #include "cases/case.hpp"
@@ -51,6 +52,10 @@ std::map<std::string, std::string>& preset_origin();
 
 // Plugins named with --plugin (any subcommand that takes backends), after those of QCONFORM_PLUGINS.
 std::vector<std::string> g_plugin_paths;
+// --no-peers: leave out the peer backends of the manifest (docs/peers.md).
+bool g_no_peers = false;
+// The manifest's peers that are exec runners: started only when a run selects them.
+std::vector<qc::PeerEntry> g_exec_peers;
 
 // Every backend this run can offer: the built-in ones, then each plugin's, in load order (each
 // plugin's preset declarations are registered as it loads). A name offered twice is an input error
@@ -74,7 +79,39 @@ std::vector<std::unique_ptr<qc::Backend>> all_backends() {
       all.push_back(std::move(b));
     }
   }
+  // The peers this build made (docs/peers.md): plugins load now, runners start when selected.
+  g_exec_peers.clear();
+  if (g_no_peers) return all;
+  const fs::path manifest = qc::peers_manifest();
+  for (qc::PeerEntry& p : qc::load_peer_manifest(manifest)) {
+    const std::string origin = "peer " + p.library + " (" + manifest.string() + ")";
+    const auto [it, fresh] = source.emplace(p.name, origin);
+    if (!fresh)
+      throw qc::InputError(origin + ": backend '" + p.name + "' is already offered (" + it->second +
+                           "); --no-peers leaves the peers out");
+    if (!p.backend.empty()) {
+      g_exec_peers.push_back(std::move(p));
+      continue;
+    }
+    qc::LoadedPlugin plugin = qc::load_plugin(p.plugin);
+    for (auto& b : plugin.backends) {
+      if (b->name() != p.name)
+        throw qc::InputError(origin + ": the plugin " + p.plugin + " offers '" + b->name() + "', the manifest says '" +
+                             p.name + "'");
+      all.push_back(std::move(b));
+    }
+  }
   return all;
+}
+
+// Starts a peer runner of the manifest; its hello must give the manifest's name.
+qc::Backend* make_exec_peer(std::vector<std::unique_ptr<qc::Backend>>& all, const qc::PeerEntry& p,
+                            const qc::BackendOptions& options) {
+  all.push_back(qc::make_backend(p.backend, options));
+  if (all.back()->name() != p.name)
+    throw qc::InputError("peer " + p.library + ": the runner '" + p.backend + "' says its name is '" +
+                         all.back()->name() + "', the manifest says '" + p.name + "'");
+  return all.back().get();
 }
 
 // The named backends (default: every built-in one). A name outside the default set, such as
@@ -87,6 +124,7 @@ std::vector<qc::Backend*> select_backends(std::vector<std::unique_ptr<qc::Backen
   std::vector<qc::Backend*> out;
   if (names.empty()) {
     for (const auto& b : all) out.push_back(b.get());
+    for (const qc::PeerEntry& p : g_exec_peers) out.push_back(make_exec_peer(all, p, options));
     return out;
   }
   std::map<std::string, qc::Backend*> made;  // by the name given to --backend
@@ -95,6 +133,8 @@ std::vector<qc::Backend*> select_backends(std::vector<std::unique_ptr<qc::Backen
     qc::Backend* found = made.contains(n) ? made[n] : nullptr;
     for (const auto& b : all)
       if (!found && b->name() == n) found = b.get();
+    for (const qc::PeerEntry& p : g_exec_peers)
+      if (!found && p.name == n) found = make_exec_peer(all, p, options);
     if (!found) {
       try {
         all.push_back(qc::make_backend(n, options));
@@ -484,13 +524,20 @@ int cmd_infer(const std::string& backend, const std::string& json_out, std::uint
 }
 
 int cmd_list(const std::string& what, const std::vector<std::string>& paths) {
-  const auto all = all_backends();  // loads plugins, and with them their presets
+  auto all = all_backends();  // loads plugins, and with them their presets
   if (what == "backends" || what == "all") {
     std::cout << "backends:\n";
-    for (const auto& b : all) {
+    for (const qc::Backend* b : select_backends(all, {})) {  // the peers' runners start here
       const qc::Availability a = b->availability();
       std::cout << "  " << b->name() << "  claims " << b->claim() << "  "
                 << (a.available ? "available" : "unavailable: " + a.reason) << "\n    " << b->description() << "\n";
+      // A peer says which library version and which ISA its results come from (docs/peers.md).
+      const auto facts = b->facts();
+      std::string line;
+      for (const char* key : {"library", "version", "isa"})
+        if (const auto it = facts.find(key); it != facts.end() && !it->second.empty())
+          line += (line.empty() ? "" : ", ") + std::string(key) + " " + it->second;
+      if (!line.empty()) std::cout << "    " << line << "\n";
     }
     std::cout << "  not run by default, named with --backend:\n";
     for (const std::string& n : qc::backend_variants()) {
@@ -542,7 +589,7 @@ int main(int argc, char** argv) {
   // One name per flag: in `run --backend cpu-ref cases/qgemm.json` the file is a path, not a backend.
   run->add_option(
          "--backend,-b", ra.backends,
-         "backend to run (repeatable; default: every built-in backend); also exec:CMD ARGS (a program speaking "
+         "backend to run (repeatable; default: every built-in backend and every peer, docs/peers.md); also exec:CMD ARGS (a program speaking "
          "the exec protocol) and py:MODULE:CLASS (a Python qconform.Backend class), docs/integrate.md")
       ->allow_extra_args(false);
   run->add_option("--report-dir,-o", ra.report_dir, "folder for the reports, results.jsonl and reproducers/")
@@ -558,6 +605,8 @@ int main(int argc, char** argv) {
     c->add_option("--plugin", g_plugin_paths,
                   "a backend plugin (shared library, docs/integrate.md) to load; repeatable; also QCONFORM_PLUGINS")
         ->allow_extra_args(false);
+    c->add_flag("--no-peers", g_no_peers,
+                "leave out the peer backends, the real libraries this build runs (docs/peers.md)");
   };
   add_plugin_option(run);
   run->add_flag("--isolate", ra.isolate, "run each backend call in a child process (a crash becomes CRASH)");

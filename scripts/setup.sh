@@ -13,7 +13,16 @@ PACKAGES=(
   python3-jsonschema                           # validates report.json against reports/report.schema.json
   hipcc libamdhip64-dev rocm-device-libs       # the AMD compile check of the hip backend's kernels (gfx90a)
   chromium                                     # headless: the HTML report test (tests/reports) and its screenshot
+  # The peers (docs/peers.md): the real libraries, run as backends
+  libdnnl-dev ocl-icd-opencl-dev               # oneDNN 2.x (its CMake config needs OpenCL's)
+  libxnnpack-dev libpthreadpool-dev            # XNNPACK
+  libgemmlowp-dev                              # gemmlowp (headers)
+  python3-torch                                # PyTorch's quantized engines (onednn, qnnpack)
+  python3-onnx libonnx-testdata                # ONNX node tests, imported as a suite
 )
+# ONNX Runtime ships its Linux CPU library on the npm registry only: node and npm, from Debian unless
+# the machine has them already (an image's own Node.js conflicts with Debian's npm package).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then PACKAGES+=(nodejs npm); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -28,4 +37,15 @@ if ((${#missing[@]})); then
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# ONNX Runtime's CPU library comes with the npm package onnxruntime-node. Its install script
+# downloads GPU parts from outside, so it is skipped (--ignore-scripts): the CPU library is in the
+# package itself. Installed into .deps/ (ignored by git), where the build looks for it.
+ORT_NODE_VERSION=1.30.0
+ORT_DIR="$(cd "$(dirname "$0")/.." && pwd)/.deps"
+if [ "$(node -p "try { require('$ORT_DIR/node_modules/onnxruntime-node/package.json').version } catch (e) { '' }" 2>/dev/null)" != "$ORT_NODE_VERSION" ]; then
+  echo "setup: installing onnxruntime-node@$ORT_NODE_VERSION into $ORT_DIR"
+  mkdir -p "$ORT_DIR"
+  npm install --prefix "$ORT_DIR" --ignore-scripts --no-audit --no-fund --loglevel=error "onnxruntime-node@$ORT_NODE_VERSION" >/dev/null
 fi

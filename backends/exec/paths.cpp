@@ -9,6 +9,9 @@
 #ifndef QCONFORM_BUILD_PYTHON_DIR
 #define QCONFORM_BUILD_PYTHON_DIR "python"
 #endif
+#ifndef QCONFORM_BUILD_PEERS_MANIFEST
+#define QCONFORM_BUILD_PEERS_MANIFEST "peers/peers.json"
+#endif
 #ifndef QCONFORM_SOURCE_CASES_DIR
 #define QCONFORM_SOURCE_CASES_DIR "cases"
 #endif
@@ -39,6 +42,15 @@ fs::path default_cases_dir() {
   if (!dir.empty() && fs::is_directory(dir / ".." / "share" / "qconform" / "cases", ec))
     return (dir / ".." / "share" / "qconform" / "cases").lexically_normal();
   return QCONFORM_SOURCE_CASES_DIR;
+}
+
+fs::path peers_manifest() {
+  if (const char* env = std::getenv("QCONFORM_PEERS")) return env;
+  const fs::path dir = exe_dir();
+  std::error_code ec;
+  if (!dir.empty() && fs::is_regular_file(dir / ".." / "share" / "qconform" / "peers.json", ec))
+    return (dir / ".." / "share" / "qconform" / "peers.json").lexically_normal();
+  return QCONFORM_BUILD_PEERS_MANIFEST;
 }
 
 std::string python_executable() { return QCONFORM_PYTHON_EXECUTABLE; }

@@ -20,10 +20,12 @@ namespace qc::testing {
 
 // The shell words that start qconform: `run` takes its shard from a test runner's variables, so
 // the ones this test binary may itself run under are removed (a sharded test binary would shard
-// every run it starts), then `env` (NAME=VALUE words, shell-quoted where needed) is added.
+// every run it starts), then `env` (NAME=VALUE words, shell-quoted where needed) is added. The
+// build's peers (docs/peers.md) are left out (an empty QCONFORM_PEERS) unless `env` names a manifest:
+// these tests judge the CLI, not the libraries.
 inline std::string qconform_command(const std::string& args, const std::string& env = "") {
   return "env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_STATUS_FILE -u TEST_SHARD_INDEX "
-         "-u TEST_TOTAL_SHARDS -u TEST_SHARD_STATUS_FILE " +
+         "-u TEST_TOTAL_SHARDS -u TEST_SHARD_STATUS_FILE QCONFORM_PEERS= " +
          env + " " + QCONFORM_BIN + " " + args;
 }
 
