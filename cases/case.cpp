@@ -319,7 +319,7 @@ Spec load_spec(const json& j, const Where& w) {
   }
   if (!j.is_object()) w.fail("spec", "expected a preset name or an object {\"preset\": ..., overrides}");
   check_fields(j,
-               {"preset", "order", "compute", "rounding", "clamp", "narrow_range", "clip", "nan", "dequantize",
+               {"preset", "order", "compute", "rounding", "clamp", "narrow_range", "clip", "nan", "cast", "dequantize",
                 "requantize", "accumulation", "qparams"},
                w, "spec.");
   Spec s = j.contains("preset") ? load_spec(j["preset"], w) : *find_preset("onnx");
@@ -333,6 +333,7 @@ Spec load_spec(const json& j, const Where& w) {
     set_enum(j, "rounding", p, w, parse_rounding_mode, q.rounding);
     set_enum(j, "clamp", p, w, parse_clamp, q.clamp);
     set_enum(j, "nan", p, w, parse_nan_rule, q.nan);
+    set_enum(j, "cast", p, w, parse_int_cast, q.cast);
     set_bool(j, "narrow_range", p, w, q.narrow_range);
     set_clip(j, p, w, q.clip);
   };

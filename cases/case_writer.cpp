@@ -38,6 +38,7 @@ json quantize_overrides(const QuantizePolicy& q, const QuantizePolicy& base, boo
   if (all || q.rounding != base.rounding) j["rounding"] = name(q.rounding);
   if (all || q.clamp != base.clamp) j["clamp"] = name(q.clamp);
   if (all || q.nan != base.nan) j["nan"] = name(q.nan);
+  if (all || q.cast != base.cast) j["cast"] = name(q.cast);
   if (all || q.narrow_range != base.narrow_range) j["narrow_range"] = q.narrow_range;
   // A clip can be set but not removed by an override; parse_spec's check catches that case.
   if ((all || q.clip != base.clip) && q.clip) j["clip"] = {q.clip->first, q.clip->second};

@@ -12,14 +12,17 @@ namespace {
 
 constexpr std::array kQuantizeOrders = {QuantizeOrder::div_then_add_int,   QuantizeOrder::div_add_float,
                                         QuantizeOrder::recip_then_add_int, QuantizeOrder::recip_add_float,
-                                        QuantizeOrder::fma_recip,          QuantizeOrder::round_then_add_float};
+                                        QuantizeOrder::fma_recip,          QuantizeOrder::round_then_add_float,
+                                        QuantizeOrder::recip_round_then_add_float};
 constexpr std::array kClamps = {Clamp::int_after, Clamp::float_before, Clamp::wrap};
 // NanRule::error turns NaN into an input error, which no backend output reproduces.
-constexpr std::array kNanRules = {NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point, NanRule::to_zero};
+constexpr std::array kNanRules = {NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point, NanRule::to_zero,
+                                  NanRule::to_qmax_signed_qmin_unsigned};
 constexpr std::array kDequantizeOrders = {DequantizeOrder::sub_int_then_mul, DequantizeOrder::sub_float_then_mul,
                                           DequantizeOrder::mul_then_sub, DequantizeOrder::fma};
 constexpr std::array kMultiplierOrders = {MultiplierOrder::left_to_right, MultiplierOrder::product_then_divide,
-                                          MultiplierOrder::per_op};
+                                          MultiplierOrder::per_op, MultiplierOrder::reciprocal_scales,
+                                          MultiplierOrder::product_times_reciprocal};
 constexpr std::array kDerivations = {MultiplierDerivation::tflite,        MultiplierDerivation::tflite_single_round,
                                      MultiplierDerivation::fp32_mantissa, MultiplierDerivation::qnnpack_q31,
                                      MultiplierDerivation::tosa_scale32,  MultiplierDerivation::tosa_scale16,
@@ -102,6 +105,9 @@ void quantize_changes(Builder& b, DType input) {
   for (NanRule n : kNanRules)
     b.quantize(input, "nan", std::string(name(n)), "maps NaN " + std::string(name(n)), std::string(name(cur.nan)),
                [n](QuantizePolicy& q) { q.nan = n; });
+  for (IntCast c : {IntCast::exact, IntCast::x86_int32, IntCast::x86_int64})
+    b.quantize(input, "cast", std::string(name(c)), "converts to an integer as " + std::string(name(c)),
+               std::string(name(cur.cast)), [c](QuantizePolicy& q) { q.cast = c; });
   b.quantize(input, "narrow_range", cur.narrow_range ? "false" : "true",
              cur.narrow_range ? "uses the full range" : "uses the narrow range",
              cur.narrow_range ? "narrow range" : "full range",

@@ -86,6 +86,18 @@ std::int32_t gemmlowp_quantize_down_int32_to_uint8_scale(std::int32_t x, std::in
 // ---- TFLite --------------------------------------------------------------------------------
 
 // tensorflow/lite/kernels/internal/common.cc::MultiplyByQuantizedMultiplier (double rounding)
+std::int32_t gemmlowp_shift_left_saturating(std::int32_t x, int left_shift) {
+  require(left_shift >= 0 && left_shift <= 30, "gemmlowp_shift_left_saturating", "0 <= left_shift <= 30",
+          str(left_shift));
+  return unchecked::gemmlowp_shift_left_saturating(x, left_shift);
+}
+
+std::int32_t gemmlowp_scale_by_fixed_point_and_exponent(std::int32_t x, Q31Multiplier m) {
+  require(m.shift >= -31 && m.shift <= 30, "gemmlowp_scale_by_fixed_point_and_exponent", "-31 <= shift <= 30",
+          str(m.shift));
+  return unchecked::gemmlowp_scale_by_fixed_point_and_exponent(x, m);
+}
+
 std::int32_t tflite_left_shift_wrapping(std::int32_t x, int left_shift) {
   require(left_shift >= 0 && left_shift <= 30, "tflite_left_shift_wrapping", "0 <= left_shift <= 30", str(left_shift));
   return unchecked::tflite_left_shift_wrapping(x, left_shift);

@@ -72,6 +72,16 @@ std::int32_t gemmlowp_quantize_down_int32_to_uint8_scale(std::int32_t x, std::in
 // undefined and RoundingDivideByPOT asserts exponent <= 31).
 std::int32_t tflite_multiply_by_quantized_multiplier_double(std::int32_t x, Q31Multiplier m);
 
+// gemmlowp internal/output.h::OutputStageEvalImpl<OutputStageScaleInt32ByFixedPointAndExponent>
+// with the scalar fixedpoint.h (what a build without SIMD fixed point runs, Debian's included):
+// RoundingDivideByPOT(SRDHM(ShiftLeft(x, left_shift), M), right_shift), where ShiftLeft computes
+// in int64 and saturates to int32 (fixedpoint.h ShiftLeft(tIntegerType, int)); TFLite's version
+// above wraps instead. Requires -31 <= shift <= 30.
+std::int32_t gemmlowp_scale_by_fixed_point_and_exponent(std::int32_t x, Q31Multiplier m);
+
+// gemmlowp's scalar ShiftLeft: x * 2^left_shift in int64, saturated to int32. 0 <= left_shift <= 30.
+std::int32_t gemmlowp_shift_left_saturating(std::int32_t x, int left_shift);
+
 // The int32 pre-shift of the double-rounding build, x * (1 << left_shift), wrapped as int32
 // hardware does. Separate so that traces can show the wrap. Requires 0 <= left_shift <= 30.
 std::int32_t tflite_left_shift_wrapping(std::int32_t x, int left_shift);
@@ -235,6 +245,25 @@ constexpr std::int32_t gemmlowp_quantize_down_int32_to_uint8_scale(std::int32_t 
 // 0 <= left_shift <= 30.
 constexpr std::int32_t tflite_left_shift_wrapping(std::int32_t x, int left_shift) {
   return wrap_int32(std::int64_t{x} * (std::int64_t{1} << left_shift));
+}
+
+// gemmlowp fixedpoint.h ShiftLeft(int32, exponent), the scalar version: the product in int64,
+// saturated to int32 (the SSE/AVX versions, _mm_slli_epi32, wrap instead). 0 <= left_shift <= 30.
+constexpr std::int32_t gemmlowp_shift_left_saturating(std::int32_t x, int left_shift) {
+  const std::int64_t wide = std::int64_t{x} * (std::int64_t{1} << left_shift);
+  constexpr std::int64_t lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max();
+  return static_cast<std::int32_t>(wide > hi ? hi : wide < lo ? lo : wide);
+}
+
+// gemmlowp internal/output.h OutputStageScaleInt32ByFixedPointAndExponent, scalar:
+// RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(ShiftLeft(x, ls), M), rs), the shift saturating.
+// -31 <= m.shift <= 30.
+constexpr std::int32_t gemmlowp_scale_by_fixed_point_and_exponent(std::int32_t x, Q31Multiplier m) {
+  const int left_shift = m.shift > 0 ? m.shift : 0;
+  const int right_shift = m.shift > 0 ? 0 : -m.shift;
+  return gemmlowp_rounding_divide_by_pot(
+      gemmlowp_saturating_rounding_doubling_high_mul(gemmlowp_shift_left_saturating(x, left_shift), m.multiplier),
+      right_shift);
 }
 
 // -31 <= m.shift <= 30.

@@ -77,6 +77,8 @@ std::string_view name(QuantizeOrder o) {
       return "fma_recip";
     case QuantizeOrder::round_then_add_float:
       return "round_then_add_float";
+    case QuantizeOrder::recip_round_then_add_float:
+      return "recip_round_then_add_float";
   }
   return "?";
 }
@@ -95,13 +97,16 @@ std::string_view formula(QuantizeOrder o) {
       return "round(fma(x, 1/s, zp))";
     case QuantizeOrder::round_then_add_float:
       return "round(x/s) +. zp";
+    case QuantizeOrder::recip_round_then_add_float:
+      return "round(x*(1/s)) +. zp";
   }
   return "?";
 }
 
 std::optional<QuantizeOrder> parse_quantize_order(std::string_view s) {
   for (auto o : {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float, QuantizeOrder::recip_then_add_int,
-                 QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float})
+                 QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float,
+                 QuantizeOrder::recip_round_then_add_float})
     if (name(o) == s || formula(o) == s) return o;
   return std::nullopt;
 }
@@ -138,14 +143,34 @@ std::string_view name(NanRule n) {
       return "zero";
     case NanRule::error:
       return "error";
+    case NanRule::to_qmax_signed_qmin_unsigned:
+      return "qmax_signed_qmin_unsigned";
   }
   return "?";
 }
 
 std::optional<NanRule> parse_nan_rule(std::string_view s) {
   for (auto n : {NanRule::unspecified, NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point, NanRule::to_zero,
-                 NanRule::error})
+                 NanRule::error, NanRule::to_qmax_signed_qmin_unsigned})
     if (name(n) == s) return n;
+  return std::nullopt;
+}
+
+std::string_view name(IntCast c) {
+  switch (c) {
+    case IntCast::exact:
+      return "exact";
+    case IntCast::x86_int32:
+      return "x86_int32";
+    case IntCast::x86_int64:
+      return "x86_int64";
+  }
+  return "?";
+}
+
+std::optional<IntCast> parse_int_cast(std::string_view s) {
+  for (auto c : {IntCast::exact, IntCast::x86_int32, IntCast::x86_int64})
+    if (name(c) == s) return c;
   return std::nullopt;
 }
 

@@ -42,7 +42,12 @@ enum class QuantizeOrder : std::uint8_t {
   recip_add_float,       // round(x * (1/s) + zp)
   fma_recip,             // round(fma(x, 1/s, zp)), one rounding for the multiply-add
   round_then_add_float,  // round(x / s) + zp, the add in the compute format (MLAS scalar, MIGraphX GPU)
+  recip_round_then_add_float,  // round(x * (1/s)) + zp, the add in the compute format (PyTorch quantize_val)
 };
+// The orders that add the zero point after rounding, in the compute format.
+inline bool adds_zp_in_float_after_rounding(QuantizeOrder o) {
+  return o == QuantizeOrder::round_then_add_float || o == QuantizeOrder::recip_round_then_add_float;
+}
 std::string_view name(QuantizeOrder o);
 std::string_view formula(QuantizeOrder o);
 std::optional<QuantizeOrder> parse_quantize_order(std::string_view s);
@@ -62,9 +67,26 @@ enum class NanRule : std::uint8_t {
   to_zero_point,
   to_zero,
   error,  // NaN input is an input error
+  // x86 minps/maxps return their second operand when the first is NaN, so a float clamp written
+  // min(v, qmax), preceded for unsigned outputs by max(v, 0), sends NaN to qmax for a signed
+  // output and to qmin (0) for an unsigned one (oneDNN 2.x jit reorder: saturate_f32).
+  to_qmax_signed_qmin_unsigned,
 };
 std::string_view name(NanRule n);
 std::optional<NanRule> parse_nan_rule(std::string_view s);
+
+// How the rounded value becomes an integer. Code that converts a float with a C cast
+// (static_cast<int32_t>, static_cast<int64_t>) compiles on x86-64 to cvttss2si/cvttsd2si, which
+// give the "integer indefinite" value, the most negative integer, for NaN, infinities and values
+// out of range (Intel SDM vol. 2, CVTTSS2SI). What follows the cast sees that value: a zero point
+// added in that integer type wraps, and the clamp then takes it to qmin.
+enum class IntCast : std::uint8_t {
+  exact,      // the rounded real value, however large (then the clamp); NaN follows the NaN rule
+  x86_int32,  // a cast to int32 on x86: NaN, +-inf and values outside int32 give INT32_MIN
+  x86_int64,  // a cast to int64 on x86: NaN, +-inf and values outside int64 give INT64_MIN
+};
+std::string_view name(IntCast c);
+std::optional<IntCast> parse_int_cast(std::string_view s);
 
 struct QuantizePolicy {
   QuantizeOrder order = QuantizeOrder::div_then_add_int;
@@ -73,7 +95,8 @@ struct QuantizePolicy {
   Clamp clamp = Clamp::int_after;
   bool narrow_range = false;                                  // signed: drop the most negative value
   std::optional<std::pair<std::int64_t, std::int64_t>> clip;  // explicit sub-range, e.g. int4 in int8
-  NanRule nan = NanRule::unspecified;
+  NanRule nan = NanRule::unspecified;  // under a cast other than exact, NaN goes through the cast
+  IntCast cast = IntCast::exact;
 
   bool operator==(const QuantizePolicy&) const = default;
 };

@@ -94,14 +94,19 @@ std::vector<Spec> make_presets() {
     s.name = "ort-cpu";
     s.description =
         "ONNX Runtime CPU (MLAS): f32 x / s, clamp in float to [qmin-zp, qmax-zp], cvtps2dq (ties to even), "
-        "+ zp; NaN -> qmin; f16 input divides in f32; requantize with an f32 multiplier";
+        "+ zp; NaN -> qmin; f16 input divides in f32, an int32 cast (NaN, inf, overflow -> INT32_MIN) + zp "
+        "wrapping; requantize with an f32 multiplier";
     s.sources = {
         "microsoft/onnxruntime onnxruntime/core/mlas/lib/quantize.cpp::MlasQuantizeLinearVector",
         "microsoft/onnxruntime onnxruntime/core/util/qmath.h::ParQuantizeLinearStd (after PR #32452)",
         "microsoft/onnxruntime onnxruntime/core/providers/cpu/quantization/quantize_linear.cc::DequantizeLinearApply",
         "microsoft/onnxruntime onnxruntime/core/providers/cpu/quantization/qlinearconv.cc::ComputeOutputScale"};
     s.quantize = quantize(O::div_then_add_int, kF32, R::rne, Clamp::float_before, NanRule::to_qmin);
+    // f16 input: static_cast<int32_t>(std::nearbyint(x / s)) + zp, then the clamp. The cast is
+    // cvttss2si on x86-64: NaN, +-inf and |x/s| >= 2^31 give INT32_MIN, and the int32 + zp wraps
+    // (measured with onnxruntime-node 1.30: f16 +inf, s 1, i8 zp -1 -> 127).
     s.quantize_half_input = quantize(O::div_then_add_int, kF32, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.quantize_half_input->cast = IntCast::x86_int32;
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
     s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding,
                                     R::rne, Clamp::float_before);
@@ -112,6 +117,7 @@ std::vector<Spec> make_presets() {
     old.description = "ONNX Runtime CPU before PR #32452: f16 inputs truncated (static_cast<int32_t>(x/s)) in f32";
     old.sources.push_back("microsoft/onnxruntime PR #32452 'Fix float16 QuantizeLinear rounding on CPU'; issue #18576");
     old.quantize_half_input = quantize(O::div_then_add_int, kF32, R::rtz, Clamp::int_after, NanRule::unspecified);
+    old.quantize_half_input->cast = IntCast::x86_int32;  // the same static_cast<int32_t>
     add(old);
   }
   {
@@ -151,14 +157,19 @@ std::vector<Spec> make_presets() {
     Spec s;
     s.name = "gemmlowp";
     s.description =
-        "gemmlowp fixed point: Q31 multiplier from frexp (round half away), "
+        "gemmlowp fixed point: Q31 multiplier from frexp (round half away), ShiftLeft saturating (scalar), "
         "SaturatingRoundingDoublingHighMul (ties up) then RoundingDivideByPOT (ties away)";
+    // The scalar fixedpoint.h, which gemmlowp's reference kernel path runs (measured: Debian's
+    // libgemmlowp-dev 2021-12-20, GemmWithOutputPipeline; multiplier 100 on acc 2^24 gives 32767 in i16,
+    // where TFLite's wrapping shift gives -32768). SIMD builds (fixedpoint_sse.h) wrap instead.
     s.sources = {
-        "google/gemmlowp fixedpoint/fixedpoint.h::SaturatingRoundingDoublingHighMul, RoundingDivideByPOT",
+        "google/gemmlowp fixedpoint/fixedpoint.h::ShiftLeft, SaturatingRoundingDoublingHighMul, RoundingDivideByPOT",
+        "google/gemmlowp internal/output.h::OutputStageEvalImpl<OutputStageScaleInt32ByFixedPointAndExponent>",
+        "tensorflow/tensorflow tensorflow/lite/kernels/internal/quantization_util.cc::QuantizeMultiplier",
         "tensorflow/tensorflow tensorflow/lite/kernels/internal/quantization_util.h::ChooseQuantizationParams"};
     s.quantize = quantize(O::div_then_add_int, kF32, R::rna, Clamp::int_after, NanRule::unspecified);
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF64);
-    s.requantize = requantize_policy_for(S::gemmlowp_double);
+    s.requantize = requantize_policy_for(S::gemmlowp_scalar);
     s.qparams = "tflite";
     add(s);
   }
@@ -220,6 +231,18 @@ std::vector<Spec> make_presets() {
     s.requantize = requantize_policy_for(rndnu ? S::xnnpack_rndnu : S::xnnpack_fp32);
     s.qparams = "xnnpack-qd8";
     add(s);
+    if (!rndnu) {
+      // The x86 SIMD converts clamp with min_ps(x * (1/s), qmax - zp) first, and min_ps returns its
+      // second operand for NaN: NaN -> qmax (measured: Debian's libxnnpack 2022-02-16 ae108ef on
+      // AVX512, f32-qs8-vcvt avx512skx; the SSE2 and AVX2 kernels clamp the same way).
+      Spec x86 = s;
+      x86.name = "xnnpack-fp32@2022.02-x86";
+      x86.description = "xnnpack-fp32 as XNNPACK 2022-02 computes it with its x86 SIMD kernels: NaN -> qmax";
+      x86.sources.push_back("google/XNNPACK src/f32-qs8-vcvt/gen/vcvt-avx512skx-x128.c (_mm512_min_ps)");
+      x86.sources.push_back("google/XNNPACK src/init.c (x86: *_minmax_fp32_* microkernels at every ISA level)");
+      x86.quantize.nan = NanRule::to_qmax;
+      add(x86);
+    }
   }
   {
     Spec s;
@@ -234,6 +257,30 @@ std::vector<Spec> make_presets() {
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
     s.requantize = float_requantize(MultiplierOrder::per_op, kF32, kF32, ZeroPointAdd::float_before_rounding, R::rne,
                                     Clamp::float_before);
+    s.qparams = "ort-dynamic";
+    add(s);
+  }
+  {
+    // oneDNN 2.x leaves the scales to the user: a quantizing reorder takes alpha = 1/s (output
+    // scales), an int8 matmul or convolution the output multiplier (s_in*s_w)/s_out, each formed in
+    // f32 by the caller (measured: Debian's libdnnl 2.6.3 on AVX512-VNNI, jit:uni reorder and
+    // brg:avx512_core_vnni matmul, with those multipliers formed left to right in f32).
+    Spec s;
+    s.name = "onednn@2.6";
+    s.description =
+        "oneDNN 2.6 (x64, VNNI): quantize rne(x * (1/s) + zp) in f32, saturated in float (NaN: qmax for s8, "
+        "qmin for u8); dequantize (q - zp) * s in f32; epilogue rne(f32(acc) * m + zp) with m = s_in*s_w/s_out "
+        "in f32";
+    s.sources = {"oneapi-src/oneDNN@v2.6.3 src/cpu/x64/jit_uni_reorder.cpp",
+                 "oneapi-src/oneDNN@v2.6.3 src/cpu/x64/jit_generator.hpp::saturate_f32",
+                 "oneapi-src/oneDNN@v2.6.3 src/cpu/simple_q10n.hpp::saturate_and_round",
+                 "oneapi-src/oneDNN@v2.6.3 src/cpu/x64/brgemm/jit_brgemm_kernel.cpp::store_accumulators_apply_post_ops",
+                 "oneapi-src/oneDNN@v2.6.3 src/cpu/matmul/ref_matmul_int8.cpp"};
+    s.quantize =
+        quantize(O::recip_add_float, kF32, R::rne, Clamp::float_before, NanRule::to_qmax_signed_qmin_unsigned);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::float_before_rounding,
+                                    R::rne, Clamp::float_before);
     s.qparams = "ort-dynamic";
     add(s);
   }
@@ -252,6 +299,42 @@ std::vector<Spec> make_presets() {
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
     s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding,
                                     R::rne, Clamp::int_after);
+    s.qparams = "pytorch-observer-affine";
+    add(s);
+  }
+  // PyTorch 1.13 built without FBGEMM (Debian's python3-torch), engines onednn and qnnpack. Quantize is
+  // quantize_val's scalar form: zp + nearbyint(x * (1.f / s)) with the add in float, then a cast to
+  // int64 (cvttss2si: NaN, +-inf and values past 2^63 give INT64_MIN, which the clamp takes to qmin).
+  // Measured on about 1.4M elements per engine (python/tests/test_peer_torch.py).
+  for (const bool onednn : {true, false}) {
+    Spec s;
+    s.name = onednn ? "pytorch-onednn@1.13" : "pytorch-qnnpack@1.13";
+    s.description =
+        std::string("PyTorch 1.13 without FBGEMM, engine ") + (onednn ? "onednn" : "qnnpack") +
+        ": quantize (int64)(zp +. nearbyint(x * (1.f/s))) (NaN, inf -> qmin); dequantize (q - zp) * s in f32; " +
+        (onednn ? "requantize rne(f32(acc) * ((1/s_out) / ((1/s_in) * (1/s_w))) + zp) in f32, reciprocals rounded"
+                : "requantize rne(f32(acc) * ((s_in * s_w) * (1/s_out))) + zp");
+    s.sources = {"pytorch/pytorch@v1.13.1 aten/src/ATen/native/quantized/AffineQuantizerBase.cpp::quantize_val",
+                 "pytorch/pytorch@v1.13.1 aten/src/ATen/native/quantized/AffineQuantizerBase.cpp::dequantize_val"};
+    if (onednn) {
+      s.sources.push_back("pytorch/pytorch@v1.13.1 aten/src/ATen/native/quantized/cpu/qlinear.cpp::"
+                          "PackedLinearWeightsOnednn::apply_impl");
+      s.sources.push_back("intel/ideep@pytorch-rls-v2.6.0 include/ideep/operators/matmul.hpp::do_prepare, "
+                          "include/ideep/utils.hpp::compute_scales");
+    } else {
+      s.sources.push_back(
+          "pytorch/pytorch@v1.13.1 aten/src/ATen/native/quantized/cpu/qnnpack/src/requantization/"
+          "fp32-sse2.c; aten/src/ATen/native/quantized/cpu/qnnpack_utils.h::generate_requantization_scales");
+    }
+    s.quantize =
+        quantize(O::recip_round_then_add_float, kF32, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.quantize.cast = IntCast::x86_int64;
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
+    s.requantize =
+        onednn ? float_requantize(MultiplierOrder::reciprocal_scales, kF32, kF32, ZeroPointAdd::float_before_rounding,
+                                  R::rne, Clamp::float_before)
+               : float_requantize(MultiplierOrder::product_times_reciprocal, kF32, kF32,
+                                  ZeroPointAdd::int_after_rounding, R::rne, Clamp::int_after);
     s.qparams = "pytorch-observer-affine";
     add(s);
   }

@@ -47,7 +47,7 @@ bool adds_zp_in_integers(QuantizeOrder o) {
 // Orders whose zero point comes after the rounding, so a clamp before rounding is to
 // [qmin - zp, qmax - zp].
 bool adds_zp_after_rounding(QuantizeOrder o) {
-  return adds_zp_in_integers(o) || o == QuantizeOrder::round_then_add_float;
+  return adds_zp_in_integers(o) || adds_zp_in_float_after_rounding(o);
 }
 
 ExactFloat exact_of(double v) {
@@ -62,8 +62,10 @@ bool is_subnormal_in(double v, DType t) {
   return std::fabs(v) < std::ldexp(1.0, 1 - l.bias);
 }
 
-std::int64_t nan_value(NanRule rule, Range r, std::int64_t zp) {
+std::int64_t nan_value(NanRule rule, Range r, std::int64_t zp, bool out_signed) {
   switch (rule) {
+    case NanRule::to_qmax_signed_qmin_unsigned:
+      return out_signed ? r.hi : r.lo;
     case NanRule::to_qmin:
       return r.lo;
     case NanRule::to_qmax:
@@ -78,6 +80,22 @@ std::int64_t nan_value(NanRule rule, Range r, std::int64_t zp) {
       break;
   }
   throw InputError("NaN input where the policy's NaN rule is 'error'");
+}
+
+// IntCast: the integer type's bounds, and its 'integer indefinite' value (the most negative).
+int cast_bits(IntCast c) { return c == IntCast::x86_int32 ? 32 : 64; }
+BigInt cast_indefinite(IntCast c) { return -(BigInt(1) << (cast_bits(c) - 1)); }
+bool cast_fits(IntCast c, const BigInt& v) {
+  const BigInt lim = BigInt(1) << (cast_bits(c) - 1);
+  return v >= -lim && v < lim;
+}
+// a + zp in the cast's integer type: two's-complement wrap (what int32/int64 addition does).
+BigInt cast_add(IntCast c, const BigInt& a, std::int64_t zp) {
+  const BigInt m = BigInt(1) << cast_bits(c);
+  BigInt v = (a + zp) % m;
+  if (v < 0) v += m;
+  if (v >= m / 2) v -= m;
+  return v;
 }
 
 // A label from where the pre-rounding value lay; `dist_to_half` is |t - floor(t) - 1/2|.
@@ -135,6 +153,7 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
       break;
     }
     case QuantizeOrder::recip_then_add_int:
+    case QuantizeOrder::recip_round_then_add_float:
     case QuantizeOrder::recip_add_float:
     case QuantizeOrder::fma_recip: {
       const ExactFloat inv = A.div(one, sc);
@@ -158,11 +177,12 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
     }
   }
 
-  if (t.is_nan()) {
+  const bool casts = pol.cast != IntCast::exact;
+  if (t.is_nan() && !casts) {
     e.label = Label::special;
     e.pre_round = t;
     e.specified = pol.nan != NanRule::unspecified;
-    e.q = nan_value(pol.nan, range, zp);
+    e.q = nan_value(pol.nan, range, zp, info(out).is_signed);
     if (trace)
       step("NaN rule", "", t, t,
            e.specified ? "the policy maps NaN to " + std::string(name(pol.nan)) + ": " + std::to_string(e.q)
@@ -186,6 +206,21 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
   }
   e.pre_round = t;
 
+  // A cast (IntCast) of NaN or an infinity gives the integer indefinite value; a zero point added
+  // after it, in integers, wraps in the cast's type; the clamp follows.
+  if (casts && !t.is_finite()) {
+    const BigInt c = cast_indefinite(pol.cast);
+    const BigInt v = int_add ? cast_add(pol.cast, c, zp) : c;
+    e.label = Label::special;
+    e.q = std::clamp(v, BigInt(range.lo), BigInt(range.hi)).convert_to<std::int64_t>();
+    if (trace)
+      step(std::string("cast to ") + (pol.cast == IntCast::x86_int32 ? "int32" : "int64") + " (x86)", "", t,
+           ExactFloat::finite(Rational(v)),
+           "not finite: the integer indefinite value " + c.str() + (int_add ? ", + zp wrapped" : "") +
+               ", then saturated to " + std::to_string(e.q));
+    return e;
+  }
+
   BigInt r;
   if (t.is_inf()) {  // infinities saturate (also under wrap, where a cast of inf has no meaning)
     special = true;
@@ -208,14 +243,28 @@ QuantizeElement quantize_element(double xd, DType x_dtype, double sd, DType scal
   }
 
   BigInt v = r + off;
-  if (pol.order == QuantizeOrder::round_then_add_float && !t.is_inf()) {
+  bool sum_inf = false;
+  if (adds_zp_in_float_after_rounding(pol.order) && !t.is_inf()) {
     const ExactFloat zc = A.convert(zpf);
     const ExactFloat sum = A.add(ExactFloat::finite(Rational(r)), zc);
+    sum_inf = sum.is_inf();
     if (sum.is_inf())
       v = sum.negative ? BigInt(range.lo) - 1 : BigInt(range.hi) + 1;
     else
       v = numerator(sum.value);  // a sum of integers rounded to a float format is an integer
     if (trace) step("+ zp" + in, r.str() + " + " + std::to_string(zp), X.add(ExactFloat::finite(Rational(r)), zc), sum);
+  }
+  if (casts) {  // the cast sees the rounded value (and the float sum, when the zp was added in float)
+    const BigInt seen = int_add ? r : v;
+    const bool fits = !sum_inf && cast_fits(pol.cast, seen);
+    const BigInt c = fits ? seen : cast_indefinite(pol.cast);
+    v = int_add ? cast_add(pol.cast, c, zp) : c;
+    saturated |= !fits;
+    if (trace)
+      step(std::string("cast to ") + (pol.cast == IntCast::x86_int32 ? "int32" : "int64") + " (x86)" +
+               (int_add ? ", + zp wrapped" : ""),
+           seen.str(), ExactFloat::finite(Rational(seen)), ExactFloat::finite(Rational(v)),
+           fits ? "in range" : "out of range: the integer indefinite value " + c.str());
   }
   if (int_add && trace)
     step("+ zp in integers", r.str() + " + " + std::to_string(zp), ExactFloat::finite(Rational(v)),
@@ -315,6 +364,7 @@ template <class T>
       t = x / s + zpt;
       break;
     case QuantizeOrder::recip_then_add_int:
+    case QuantizeOrder::recip_round_then_add_float:
       t = x * (T(1) / s);
       break;
     case QuantizeOrder::recip_add_float:
@@ -325,9 +375,12 @@ template <class T>
       break;
   }
   if (!std::isfinite(t)) return false;
+  // Under a cast (IntCast) the result is the exact one while |t| + |zp| < 2^30: no cast overflows
+  // and no zero-point add wraps. Elements past that go to the slow path.
+  if (pol.cast != IntCast::exact && !(std::fabs(t) + std::fabs(static_cast<T>(zp)) < T(0x1p30))) return false;
   bool saturated = false;
   const std::int64_t off = int_add ? zp : 0;
-  const bool round_add = pol.order == QuantizeOrder::round_then_add_float;
+  const bool round_add = adds_zp_in_float_after_rounding(pol.order);
   if (pol.clamp == Clamp::float_before) {
     const std::int64_t boff = int_add || round_add ? zp : 0;
     const T lo = static_cast<T>(fin.range.lo - boff), hi = static_cast<T>(fin.range.hi - boff);
@@ -375,7 +428,7 @@ double two_sum_err(double a, double b, double s) {
 // decision the pair cannot settle go to the slow path.
 [[gnu::always_inline]] inline bool fast_exact_element(double x, double s, std::int64_t zp, const QuantizePolicy& pol,
                                                       const Finish& fin, bool int_add, std::int64_t& q, Label& label) {
-  if (!std::isfinite(x)) return false;
+  if (!std::isfinite(x) || pol.cast != IntCast::exact) return false;  // casts: the slow path
   constexpr double kTiny = 0x1p-900, kHuge = 0x1p900;
   double t = 0;
   int sticky = 0;  // sign of (exact value - t)
@@ -484,7 +537,7 @@ void fast_run(const FastContext& c, const In* x, Out* q, Label* labels, std::int
           break;
         case FastKind::exact:  // in exact arithmetic the float add of an integer zp is an integer add
           ok = fast_exact_element(xd, s, zp, c.pol, c.fin,
-                                  c.int_add || c.pol.order == QuantizeOrder::round_then_add_float, v, l);
+                                  c.int_add || adds_zp_in_float_after_rounding(c.pol.order), v, l);
           break;
         case FastKind::none:
           ok = false;
@@ -584,6 +637,7 @@ void f32_kernel_order(QuantizeOrder o, bool with_labels, const float* x, std::in
 #undef QC_ORDER
     case QuantizeOrder::fma_recip:
     case QuantizeOrder::round_then_add_float:
+    case QuantizeOrder::recip_round_then_add_float:
       break;  // not taken: left to the scalar path
   }
 }
@@ -633,7 +687,7 @@ void fast_tensor(const FastContext& c, const Tensor& x, const QuantParams& p, Te
   Out* qd = q.data<Out>();
   if constexpr (std::is_same_v<In, float> && sizeof(Out) <= 2) {
     if (c.kind == FastKind::f32 && c.pol.clamp != Clamp::wrap && c.pol.order != QuantizeOrder::fma_recip &&
-        c.pol.order != QuantizeOrder::round_then_add_float) {
+        !adds_zp_in_float_after_rounding(c.pol.order) && c.pol.cast == IntCast::exact) {
       // The kernel flags the elements it cannot settle in a small reused buffer (chunks of 4096
       // elements), so the flags cost no extra pass over memory.
       constexpr std::int64_t kChunk = 4096;

@@ -45,6 +45,8 @@ std::string_view name(RequantizeScheme s) {
       return "stablehlo_truncate";
     case RequantizeScheme::fbgemm_fixed_point:
       return "fbgemm_fixed_point";
+    case RequantizeScheme::gemmlowp_scalar:
+      return "gemmlowp_scalar";
   }
   return "?";
 }
@@ -57,6 +59,9 @@ std::string_view describe(RequantizeScheme s) {
       return "multiplier and product in IEEE formats, in a stated order";
     case RequantizeScheme::gemmlowp_double:
       return "RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x * 2^ls, M), rs): round half up, then half away";
+    case RequantizeScheme::gemmlowp_scalar:
+      return "RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(ShiftLeft(x, ls), M), rs), ShiftLeft saturating "
+             "(gemmlowp's scalar output stage)";
     case RequantizeScheme::tflite_single:
       return "(x*M + 2^(30-shift)) >> (31-shift) in int64: round half up";
     case RequantizeScheme::tflite_int64:
@@ -99,12 +104,17 @@ std::string_view name(MultiplierOrder o) {
       return "product_then_divide";
     case MultiplierOrder::per_op:
       return "per_op";
+    case MultiplierOrder::reciprocal_scales:
+      return "reciprocal_scales";
+    case MultiplierOrder::product_times_reciprocal:
+      return "product_times_reciprocal";
   }
   return "?";
 }
 
 std::optional<MultiplierOrder> parse_multiplier_order(std::string_view s) {
-  for (auto o : {MultiplierOrder::left_to_right, MultiplierOrder::product_then_divide, MultiplierOrder::per_op})
+  for (auto o : {MultiplierOrder::left_to_right, MultiplierOrder::product_then_divide, MultiplierOrder::per_op,
+                 MultiplierOrder::reciprocal_scales, MultiplierOrder::product_times_reciprocal})
     if (name(o) == s) return o;
   return std::nullopt;
 }
@@ -244,6 +254,7 @@ RequantizePolicy requantize_policy_for(RequantizeScheme s) {
     // TFLite per-channel: double(s_in) * double(s_w) / double(s_out)
     // (kernel_util.cc::PopulateConvolutionQuantizationParams).
     case RequantizeScheme::gemmlowp_double:
+    case RequantizeScheme::gemmlowp_scalar:  // gemmlowp derives no multiplier: users call TFLite's
       fixed(kF64, D::tflite);
       break;
     case RequantizeScheme::tflite_single:
@@ -450,16 +461,33 @@ RequantizeMultiplier prepare_multiplier(const RequantizeScales& scales, const Re
   const std::string in = " in " + A.name();
   const ExactFloat si = scale_value(scales.input), sw = scale_value(scales.weight), so = scale_value(scales.output);
   ExactFloat product;
-  if (p.multiplier_order == MultiplierOrder::left_to_right) {
+  const ExactFloat one = ExactFloat::finite(1);
+  if (p.multiplier_order == MultiplierOrder::reciprocal_scales) {
+    const ExactFloat ri = A.div(one, si), rw = A.div(one, sw), ro = A.div(one, so);
+    t.real("1 / s_in, 1 / s_w, 1 / s_out" + in, "1 / s_in", X.div(one, si), ri);
+    product = A.mul(ri, rw);
+    t.real("(1/s_in) * (1/s_w)" + in, "(1/s_in) * (1/s_w)", X.mul(ri, rw), product);
+    m.formed = A.div(ro, product);
+    t.real("(1/s_out) / that" + in, "(1/s_out) / ((1/s_in) * (1/s_w))", X.div(ro, product), m.formed);
+  } else if (p.multiplier_order == MultiplierOrder::product_times_reciprocal) {
     product = A.mul(si, sw);
     t.real("s_in * s_w" + in, "s_in * s_w", X.mul(si, sw), product);
+    const ExactFloat ro = A.div(one, so);
+    t.real("1 / s_out" + in, "1 / s_out", X.div(one, so), ro);
+    m.formed = A.mul(product, ro);
+    t.real("(s_in * s_w) * (1/s_out)" + in, "(s_in * s_w) * (1/s_out)", X.mul(product, ro), m.formed);
   } else {
-    const Arith S = Arith::in(scales.dtype);
-    product = S.mul(si, sw);
-    t.real("s_in * s_w in " + S.name() + " (the scales' format)", "s_in * s_w", X.mul(si, sw), product);
+    if (p.multiplier_order == MultiplierOrder::left_to_right) {
+      product = A.mul(si, sw);
+      t.real("s_in * s_w" + in, "s_in * s_w", X.mul(si, sw), product);
+    } else {
+      const Arith S = Arith::in(scales.dtype);
+      product = S.mul(si, sw);
+      t.real("s_in * s_w in " + S.name() + " (the scales' format)", "s_in * s_w", X.mul(si, sw), product);
+    }
+    m.formed = A.div(product, so);
+    t.real("/ s_out" + in, "(s_in * s_w) / s_out", X.div(product, so), m.formed);
   }
-  m.formed = A.div(product, so);
-  t.real("/ s_out" + in, "(s_in * s_w) / s_out", X.div(product, so), m.formed);
   if (!m.formed.is_finite() || m.formed.value <= 0)
     throw InputError("requantize: the multiplier formed" + in + " is " + to_string(m.formed) +
                      " (it overflowed or underflowed)");
@@ -691,6 +719,23 @@ std::int64_t eval_gemmlowp_double(std::int32_t x, const RequantizeMultiplier& m,
   return saturate(add_zero_point_int32(v, zp, t), r, t);
 }
 
+std::int64_t eval_gemmlowp_scalar(std::int32_t x, const RequantizeMultiplier& m, std::int64_t zp, Range r, Tracer& t) {
+  const Q31Multiplier q = to_q31(*m.fixed, RequantizeScheme::gemmlowp_scalar);
+  const std::int32_t v = gemmlowp_scale_by_fixed_point_and_exponent(x, q);
+  if (t.on()) {
+    const int ls = std::max(q.shift, 0);
+    const std::int32_t shifted = gemmlowp_shift_left_saturating(x, ls);
+    const Rational exact_shift = Rational(x) * pow2(ls);
+    t.integer("ShiftLeft(x, " + std::to_string(ls) + ")", std::to_string(x) + " * 2^" + std::to_string(ls), exact_shift,
+              shifted, Rational(shifted) == exact_shift ? "" : "saturates to int32");
+    t.integer("SaturatingRoundingDoublingHighMul, then RoundingDivideByPOT",
+              std::to_string(shifted) + " * " + std::to_string(q.multiplier) + " * 2^" + std::to_string(q.shift - 31),
+              Rational(shifted) * q.multiplier * pow2(std::min(q.shift, 0) - 31), v,
+              "rounds half toward +inf, then half away from zero");
+  }
+  return saturate(add_zero_point_int32(v, zp, t), r, t);
+}
+
 std::int64_t eval_tflite_single(std::int32_t x, const RequantizeMultiplier& m, std::int64_t zp, Range r, Tracer& t) {
   const Q31Multiplier q = to_q31(*m.fixed, RequantizeScheme::tflite_single);
   const std::int32_t v = tflite_multiply_by_quantized_multiplier_single(x, q);
@@ -847,6 +892,9 @@ RequantizeElement requantize_element(std::int64_t acc, const RequantizeMultiplie
       break;
     case S::gemmlowp_double:
       e.q = eval_gemmlowp_double(require_int32(acc, p.scheme), m, zp, r, t);
+      break;
+    case S::gemmlowp_scalar:
+      e.q = eval_gemmlowp_scalar(require_int32(acc, p.scheme), m, zp, r, t);
       break;
     case S::tflite_single:
       e.q = eval_tflite_single(require_int32(acc, p.scheme), m, zp, r, t);
@@ -1179,7 +1227,7 @@ struct FloatKernel {
   }
 };
 
-// gemmlowp_double, tflite_single, tflite_int64: the TFLite kernel, then `acc += output_offset`
+// gemmlowp_double, gemmlowp_scalar, tflite_single, tflite_int64: the TFLite (or gemmlowp) kernel, then `acc += output_offset`
 // in int32 (wraps), then the clamp.
 template <RequantizeScheme S>
 struct TfliteKernel {
@@ -1189,6 +1237,8 @@ struct TfliteKernel {
     std::int32_t v;
     if constexpr (S == RequantizeScheme::gemmlowp_double)
       v = unchecked::tflite_multiply_by_quantized_multiplier_double(acc, m);
+    else if constexpr (S == RequantizeScheme::gemmlowp_scalar)
+      v = unchecked::gemmlowp_scale_by_fixed_point_and_exponent(acc, m);
     else if constexpr (S == RequantizeScheme::tflite_single)
       v = unchecked::tflite_multiply_by_quantized_multiplier_single(acc, m);
     else
@@ -1448,6 +1498,8 @@ void fast_channel_run(const FastChannel& ch, const RequantizePolicy& p, DType ou
     }
     case S::gemmlowp_double:
       return run(TfliteKernel<S::gemmlowp_double>{c, q31()});
+    case S::gemmlowp_scalar:
+      return run(TfliteKernel<S::gemmlowp_scalar>{c, q31()});
     case S::tflite_single:
       return run(TfliteKernel<S::tflite_single>{c, q31()});
     case S::tflite_int64:

@@ -45,13 +45,15 @@ enum class RequantizeScheme : std::uint8_t {
   glow_int32,          // ((((x >> pre) * S) + 2^(post-1)) >> post) + offset in int32
   stablehlo_truncate,  // stablehlo-legalize-quant-to-math: f32(acc) * f32 scale, convert (truncates)
   fbgemm_fixed_point,  // zp + ((acc*M + 2^(rs-1)) >> rs), FBGEMM RequantizeFixedPoint
+  gemmlowp_scalar,     // gemmlowp's own output stage, scalar: as gemmlowp_double, the pre-shift saturating
 };
-inline constexpr std::array<RequantizeScheme, 15> kAllRequantizeSchemes = {
+inline constexpr std::array<RequantizeScheme, 16> kAllRequantizeSchemes = {
     RequantizeScheme::ideal,         RequantizeScheme::float_multiplier,   RequantizeScheme::gemmlowp_double,
     RequantizeScheme::tflite_single, RequantizeScheme::tflite_int64,       RequantizeScheme::tosa_single,
     RequantizeScheme::tosa_double,   RequantizeScheme::tosa_scale16,       RequantizeScheme::xnnpack_rndnu,
     RequantizeScheme::xnnpack_fp32,  RequantizeScheme::qnnpack_precise,    RequantizeScheme::qnnpack_q31,
-    RequantizeScheme::glow_int32,    RequantizeScheme::stablehlo_truncate, RequantizeScheme::fbgemm_fixed_point};
+    RequantizeScheme::glow_int32,    RequantizeScheme::stablehlo_truncate, RequantizeScheme::fbgemm_fixed_point,
+    RequantizeScheme::gemmlowp_scalar};
 std::string_view name(RequantizeScheme s);
 std::string_view describe(RequantizeScheme s);
 std::optional<RequantizeScheme> parse_requantize_scheme(std::string_view s);
@@ -62,6 +64,9 @@ enum class MultiplierOrder : std::uint8_t {
   product_then_divide,  // (s_in * s_w) rounded to the scales' own format, then / s_out in multiplier_format
                         // (TFLite legacy GetQuantizedConvolutionMultipler: fp32 product, double division)
   per_op,               // no multiplier: ((f(acc) * s_in) * s_w) / s_out, each in product_format (oneDNN ref)
+  reciprocal_scales,    // (1/s_out) / ((1/s_in) * (1/s_w)), each reciprocal rounded first (ideep compute_scales,
+                        // PyTorch's onednn engine)
+  product_times_reciprocal,  // (s_in * s_w) * (1/s_out) (PyTorch's qnnpack engine, generate_requantization_scales)
 };
 std::string_view name(MultiplierOrder o);
 std::optional<MultiplierOrder> parse_multiplier_order(std::string_view s);

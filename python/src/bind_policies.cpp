@@ -79,14 +79,18 @@ void bind_policies(py::module_& m) {
   bind_enum<QuantizeOrder>(
       m, "QuantizeOrder",
       {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float, QuantizeOrder::recip_then_add_int,
-       QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float},
+       QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float,
+       QuantizeOrder::recip_round_then_add_float},
       "The order of quantize's operations.")
       .def_property_readonly("formula", [](QuantizeOrder o) { return std::string(formula(o)); });
   bind_enum<Clamp>(m, "Clamp", {Clamp::int_after, Clamp::float_before, Clamp::wrap}, "Where quantize saturates.");
   bind_enum<NanRule>(m, "NanRule",
                      {NanRule::unspecified, NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point,
-                      NanRule::to_zero, NanRule::error},
+                      NanRule::to_zero, NanRule::error, NanRule::to_qmax_signed_qmin_unsigned},
                      "What quantize makes of NaN.");
+  bind_enum<IntCast>(m, "IntCast", {IntCast::exact, IntCast::x86_int32, IntCast::x86_int64},
+                     "How quantize's rounded value becomes an integer (an x86 cast: NaN, inf and overflow give the "
+                     "most negative integer).");
   bind_enum<DequantizeOrder>(m, "DequantizeOrder",
                              {DequantizeOrder::sub_int_then_mul, DequantizeOrder::sub_float_then_mul,
                               DequantizeOrder::mul_then_sub, DequantizeOrder::fma},
@@ -97,7 +101,8 @@ void bind_policies(py::module_& m) {
       .def_property_readonly("description", [](RequantizeScheme r) { return std::string(describe(r)); });
   bind_enum<MultiplierOrder>(
       m, "MultiplierOrder",
-      {MultiplierOrder::left_to_right, MultiplierOrder::product_then_divide, MultiplierOrder::per_op},
+      {MultiplierOrder::left_to_right, MultiplierOrder::product_then_divide, MultiplierOrder::per_op,
+       MultiplierOrder::reciprocal_scales, MultiplierOrder::product_times_reciprocal},
       "How the requantize multiplier s_in*s_w/s_out is formed.");
   bind_enum<MultiplierDerivation>(
       m, "MultiplierDerivation",
@@ -157,11 +162,13 @@ void bind_policies(py::module_& m) {
       .def_readonly("narrow_range", &QuantizePolicy::narrow_range)
       .def_property_readonly("clip", [](const QuantizePolicy& p) { return clip_value(p.clip); })
       .def_readonly("nan", &QuantizePolicy::nan)
+      .def_readonly("cast", &QuantizePolicy::cast)
       .def("__eq__", [](const QuantizePolicy& a, const QuantizePolicy& b) { return a == b; })
       .def("__repr__", [](const QuantizePolicy& p) {
         return "QuantizePolicy(order=" + std::string(name(p.order)) + ", compute=" + to_string(p.compute) +
                ", rounding=" + std::string(name(p.rounding)) + ", clamp=" + std::string(name(p.clamp)) +
-               ", narrow_range=" + (p.narrow_range ? "True" : "False") + ", nan=" + std::string(name(p.nan)) + ")";
+               ", narrow_range=" + (p.narrow_range ? "True" : "False") + ", nan=" + std::string(name(p.nan)) +
+               ", cast=" + std::string(name(p.cast)) + ")";
       });
   py::class_<DequantizePolicy>(m, "DequantizePolicy", "Every choice of dequantize (a read-only value).")
       .def_readonly("order", &DequantizePolicy::order)

@@ -142,6 +142,77 @@ TEST(Presets, PyTorch) {
   EXPECT_EQ(quant("pytorch-cuda", kFbgemm), 127);
 }
 
+// The versioned presets of the peers (docs/peers.md): each value below follows from the library
+// source cited in the preset, worked by hand in the comment, and agrees with what the library gave.
+
+TEST(Presets, OrtCpuHalfInputGoesThroughAnInt32Cast) {
+  // static_cast<int32_t>(nearbyint(x / s)) + zp with x86's cvttss2si: NaN, +-inf and |v| >= 2^31 give
+  // INT32_MIN (0x80000000); the int32 add of the zero point wraps; then the clamp.
+  const auto half = [](double x, double s, std::int64_t zp, DType out) { return Q{x, s, zp, out, DType::f16, DType::f16}; };
+  EXPECT_EQ(quant("ort-cpu", half(INFINITY, 1, 0, DType::i8)), -128);   // INT32_MIN -> qmin
+  EXPECT_EQ(quant("ort-cpu", half(-INFINITY, 1, -1, DType::i8)), 127);  // INT32_MIN - 1 wraps to INT32_MAX
+  EXPECT_EQ(quant("ort-cpu", half(NAN, 1, -1, DType::i8)), 127);
+  EXPECT_EQ(quant("ort-cpu", half(NAN, 1, 0, DType::i8)), -128);
+  // 65504 / 2^-16 = 4292870144 >= 2^31: INT32_MIN + 5 is below 0 -> 0. f32 input clamps in float: 255.
+  EXPECT_EQ(quant("ort-cpu", half(65504, 0x1p-16, 5, DType::u8)), 0);
+  EXPECT_EQ(quant("ort-cpu", Q{65504, 0x1p-16, 5, DType::u8}), 255);
+  EXPECT_EQ(quant("ort-cpu", half(-3.5, 1, 0, DType::i8)), -4);  // in range the cast is exact (ties to even)
+}
+
+TEST(Presets, OneDnn26) {
+  // fl(fl(x * fl(1/s)) + zp) in f32: 0x1.fffffep-2 + 1 = 1.5 - 2^-25 rounds to 1.5 in f32 (ulp 2^-23), a
+  // tie -> 2; FBGEMM's example x * (1/s) = 127.5 -> 128 (3.x divides: 127.499992 -> 127).
+  EXPECT_EQ(quant("onednn@2.6", kZpBefore), 2);
+  EXPECT_EQ(quant("onednn@2.6", kFbgemm), 128);
+  EXPECT_EQ(quant("onednn", kFbgemm), 127);
+  // saturate_f32: min_ps(NaN, qmax) gives qmax for s8; u8 first takes max_ps(NaN, 0) = 0.
+  EXPECT_EQ(quant("onednn@2.6", kNan), 127);
+  EXPECT_EQ(quant("onednn@2.6", Q{NAN, 1, 5, DType::u8}), 0);
+  // m = fl(fl(0.1f * 1) / 1) = 0.1f; fl(5 * 0.1f) = 0.5 -> 0 (the exact 0.50000000745 gives 1).
+  EXPECT_EQ(requant("onednn@2.6", 5, static_cast<float>(0.1), 1, 1), 0);
+}
+
+TEST(Presets, XnnpackOnX86SendsNanToQmax) {
+  // _mm512_min_ps(x * (1/s), qmax - zp) returns its second operand for NaN: qmax - zp, then + zp.
+  EXPECT_EQ(quant("xnnpack-fp32@2022.02-x86", kNan), 127);
+  EXPECT_FALSE(
+      quantize_element(kNan.x, DType::f32, 1, DType::f32, 5, DType::i8, preset("xnnpack-fp32").quantize).specified);
+}
+
+TEST(Presets, GemmlowpShiftLeftSaturates) {
+  // s_in * s_w / s_out = 100 = 0.78125 * 2^7: M = 0.78125 * 2^31 = 1677721600, left shift 7.
+  // acc = 2^24: ShiftLeft gives 2^31, saturated to 2^31 - 1 in gemmlowp's scalar fixedpoint.h;
+  // SRDHM(2^31 - 1, M) = round(M - M / 2^31) = round(1677721599.22) = 1677721599 -> i16 32767.
+  // TFLite's x * (1 << 7) wraps to -2^31: SRDHM(-2^31, M) = -M -> i16 -32768.
+  EXPECT_EQ(requant("gemmlowp", std::int64_t{1} << 24, 10, 10, 1, 0, DType::i16), 32767);
+  EXPECT_EQ(requant("tflite-reference", std::int64_t{1} << 24, 10, 10, 1, 0, DType::i16), -32768);
+}
+
+TEST(Presets, PyTorch113WithoutFbgemm) {
+  for (const char* p : {"pytorch-onednn@1.13", "pytorch-qnnpack@1.13"}) {
+    // quantize_val: (int64)(zp +. nearbyint(x * (1.f/s))): the reciprocal (FBGEMM's example: 128) ...
+    EXPECT_EQ(quant(p, kFbgemm), 128) << p;
+    // ... NaN and +-inf through cvttss2si to INT64_MIN, clamped to qmin.
+    EXPECT_EQ(quant(p, kNan), -128) << p;
+    EXPECT_EQ(quant(p, Q{INFINITY, 1, 5, DType::i8}), -128) << p;
+    EXPECT_EQ(quant(p, Q{NAN, 1, 128, DType::u8}), 0) << p;
+    // ... and the zero point added in f32: 2^25 + 3 rounds to 2^25 + 4 (ulp 4), 2^25 + 1 to 2^25.
+    EXPECT_EQ(quant(p, Q{0x1p25, 1, 3, DType::i32}), (1 << 25) + 4) << p;
+    EXPECT_EQ(quant(p, Q{0x1p25, 1, 1, DType::i32}), 1 << 25) << p;
+  }
+  // s_in = 0.1f, s_w = s_out = 0.03f, output zp 7. onednn: m = fl(fl(1/s_out) / fl(fl(1/s_in) * fl(1/s_w)))
+  // = 0x3DCCCCCC; 35 * m = 3.4999998, + 7 in f32 = 10.5 -> 10; 25 -> 9.5 -> 10.
+  // qnnpack: m = fl(fl(s_w * s_in) * fl(1/s_out)) = 0x3DCCCCCE; 35 * m = 3.5000002 -> 4, + 7 = 11; 25 -> 3 + 7.
+  // pytorch-cpu (FBGEMM): m = fl(fl(s_in * s_w) / s_out) = 0x3DCCCCCD; 3.5 -> 4 + 7 = 11; 2.5 -> 2 + 7 = 9.
+  const double a = static_cast<float>(0.1), w = static_cast<float>(0.03);
+  EXPECT_EQ(requant("pytorch-onednn@1.13", 35, a, w, w, 7), 10);
+  EXPECT_EQ(requant("pytorch-onednn@1.13", 25, a, w, w, 7), 10);
+  EXPECT_EQ(requant("pytorch-qnnpack@1.13", 35, a, w, w, 7), 11);
+  EXPECT_EQ(requant("pytorch-qnnpack@1.13", 25, a, w, w, 7), 10);
+  EXPECT_EQ(requant("pytorch-cpu", 35, a, w, w, 7), 11);
+  EXPECT_EQ(requant("pytorch-cpu", 25, a, w, w, 7), 9);
+}
+
 TEST(Presets, MIGraphX) {
   EXPECT_EQ(quant("migraphx-ref", kTie), 2);                                // nearbyint
   EXPECT_EQ(quant("migraphx-ref@2023.10", kTie), 3);                        // std::round before late 2023

@@ -80,13 +80,16 @@ Config random_config(SplitMix64& rng) {
   c.scale_dtype = pick(rng, {DType::f32, DType::f32, DType::f64});
   c.pol.order =
       pick(rng, {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float, QuantizeOrder::recip_then_add_int,
-                 QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float});
+                 QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float,
+                 QuantizeOrder::recip_round_then_add_float});
   using K = ComputeFormat::Kind;
   c.pol.compute = {pick(rng, {K::scale_type, K::f32, K::f64, K::exact, K::exact}), 0};
   c.pol.rounding = kAllRoundingModes[rng.below(kAllRoundingModes.size())];
   c.pol.clamp = pick(rng, {Clamp::int_after, Clamp::int_after, Clamp::float_before, Clamp::wrap});
   c.pol.narrow_range = rng.below(8) == 0;
-  c.pol.nan = pick(rng, {NanRule::unspecified, NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point});
+  c.pol.nan = pick(rng, {NanRule::unspecified, NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point,
+                         NanRule::to_qmax_signed_qmin_unsigned});
+  c.pol.cast = pick(rng, {IntCast::exact, IntCast::exact, IntCast::x86_int32, IntCast::x86_int64});
   if (rng.below(10) == 0) c.pol.clip = std::pair<std::int64_t, std::int64_t>{int_min(c.out) / 2, int_max(c.out) / 2};
   const bool per_axis = rng.below(4) == 0;
   c.shape = per_axis ? Shape{8, 512} : Shape{4096};

@@ -69,6 +69,8 @@ TEST(RequantizeSchemes, AllSchemesOnOneMultiplier) {
       {S::xnnpack_fp32, 1, -2},
       // SRDHM(5, 2^30) = RHU(2.5) = 3, RDBPOT(3, 1) = RNA(1.5) = 2. SRDHM(-6, 2^30) = -3, RDBPOT = RNA(-1.5) = -2.
       {S::gemmlowp_double, 2, -2},
+      // No left shift for 0.25 (shift -1): the same arithmetic as gemmlowp_double.
+      {S::gemmlowp_scalar, 2, -2},
       // (5*2^30 + 2^31) >> 32 = floor(1.75) = 1; (-6*2^30 + 2^31) >> 32 = -1 (half up).
       {S::tflite_single, 1, -1},
       {S::tosa_single, 1, -1},
