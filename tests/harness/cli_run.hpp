@@ -25,8 +25,9 @@ namespace qc::testing {
 // these tests judge the CLI, not the libraries.
 inline std::string qconform_command(const std::string& args, const std::string& env = "") {
   return "env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_STATUS_FILE -u TEST_SHARD_INDEX "
-         "-u TEST_TOTAL_SHARDS -u TEST_SHARD_STATUS_FILE QCONFORM_PEERS= " +
-         env + " " + QCONFORM_BIN + " " + args;
+         "-u TEST_TOTAL_SHARDS -u TEST_SHARD_STATUS_FILE " +
+         env + (env.find("QCONFORM_PEERS=") == std::string::npos ? " QCONFORM_PEERS= " : " ") + QCONFORM_BIN + " " +
+         args;
 }
 
 // `qconform ARGS`, its output discarded: the exit status (-1 if it did not exit).

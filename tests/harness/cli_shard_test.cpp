@@ -174,7 +174,7 @@ TEST_F(CliShards, TheExampleOfTheDocsRuns) {
   // Without the runner's own shard variables, as run_qconform starts qconform.
   const std::string cmd = "cd " + dir_.string() +
                           " && env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS -u TEST_SHARD_INDEX -u TEST_TOTAL_SHARDS "
-                          "-u TEST_SHARD_STATUS_FILE sh -e example.sh >/dev/null 2>&1";
+                          "-u TEST_SHARD_STATUS_FILE QCONFORM_PEERS= sh -e example.sh >/dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   ASSERT_EQ(run_qconform("run " + std::string(QCONFORM_SOURCE_DIR) + "/cases/qgemm.json " + QCONFORM_SOURCE_DIR +
                          "/cases/vnni.json -q -o " + (dir_ / "all").string()),
