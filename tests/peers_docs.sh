@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The commands docs/peers.md shows, run as written (each must stand in the doc word for word) from a
+# scratch folder that sees the source tree's build/, cases/ and the installed test data; the table
+# update is checked, not run (peers.docs_table). Usage: tests/peers_docs.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$1
+doc="$src/docs/peers.md"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ln -s "$2" "$work/build"
+ln -s "$src/cases" "$work/cases"
+commands=(
+  'build/harness/qconform list backends'
+  'build/harness/qconform run --backend onednn --backend torch-qnnpack cases/peers -o peers-report'
+  'PYTHONPATH=build/python /usr/bin/python3 -m qconform.onnx_node /usr/share/libonnx-testdata/data/node/test_* -o onnx_node.json --check'
+  'build/harness/qconform run onnx_node.json --backend cpu-ref --backend onnxruntime-cpu -o onnx-node-report'
+)
+for c in "${commands[@]}"; do
+  grep -qF -- "$c" "$doc" || { echo "$doc no longer shows: $c" >&2; exit 1; }
+done
+cd "$work"
+for c in "${commands[@]}"; do
+  echo "+ $c"
+  eval "$c" >out.log 2>&1 || { rc=$?; tail -20 out.log; echo "failed ($rc): $c" >&2; exit 1; }
+done
+grep -q 'onednn  claims onednn@2.6' <(build/harness/qconform list backends) || { echo "list backends shows no onednn peer" >&2; exit 1; }
+echo "peers_docs: ${#commands[@]} commands of docs/peers.md ran"
