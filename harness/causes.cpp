@@ -10,10 +10,10 @@
 namespace qc {
 namespace {
 
-constexpr std::array kQuantizeOrders = {QuantizeOrder::div_then_add_int,   QuantizeOrder::div_add_float,
-                                        QuantizeOrder::recip_then_add_int, QuantizeOrder::recip_add_float,
-                                        QuantizeOrder::fma_recip,          QuantizeOrder::round_then_add_float,
-                                        QuantizeOrder::recip_round_then_add_float};
+constexpr std::array kQuantizeOrders = {
+    QuantizeOrder::div_then_add_int,          QuantizeOrder::div_add_float, QuantizeOrder::recip_then_add_int,
+    QuantizeOrder::recip_add_float,           QuantizeOrder::fma_recip,     QuantizeOrder::round_then_add_float,
+    QuantizeOrder::recip_round_then_add_float};
 constexpr std::array kClamps = {Clamp::int_after, Clamp::float_before, Clamp::wrap};
 // NanRule::error turns NaN into an input error, which no backend output reproduces.
 constexpr std::array kNanRules = {NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point, NanRule::to_zero,
@@ -243,6 +243,37 @@ std::optional<int> channel_axis(const OpRequest& op) {
   return c.layout == ConvLayout::nchw ? 1 : 3;
 }
 
+namespace {
+
+// The elements `idx` of t, as a 1-D tensor.
+Tensor gather(const Tensor& t, const std::vector<std::int64_t>& idx) {
+  Tensor g(t.dtype(), Shape{static_cast<std::int64_t>(idx.size())});
+  for (std::size_t j = 0; j < idx.size(); ++j) {
+    const auto k = static_cast<std::int64_t>(j);
+    if (is_int(t.dtype()))
+      g.set_int(k, t.get_int(idx[j]));
+    else
+      g.set_bits(k, t.bits(idx[j]));
+  }
+  return g;
+}
+
+// An element-wise op with one set of parameters, cut down to the elements `idx`: each output element
+// depends on its own input element alone, so every variation can be evaluated on the mismatching
+// elements instead of the whole tensor. nullopt for per-channel parameters and for GEMM/conv.
+std::optional<OpRequest> gathered(const OpRequest& op, const std::vector<std::int64_t>& idx) {
+  if (const auto* q = std::get_if<QuantizeOp>(&op); q && q->params.granularity() == Granularity::per_tensor)
+    return QuantizeOp{gather(q->x, idx), q->params, q->out};
+  if (const auto* d = std::get_if<DequantizeOp>(&op); d && d->params.granularity() == Granularity::per_tensor)
+    return DequantizeOp{gather(d->q, idx), d->params, d->out};
+  if (const auto* r = std::get_if<RequantizeOp>(&op);
+      r && !r->params.axis && r->params.weight_scales.size() == 1 && r->params.output_zero_points.size() <= 1)
+    return RequantizeOp{gather(r->acc, idx), r->params, r->out};
+  return std::nullopt;
+}
+
+}  // namespace
+
 void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& ref, const Tensor& actual,
                       const std::vector<std::int64_t>& mismatches, BackendResult& r,
                       const std::vector<InputVariation>& inputs) {
@@ -259,19 +290,24 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
   std::unordered_map<std::int64_t, ElementDiff*> worst;
   for (ElementDiff& d : r.metrics.worst) worst[d.index] = &d;
   std::vector<std::uint8_t> explained(mismatches.size(), 0);
-  // Counts the mismatches that `alt_op` evaluated under `alt_spec` reproduces.
+  // Counts the mismatches that `alt_op` evaluated under `alt_spec` reproduces. An element-wise op is
+  // evaluated on the mismatching elements alone (element j of the cut-down op is element mismatches[j]).
+  const Tensor actual_cut = gather(actual, mismatches);
   auto tally = [&](const std::string& cause, const std::string& description, const OpRequest& alt_op,
                    const Spec& alt_spec) {
+    const std::optional<OpRequest> cut = gathered(alt_op, mismatches);
     Reference alt;
     try {
-      alt = evaluate(alt_op, alt_spec);
+      alt = evaluate(cut ? *cut : alt_op, alt_spec);
     } catch (const InputError&) {
       return;  // the op rejects this combination (e.g. a multiplier outside the scheme's range)
     }
     CauseCount cc{cause, description, 0, {}};
     for (std::size_t j = 0; j < mismatches.size(); ++j) {
       const std::int64_t i = mismatches[j];
-      if (!same_element(alt.expected, actual, i)) continue;
+      if (cut ? !same_element(alt.expected, actual_cut, static_cast<std::int64_t>(j))
+              : !same_element(alt.expected, actual, i))
+        continue;
       ++cc.count;
       explained[j] = 1;
       if (axis) ++cc.per_channel[(i / inner) % dim];
