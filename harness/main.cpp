@@ -56,6 +56,8 @@ std::vector<std::string> g_plugin_paths;
 bool g_no_peers = false;
 // The manifest's peers that are exec runners: started only when a run selects them.
 std::vector<qc::PeerEntry> g_exec_peers;
+// Every peer's name (plugins and runners), for judging them against their claims.
+std::vector<std::string> g_peer_names;
 
 // Every backend this run can offer: the built-in ones, then each plugin's, in load order (each
 // plugin's preset declarations are registered as it loads). A name offered twice is an input error
@@ -81,6 +83,7 @@ std::vector<std::unique_ptr<qc::Backend>> all_backends() {
   }
   // The peers this build made (docs/peers.md): plugins load now, runners start when selected.
   g_exec_peers.clear();
+  g_peer_names.clear();
   if (g_no_peers) return all;
   const fs::path manifest = qc::peers_manifest();
   for (qc::PeerEntry& p : qc::load_peer_manifest(manifest)) {
@@ -89,6 +92,7 @@ std::vector<std::unique_ptr<qc::Backend>> all_backends() {
     if (!fresh)
       throw qc::InputError(origin + ": backend '" + p.name + "' is already offered (" + it->second +
                            "); --no-peers leaves the peers out");
+    g_peer_names.push_back(p.name);
     if (!p.backend.empty()) {
       g_exec_peers.push_back(std::move(p));
       continue;
@@ -359,7 +363,10 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   if (a.timeout < 0) throw qc::InputError("--timeout: must be positive, got " + std::to_string(a.timeout));
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends, qc::BackendOptions{a.timeout});
   qc::check_claims(backends, "run");
-  if (a.expect == "claim") qc::expect_claims(suites);
+  if (a.expect == "claim")
+    qc::expect_claims(suites);
+  else
+    qc::expect_claims_for(suites, g_peer_names);  // a peer is held to its claim unless a case names it
   if (a.gate && a.baseline.empty()) throw qc::InputError("--gate needs --baseline FILE (see qconform baseline)");
   std::optional<qc::Baseline> baseline;
   if (!a.baseline.empty()) baseline = qc::load_baseline(a.baseline);
@@ -587,10 +594,10 @@ int main(int argc, char** argv) {
   run->add_option("paths", ra.paths,
                   "case files or folders (default: the built-in suites in " + qc::default_cases_dir().string() + ")");
   // One name per flag: in `run --backend cpu-ref cases/qgemm.json` the file is a path, not a backend.
-  run->add_option(
-         "--backend,-b", ra.backends,
-         "backend to run (repeatable; default: every built-in backend and every peer, docs/peers.md); also exec:CMD ARGS (a program speaking "
-         "the exec protocol) and py:MODULE:CLASS (a Python qconform.Backend class), docs/integrate.md")
+  run->add_option("--backend,-b", ra.backends,
+                  "backend to run (repeatable; default: every built-in backend and every peer, docs/peers.md); also "
+                  "exec:CMD ARGS (a program speaking "
+                  "the exec protocol) and py:MODULE:CLASS (a Python qconform.Backend class), docs/integrate.md")
       ->allow_extra_args(false);
   run->add_option("--report-dir,-o", ra.report_dir, "folder for the reports, results.jsonl and reproducers/")
       ->capture_default_str();

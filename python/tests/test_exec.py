@@ -67,7 +67,7 @@ def test_the_same_kernel_three_ways_gives_the_same_results(tmp_path):
     # Ties away from zero differs from ONNX (ties to even) on the tie cases, and quantize is all it runs.
     assert "FAIL" in verdicts and "PASS" in verdicts and "SKIP" in verdicts
     assert all(v[0] == "SKIP" for k, v in c.items() if "quantize_linear" not in k[0] and "int4" not in k[0]
-               and "pipelines" not in k[0])
+               and "pipelines" not in k[0] and "peers_" not in k[0])
 
 
 def quantize_cases():

@@ -30,6 +30,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUNNER = ROOT / "peers" / "ort" / "runner.js"
 NODE = shutil.which("node")
+# Where scripts/setup.sh installs onnxruntime-node, unless the environment names another folder.
+os.environ.setdefault("QCONFORM_ORT_NODE_MODULES", str(ROOT / ".deps" / "node_modules"))
 
 
 def _ort_available():

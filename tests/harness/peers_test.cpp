@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 
@@ -115,6 +116,37 @@ TEST_F(PeerCli, ARunRunsThePeersByNameAndByDefault) {
   seen.clear();
   for (const auto& b : all["cases"][0]["backends"]) seen.insert(b["backend"].get<std::string>());
   EXPECT_TRUE(seen.contains("cpu-ref") && seen.contains("plugin-cpu-ref") && seen.contains("recip-quantize"));
+}
+
+TEST_F(PeerCli, APeerIsHeldToItsClaimUnlessACaseNamesIt) {
+  // Ties under a tflite-reference spec (ties away): the cpu-ref plugin claims onnx (ties to even).
+  std::ofstream(dir_ / "ties.json") << R"({"suite": "ties", "cases": [
+    {"name": "spec", "op": "quantize", "spec": "tflite-reference", "scale": 1, "zero_point": 0,
+     "output_dtype": "i8", "input": {"dtype": "f32", "shape": [2], "data": [0.5, 2.5]}},
+    {"name": "named", "op": "quantize", "spec": "tflite-reference", "scale": 1, "zero_point": 0,
+     "output_dtype": "i8", "input": {"dtype": "f32", "shape": [2], "data": [0.5, 2.5]},
+     "expect": {"plugin-cpu-ref": "exact"}}]})";
+  const auto verdicts = [&](const std::string& out) {
+    std::map<std::string, std::string> v;
+    const nlohmann::json report = read_json(dir_ / out / "report.json");  // kept alive for the loop
+    for (const auto& c : report["cases"])
+      v[c["id"].get<std::string>()] =
+          c["backends"][0]["verdict"].get<std::string>() + " " + c["backends"][0]["expectation"].get<std::string>();
+    return v;
+  };
+  // As a peer: held to its claim (onnx), so PASS, unless the case names it.
+  const auto peer = run_qconform_output(
+      "run " + (dir_ / "ties.json").string() + " --backend plugin-cpu-ref -q -o " + (dir_ / "peer").string(), env());
+  ASSERT_EQ(peer.code, 1) << peer.output;  // the named case fails
+  EXPECT_EQ(verdicts("peer"),
+            (std::map<std::string, std::string>{{"ties/named", "FAIL exact"}, {"ties/spec", "PASS claim"}}));
+  // Loaded as a plain plugin: the case's spec judges it.
+  const auto plain =
+      run_qconform_output("run " + (dir_ / "ties.json").string() + " --plugin " + QCONFORM_TEST_PLUGIN_CPUREF +
+                          " --backend plugin-cpu-ref -q -o " + (dir_ / "plain").string());
+  ASSERT_EQ(plain.code, 1) << plain.output;
+  EXPECT_EQ(verdicts("plain"),
+            (std::map<std::string, std::string>{{"ties/named", "FAIL exact"}, {"ties/spec", "FAIL exact"}}));
 }
 
 TEST_F(PeerCli, APeerThatAnswersToAnotherNameIsRefused) {
