@@ -1,5 +1,7 @@
 #include "backends/peers.hpp"
 
+#include "backends/exec/exec_backend.hpp"
+
 #include "qconform/error.hpp"
 
 #include <nlohmann/json.hpp>
@@ -10,15 +12,6 @@
 
 namespace qc {
 namespace fs = std::filesystem;
-
-namespace {
-// The folder as one /bin/sh word: the exec route runs its command with /bin/sh -c.
-std::string sh_word(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-}  // namespace
 
 std::vector<PeerEntry> load_peer_manifest(const fs::path& file) {
   std::error_code ec;
@@ -52,7 +45,7 @@ std::vector<PeerEntry> load_peer_manifest(const fs::path& file) {
     } else {
       p.backend = e["backend"].get<std::string>();
       for (std::size_t at_dir; (at_dir = p.backend.find("{dir}")) != std::string::npos;)
-        p.backend.replace(at_dir, 5, sh_word(dir.string()));
+        p.backend.replace(at_dir, 5, sh_quote(dir.string()));
       if (!p.backend.starts_with("exec:") && !p.backend.starts_with("py:"))
         throw InputError(at + " ('" + p.name + "'): \"backend\" must be exec:CMD or py:MODULE:CLASS");
     }

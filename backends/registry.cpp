@@ -28,17 +28,6 @@ std::vector<std::string> backend_variants() {
   return v;
 }
 
-namespace {
-
-// A word for /bin/sh: single-quoted.
-std::string sh_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-}  // namespace
-
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
   constexpr std::string_view kExec = "exec:", kPy = "py:";
   if (name.starts_with(kExec)) {

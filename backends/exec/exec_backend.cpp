@@ -24,6 +24,13 @@
 extern char** environ;
 
 namespace qc {
+
+std::string sh_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 namespace {
 
 using json = nlohmann::json;

@@ -14,6 +14,9 @@
 
 namespace qc {
 
+// `s` as one /bin/sh word (single-quoted): the exec route runs its command with /bin/sh -c.
+std::string sh_quote(const std::string& s);
+
 class ExecBackend : public Backend {
  public:
   // Starts the runner and says hello. Throws InputError when it cannot be started, does not answer

@@ -71,8 +71,9 @@ std::string host_isa() {
 #define QCONFORM_ISA(F) \
   if (__builtin_cpu_supports(F)) s += " " F;
   QCONFORM_ISA("sse4.1")
-  QCONFORM_ISA("sse4.2") QCONFORM_ISA("avx") QCONFORM_ISA("avx2") QCONFORM_ISA("fma") QCONFORM_ISA("avx512f")
-      QCONFORM_ISA("avx512bw") QCONFORM_ISA("avx512vl") QCONFORM_ISA("avx512vnni")
+  QCONFORM_ISA("sse4.2")
+  QCONFORM_ISA("avx") QCONFORM_ISA("avx2") QCONFORM_ISA("fma") QCONFORM_ISA("avx512f") QCONFORM_ISA("avx512bw")
+      QCONFORM_ISA("avx512vl") QCONFORM_ISA("avx512vnni")
 #undef QCONFORM_ISA
           return s;
 }
@@ -370,12 +371,6 @@ class GemmlowpBackend : public qc::Backend {
   }
 };
 
-std::vector<std::unique_ptr<qc::Backend>> gemmlowp_backends() {
-  std::vector<std::unique_ptr<qc::Backend>> v;
-  v.push_back(std::make_unique<GemmlowpBackend>());
-  return v;
-}
-
 }  // namespace
 
-QCONFORM_PLUGIN("gemmlowp", gemmlowp_backends)
+QCONFORM_PLUGIN("gemmlowp", qc::plugin::one_backend<GemmlowpBackend>)

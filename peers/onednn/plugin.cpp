@@ -738,12 +738,6 @@ class OneDnnBackend : public qc::Backend {
 // with m = fl(fl(s_in*s_w)/s_out), rne, clamp in f32; vpdpbusd int32 accumulation (wraps), zero points by
 // compensation in int32 (equal mod 2^32).
 
-std::vector<std::unique_ptr<qc::Backend>> onednn_backends() {
-  std::vector<std::unique_ptr<qc::Backend>> v;
-  v.push_back(std::make_unique<OneDnnBackend>());
-  return v;
-}
-
 }  // namespace
 
-QCONFORM_PLUGIN("onednn", onednn_backends)
+QCONFORM_PLUGIN("onednn", qc::plugin::one_backend<OneDnnBackend>)

@@ -48,8 +48,9 @@ std::string host_isa() {
 #define QCONFORM_ISA(F) \
   if (__builtin_cpu_supports(F)) s += " " F;
   QCONFORM_ISA("sse4.1")
-  QCONFORM_ISA("avx") QCONFORM_ISA("xop") QCONFORM_ISA("avx2") QCONFORM_ISA("fma") QCONFORM_ISA("avx512f")
-      QCONFORM_ISA("avx512bw") QCONFORM_ISA("avx512dq") QCONFORM_ISA("avx512vl") QCONFORM_ISA("avx512vnni")
+  QCONFORM_ISA("avx")
+  QCONFORM_ISA("xop") QCONFORM_ISA("avx2") QCONFORM_ISA("fma") QCONFORM_ISA("avx512f") QCONFORM_ISA("avx512bw")
+      QCONFORM_ISA("avx512dq") QCONFORM_ISA("avx512vl") QCONFORM_ISA("avx512vnni")
 #undef QCONFORM_ISA
           return s;
 }
@@ -656,12 +657,6 @@ class XnnpackBackend : public qc::Backend {
   }
 };
 
-std::vector<std::unique_ptr<qc::Backend>> xnnpack_backends() {
-  std::vector<std::unique_ptr<qc::Backend>> v;
-  v.push_back(std::make_unique<XnnpackBackend>());
-  return v;
-}
-
 }  // namespace
 
-QCONFORM_PLUGIN("xnnpack", xnnpack_backends)
+QCONFORM_PLUGIN("xnnpack", qc::plugin::one_backend<XnnpackBackend>)

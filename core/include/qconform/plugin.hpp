@@ -31,6 +31,15 @@ const qconform_plugin_v1* make_table(std::uint32_t host_abi_version, const char*
                                      const std::function<std::vector<std::unique_ptr<Backend>>()>& make_backends,
                                      const Declarations& declarations = {});
 
+// The factory of a plugin that offers one backend, made with no arguments:
+// QCONFORM_PLUGIN("name", qc::plugin::one_backend<MyBackend>).
+template <class B>
+std::vector<std::unique_ptr<Backend>> one_backend() {
+  std::vector<std::unique_ptr<Backend>> v;
+  v.push_back(std::make_unique<B>());
+  return v;
+}
+
 }  // namespace qc::plugin
 
 #define QCONFORM_PLUGIN_WITH_PRESETS(NAME, FACTORY, PRESETS_JSON)                                               \
