@@ -36,12 +36,12 @@ std::optional<ComputeFormat> parse_compute_format(std::string_view s);
 
 // Quantize: float -> int.
 enum class QuantizeOrder : std::uint8_t {
-  div_then_add_int,      // round(x / s) + zp, zero point added in integers (ONNX)
-  div_add_float,         // round(x / s + zp), zero point added in the compute format
-  recip_then_add_int,    // round(x * (1/s)) + zp
-  recip_add_float,       // round(x * (1/s) + zp)
-  fma_recip,             // round(fma(x, 1/s, zp)), one rounding for the multiply-add
-  round_then_add_float,  // round(x / s) + zp, the add in the compute format (MLAS scalar, MIGraphX GPU)
+  div_then_add_int,            // round(x / s) + zp, zero point added in integers (ONNX)
+  div_add_float,               // round(x / s + zp), zero point added in the compute format
+  recip_then_add_int,          // round(x * (1/s)) + zp
+  recip_add_float,             // round(x * (1/s) + zp)
+  fma_recip,                   // round(fma(x, 1/s, zp)), one rounding for the multiply-add
+  round_then_add_float,        // round(x / s) + zp, the add in the compute format (MLAS scalar, MIGraphX GPU)
   recip_round_then_add_float,  // round(x * (1/s)) + zp, the add in the compute format (PyTorch quantize_val)
 };
 // The orders that add the zero point after rounding, in the compute format.

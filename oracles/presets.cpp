@@ -276,8 +276,7 @@ std::vector<Spec> make_presets() {
                  "oneapi-src/oneDNN@v2.6.3 src/cpu/simple_q10n.hpp::saturate_and_round",
                  "oneapi-src/oneDNN@v2.6.3 src/cpu/x64/brgemm/jit_brgemm_kernel.cpp::store_accumulators_apply_post_ops",
                  "oneapi-src/oneDNN@v2.6.3 src/cpu/matmul/ref_matmul_int8.cpp"};
-    s.quantize =
-        quantize(O::recip_add_float, kF32, R::rne, Clamp::float_before, NanRule::to_qmax_signed_qmin_unsigned);
+    s.quantize = quantize(O::recip_add_float, kF32, R::rne, Clamp::float_before, NanRule::to_qmax_signed_qmin_unsigned);
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
     s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::float_before_rounding,
                                     R::rne, Clamp::float_before);
@@ -317,24 +316,24 @@ std::vector<Spec> make_presets() {
     s.sources = {"pytorch/pytorch@v1.13.1 aten/src/ATen/native/quantized/AffineQuantizerBase.cpp::quantize_val",
                  "pytorch/pytorch@v1.13.1 aten/src/ATen/native/quantized/AffineQuantizerBase.cpp::dequantize_val"};
     if (onednn) {
-      s.sources.push_back("pytorch/pytorch@v1.13.1 aten/src/ATen/native/quantized/cpu/qlinear.cpp::"
-                          "PackedLinearWeightsOnednn::apply_impl");
-      s.sources.push_back("intel/ideep@pytorch-rls-v2.6.0 include/ideep/operators/matmul.hpp::do_prepare, "
-                          "include/ideep/utils.hpp::compute_scales");
+      s.sources.push_back(
+          "pytorch/pytorch@v1.13.1 aten/src/ATen/native/quantized/cpu/qlinear.cpp::"
+          "PackedLinearWeightsOnednn::apply_impl");
+      s.sources.push_back(
+          "intel/ideep@pytorch-rls-v2.6.0 include/ideep/operators/matmul.hpp::do_prepare, "
+          "include/ideep/utils.hpp::compute_scales");
     } else {
       s.sources.push_back(
           "pytorch/pytorch@v1.13.1 aten/src/ATen/native/quantized/cpu/qnnpack/src/requantization/"
           "fp32-sse2.c; aten/src/ATen/native/quantized/cpu/qnnpack_utils.h::generate_requantization_scales");
     }
-    s.quantize =
-        quantize(O::recip_round_then_add_float, kF32, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.quantize = quantize(O::recip_round_then_add_float, kF32, R::rne, Clamp::int_after, NanRule::unspecified);
     s.quantize.cast = IntCast::x86_int64;
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
-    s.requantize =
-        onednn ? float_requantize(MultiplierOrder::reciprocal_scales, kF32, kF32, ZeroPointAdd::float_before_rounding,
-                                  R::rne, Clamp::float_before)
-               : float_requantize(MultiplierOrder::product_times_reciprocal, kF32, kF32,
-                                  ZeroPointAdd::int_after_rounding, R::rne, Clamp::int_after);
+    s.requantize = onednn ? float_requantize(MultiplierOrder::reciprocal_scales, kF32, kF32,
+                                             ZeroPointAdd::float_before_rounding, R::rne, Clamp::float_before)
+                          : float_requantize(MultiplierOrder::product_times_reciprocal, kF32, kF32,
+                                             ZeroPointAdd::int_after_rounding, R::rne, Clamp::int_after);
     s.qparams = "pytorch-observer-affine";
     add(s);
   }

@@ -46,9 +46,7 @@ bool adds_zp_in_integers(QuantizeOrder o) {
 
 // Orders whose zero point comes after the rounding, so a clamp before rounding is to
 // [qmin - zp, qmax - zp].
-bool adds_zp_after_rounding(QuantizeOrder o) {
-  return adds_zp_in_integers(o) || adds_zp_in_float_after_rounding(o);
-}
+bool adds_zp_after_rounding(QuantizeOrder o) { return adds_zp_in_integers(o) || adds_zp_in_float_after_rounding(o); }
 
 ExactFloat exact_of(double v) {
   if (std::isnan(v)) return ExactFloat::nan();
@@ -536,8 +534,8 @@ void fast_run(const FastContext& c, const In* x, Out* q, Label* labels, std::int
           ok = fast_float_element<double>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, v, l);
           break;
         case FastKind::exact:  // in exact arithmetic the float add of an integer zp is an integer add
-          ok = fast_exact_element(xd, s, zp, c.pol, c.fin,
-                                  c.int_add || adds_zp_in_float_after_rounding(c.pol.order), v, l);
+          ok = fast_exact_element(xd, s, zp, c.pol, c.fin, c.int_add || adds_zp_in_float_after_rounding(c.pol.order), v,
+                                  l);
           break;
         case FastKind::none:
           ok = false;

@@ -1227,8 +1227,8 @@ struct FloatKernel {
   }
 };
 
-// gemmlowp_double, gemmlowp_scalar, tflite_single, tflite_int64: the TFLite (or gemmlowp) kernel, then `acc += output_offset`
-// in int32 (wraps), then the clamp.
+// gemmlowp_double, gemmlowp_scalar, tflite_single, tflite_int64: the TFLite (or gemmlowp) kernel, then `acc +=
+// output_offset` in int32 (wraps), then the clamp.
 template <RequantizeScheme S>
 struct TfliteKernel {
   Common c;

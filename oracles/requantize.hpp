@@ -48,11 +48,11 @@ enum class RequantizeScheme : std::uint8_t {
   gemmlowp_scalar,     // gemmlowp's own output stage, scalar: as gemmlowp_double, the pre-shift saturating
 };
 inline constexpr std::array<RequantizeScheme, 16> kAllRequantizeSchemes = {
-    RequantizeScheme::ideal,         RequantizeScheme::float_multiplier,   RequantizeScheme::gemmlowp_double,
-    RequantizeScheme::tflite_single, RequantizeScheme::tflite_int64,       RequantizeScheme::tosa_single,
-    RequantizeScheme::tosa_double,   RequantizeScheme::tosa_scale16,       RequantizeScheme::xnnpack_rndnu,
-    RequantizeScheme::xnnpack_fp32,  RequantizeScheme::qnnpack_precise,    RequantizeScheme::qnnpack_q31,
-    RequantizeScheme::glow_int32,    RequantizeScheme::stablehlo_truncate, RequantizeScheme::fbgemm_fixed_point,
+    RequantizeScheme::ideal,          RequantizeScheme::float_multiplier,   RequantizeScheme::gemmlowp_double,
+    RequantizeScheme::tflite_single,  RequantizeScheme::tflite_int64,       RequantizeScheme::tosa_single,
+    RequantizeScheme::tosa_double,    RequantizeScheme::tosa_scale16,       RequantizeScheme::xnnpack_rndnu,
+    RequantizeScheme::xnnpack_fp32,   RequantizeScheme::qnnpack_precise,    RequantizeScheme::qnnpack_q31,
+    RequantizeScheme::glow_int32,     RequantizeScheme::stablehlo_truncate, RequantizeScheme::fbgemm_fixed_point,
     RequantizeScheme::gemmlowp_scalar};
 std::string_view name(RequantizeScheme s);
 std::string_view describe(RequantizeScheme s);

@@ -18,6 +18,8 @@
 #include <qconform/error.hpp>
 #include <qconform/plugin.hpp>
 
+#include "../host_isa.hpp"
+
 // gemmlowp lives under /usr/include (a system header directory): its own warnings are not ours.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
@@ -64,19 +66,6 @@ constexpr const char* kKernelPath =
     "scalar std::int32_t (generic fixedpoint.h)";
 constexpr bool kSimdOutput = false;
 #endif
-
-std::string host_isa() {
-  std::string s = "x86-64";
-  __builtin_cpu_init();
-#define QCONFORM_ISA(F) \
-  if (__builtin_cpu_supports(F)) s += " " F;
-  QCONFORM_ISA("sse4.1")
-  QCONFORM_ISA("sse4.2")
-  QCONFORM_ISA("avx") QCONFORM_ISA("avx2") QCONFORM_ISA("fma") QCONFORM_ISA("avx512f") QCONFORM_ISA("avx512bw")
-      QCONFORM_ISA("avx512vl") QCONFORM_ISA("avx512vnni")
-#undef QCONFORM_ISA
-          return s;
-}
 
 // ---- The Q31 multiplier ------------------------------------------------------------------------
 
@@ -151,7 +140,7 @@ class GemmlowpBackend : public qc::Backend {
   std::map<std::string, std::string> facts() const override {
     return {{"library", "gemmlowp"},
             {"version", QCONFORM_GEMMLOWP_VERSION},
-            {"isa", host_isa()},
+            {"isa", qc::peers::host_isa()},
             {"kernel_path", kKernelPath},
             {"left_shift", kSimdOutput ? "SIMD ShiftLeft (_mm_slli_epi32 etc.) wraps; leftover scalar lanes saturate"
                                        : "fixedpoint.h generic ShiftLeft saturates to int32"},

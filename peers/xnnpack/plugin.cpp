@@ -22,6 +22,8 @@
 #include <qconform/error.hpp>
 #include <qconform/plugin.hpp>
 
+#include "../host_isa.hpp"
+
 #include <xnnpack.h>
 
 #include <algorithm>
@@ -41,19 +43,6 @@ namespace {
 
 using qc::Availability;
 using qc::DType;
-
-std::string host_isa() {
-  std::string s = "x86-64";
-  __builtin_cpu_init();
-#define QCONFORM_ISA(F) \
-  if (__builtin_cpu_supports(F)) s += " " F;
-  QCONFORM_ISA("sse4.1")
-  QCONFORM_ISA("avx")
-  QCONFORM_ISA("xop") QCONFORM_ISA("avx2") QCONFORM_ISA("fma") QCONFORM_ISA("avx512f") QCONFORM_ISA("avx512bw")
-      QCONFORM_ISA("avx512dq") QCONFORM_ISA("avx512vl") QCONFORM_ISA("avx512vnni")
-#undef QCONFORM_ISA
-          return s;
-}
 
 // The microkernels src/init.c (ae108ef, x86 branch) installs on this CPU. cpuinfo's tests there read
 // the same CPUID bits as __builtin_cpu_supports; XNN_PLATFORM_MOBILE is 0 on Linux.
@@ -158,7 +147,7 @@ class XnnpackBackend : public qc::Backend {
   std::map<std::string, std::string> facts() const override {
     return {{"library", "XNNPACK"},
             {"version", QCONFORM_XNNPACK_VERSION},
-            {"isa", host_isa()},
+            {"isa", qc::peers::host_isa()},
             {"kernel_path", kernel_path()},
             {"requantization",
              "fp32 (x86 init.c selects *_minmax_fp32_* for qs8, qu8 and qc8): min((float)acc * scale, qmax - zp), "

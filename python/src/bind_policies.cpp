@@ -76,12 +76,11 @@ std::string policy_repr(const qc::Spec& s) {
 
 void bind_policies(py::module_& m) {
   using namespace qc;
-  bind_enum<QuantizeOrder>(
-      m, "QuantizeOrder",
-      {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float, QuantizeOrder::recip_then_add_int,
-       QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float,
-       QuantizeOrder::recip_round_then_add_float},
-      "The order of quantize's operations.")
+  bind_enum<QuantizeOrder>(m, "QuantizeOrder",
+                           {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float,
+                            QuantizeOrder::recip_then_add_int, QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip,
+                            QuantizeOrder::round_then_add_float, QuantizeOrder::recip_round_then_add_float},
+                           "The order of quantize's operations.")
       .def_property_readonly("formula", [](QuantizeOrder o) { return std::string(formula(o)); });
   bind_enum<Clamp>(m, "Clamp", {Clamp::int_after, Clamp::float_before, Clamp::wrap}, "Where quantize saturates.");
   bind_enum<NanRule>(m, "NanRule",

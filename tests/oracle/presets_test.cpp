@@ -148,7 +148,9 @@ TEST(Presets, PyTorch) {
 TEST(Presets, OrtCpuHalfInputGoesThroughAnInt32Cast) {
   // static_cast<int32_t>(nearbyint(x / s)) + zp with x86's cvttss2si: NaN, +-inf and |v| >= 2^31 give
   // INT32_MIN (0x80000000); the int32 add of the zero point wraps; then the clamp.
-  const auto half = [](double x, double s, std::int64_t zp, DType out) { return Q{x, s, zp, out, DType::f16, DType::f16}; };
+  const auto half = [](double x, double s, std::int64_t zp, DType out) {
+    return Q{x, s, zp, out, DType::f16, DType::f16};
+  };
   EXPECT_EQ(quant("ort-cpu", half(INFINITY, 1, 0, DType::i8)), -128);   // INT32_MIN -> qmin
   EXPECT_EQ(quant("ort-cpu", half(-INFINITY, 1, -1, DType::i8)), 127);  // INT32_MIN - 1 wraps to INT32_MAX
   EXPECT_EQ(quant("ort-cpu", half(NAN, 1, -1, DType::i8)), 127);

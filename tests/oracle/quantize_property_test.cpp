@@ -78,10 +78,9 @@ Config random_config(SplitMix64& rng) {
   c.in = pick(rng, {DType::f32, DType::f32, DType::f32, DType::f64, DType::f16, DType::bf16});
   c.out = pick(rng, {DType::i8, DType::u8, DType::i16, DType::u16, DType::i32, DType::i4, DType::u4});
   c.scale_dtype = pick(rng, {DType::f32, DType::f32, DType::f64});
-  c.pol.order =
-      pick(rng, {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float, QuantizeOrder::recip_then_add_int,
-                 QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float,
-                 QuantizeOrder::recip_round_then_add_float});
+  c.pol.order = pick(rng, {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float,
+                           QuantizeOrder::recip_then_add_int, QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip,
+                           QuantizeOrder::round_then_add_float, QuantizeOrder::recip_round_then_add_float});
   using K = ComputeFormat::Kind;
   c.pol.compute = {pick(rng, {K::scale_type, K::f32, K::f64, K::exact, K::exact}), 0};
   c.pol.rounding = kAllRoundingModes[rng.below(kAllRoundingModes.size())];
