@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 bool same_numerics(const Spec& a, const Spec& b) {
   return a.quantize == b.quantize && a.quantize_half_input == b.quantize_half_input && a.dequantize == b.dequantize &&
          a.requantize == b.requantize && a.accumulation == b.accumulation && a.zero_points == b.zero_points &&
-         a.qparams == b.qparams;
+         a.conv_depth_order == b.conv_depth_order && a.qparams == b.qparams;
 }
 
 namespace {
@@ -288,7 +288,8 @@ json spec_to_json(const Spec& s) {
   for (const Spec& p : presets()) bases.push_back(p.name);
   for (const std::string& base_name : bases) {
     const auto base = find_preset(base_name);
-    if (!base || base->zero_points != s.zero_points) continue;  // no override for the zero-point correction
+    // No override exists for the zero-point correction or the convolution depth order.
+    if (!base || base->zero_points != s.zero_points || base->conv_depth_order != s.conv_depth_order) continue;
     if (same_numerics(*base, s)) return base_name;
     for (bool all : {false, true}) {
       json j = {{"preset", base_name}};

@@ -167,15 +167,31 @@ void requantize_changes(Builder& b) {
                    std::string(name(cur.derivation)), [d](RequantizePolicy& r) { r.derivation = d; });
 }
 
-void accumulation_changes(Builder& b) {
+void accumulation_changes(Builder& b, bool conv) {
   const Spec& cur = b.base();
   for (Accumulation a : kAllAccumulations) {
     if (a == cur.accumulation) continue;
     Spec s = cur;
     s.accumulation = a;
+    std::string how(describe(a));
+    // vpmaddubsw multiplies the raw bytes: its pairs exist only with the zero points compensated.
+    if (a == Accumulation::int16_pair_saturate && s.zero_points != ZeroPointCorrection::compensate) {
+      s.zero_points = ZeroPointCorrection::compensate;
+      how += ", zero points by compensation";
+    }
     b.add("accumulation=" + std::string(name(a)),
-          "accumulates " + std::string(describe(a)) + " (the spec: " + std::string(describe(cur.accumulation)) + ")",
-          std::move(s));
+          "accumulates " + how + " (the spec: " + std::string(describe(cur.accumulation)) + ")", s);
+    // A convolution's pairs also depend on the order of its dot product.
+    if (conv && a == Accumulation::int16_pair_saturate)
+      for (ConvDepthOrder o : kAllConvDepthOrders) {
+        if (o == s.conv_depth_order) continue;
+        Spec t = s;
+        t.conv_depth_order = o;
+        b.add("accumulation=" + std::string(name(a)) + ",conv_depth_order=" + std::string(name(o)),
+              "accumulates " + how + ", pairs along the filter in " + std::string(name(o)) +
+                  " order (the spec: " + std::string(describe(cur.accumulation)) + ")",
+              std::move(t));
+      }
   }
   for (ZeroPointCorrection z : kZeroPointCorrections) {
     if (z == cur.zero_points) continue;
@@ -189,12 +205,12 @@ void accumulation_changes(Builder& b) {
 
 // The stages of a GEMM or conv path: activation quantization (float inputs), accumulation and
 // the output stage.
-void linear_changes(Builder& b, const ActivationOperand& a, const QWeights& w, const OutputStage& out) {
+void linear_changes(Builder& b, const ActivationOperand& a, const QWeights& w, const OutputStage& out, bool conv) {
   if (is_float(a.values.dtype()))
     quantize_changes(b, a.values.dtype());
   else if (is_float(w.values.dtype()))
     quantize_changes(b, w.values.dtype());
-  accumulation_changes(b);
+  accumulation_changes(b, conv);
   if (out.kind == OutputKind::requantized) requantize_changes(b);
   if (out.kind == OutputKind::dequantized) dequantize_changes(b, false);
 }
@@ -212,9 +228,9 @@ std::vector<Variation> single_changes(const Spec& spec, const OpRequest& op) {
   } else if (std::holds_alternative<RequantizeOp>(op)) {
     requantize_changes(b);
   } else if (const auto* g = std::get_if<QGemmOp>(&op)) {
-    linear_changes(b, g->a, g->b, g->output);
+    linear_changes(b, g->a, g->b, g->output, false);
   } else if (const auto* c = std::get_if<QConv2dOp>(&op)) {
-    linear_changes(b, c->input, c->weight, c->output);
+    linear_changes(b, c->input, c->weight, c->output, true);
   }
   // Weight-only GEMM: float accumulation in an unspecified order, judged by distance and by the
   // dot-product bounds; no single policy change models an accumulation order.

@@ -127,6 +127,7 @@ QGemmPolicy qgemm_policy(const Spec& spec, DType a) {
   p.quantize = spec.quantize_for(a);
   p.accumulation = spec.accumulation;
   p.zero_points = spec.zero_points;
+  p.conv_depth_order = spec.conv_depth_order;
   p.requantize = spec.requantize;
   p.dequantize = spec.dequantize;
   return p;

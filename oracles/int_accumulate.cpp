@@ -19,6 +19,29 @@ std::string_view name(ZeroPointCorrection z) {
   return "?";
 }
 
+Accumulation accumulation_for_operands(Accumulation acc, DType a, DType b) {
+  if (acc != Accumulation::int16_pair_saturate) return acc;
+  const bool unsigned_a = a == DType::u8 || a == DType::u4;
+  const bool signed_b = b == DType::i8 || b == DType::i4;
+  return unsigned_a && signed_b ? acc : Accumulation::int32_wrap;
+}
+
+std::string_view name(ConvDepthOrder o) {
+  switch (o) {
+    case ConvDepthOrder::c_kh_kw:
+      return "c_kh_kw";
+    case ConvDepthOrder::kh_kw_c:
+      return "kh_kw_c";
+  }
+  return "?";
+}
+
+std::optional<ConvDepthOrder> parse_conv_depth_order(std::string_view s) {
+  for (const ConvDepthOrder o : kAllConvDepthOrders)
+    if (name(o) == s) return o;
+  return std::nullopt;
+}
+
 std::int64_t IntGemmProblem::segment_length(std::int64_t s) const {
   const auto i = static_cast<std::size_t>(s);
   const std::int64_t end = i + 1 < segment_starts.size() ? segment_starts[i + 1] : depth;

@@ -18,8 +18,11 @@
 
 #include "oracles/exact.hpp"
 #include "oracles/requantize.hpp"  // Accumulation, accumulate_dot, accumulation_bound, IntRange
+#include "qconform/dtype.hpp"
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -38,6 +41,22 @@ enum class ZeroPointCorrection : std::uint8_t {
   compensate,
 };
 std::string_view name(ZeroPointCorrection z);
+
+// The order of a convolution's dot product over one filter (qconv2d.hpp): the K of the GEMM its
+// im2col builds. It matters only for accumulators that depend on the order (int32_saturate, and
+// the pairs of int16_pair_saturate).
+enum class ConvDepthOrder : std::uint8_t {
+  // k = (ic * KH + kh) * KW + kw: the OIHW flattening (ONNX Conv's im2col on NCHW).
+  c_kh_kw,
+  // k = (kh * KW + kw) * C + ic: the NHWC im2col. ONNX Runtime's QLinearConv runs NHWC internally
+  // (onnxruntime/core/providers/cpu/quantization/qlinearconv.cc transposes the input and packs
+  // weights as [KH, KW, C, OC]), so vpmaddubsw pairs channels and, for an odd C, the last channel of
+  // one tap with the first of the next (measured: onnxruntime-node 1.30, MLAS AVX2 kernel).
+  kh_kw_c,
+};
+inline constexpr std::array<ConvDepthOrder, 2> kAllConvDepthOrders = {ConvDepthOrder::c_kh_kw, ConvDepthOrder::kh_kw_c};
+std::string_view name(ConvDepthOrder o);
+std::optional<ConvDepthOrder> parse_conv_depth_order(std::string_view s);
 
 // acc[r][n][s] = Σ_{k in segment s} (a[r][k] - za[r][s]) · (bt[n][k] - zb[s][n]), for R rows of A
 // ([R, K] row-major), N rows of B transposed ([N, K] row-major) and K split into segments
@@ -85,6 +104,15 @@ struct IntGemmAccumulators {
 // zero points (vpmaddubsw multiplies raw u8 x s8 bytes: use compensate), on operands outside the
 // pair's byte ranges, and on an exact accumulator that does not fit int64.
 IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, ZeroPointCorrection zero_points);
+
+// The accumulator that `acc` means for operands of these types. int16_pair_saturate is the rule of
+// vpmaddubsw, which multiplies unsigned by signed bytes: it holds for u8 (or u4) activations times s8
+// (or s4) weights. Kernels for other operand types widen both to int16 and multiply with vpmaddwd,
+// whose pair sums are exact in int32, so they accumulate as int32_wrap (MLAS: qgemm_kernel_avx2.cpp
+// has U8S8 kernels with vpmaddubsw and U8U8/S8S8/S8U8 kernels with vpmaddwd; measured with
+// onnxruntime-node 1.30 on an AVX2 CPU: s8 x s8 and u8 x u8 MatMulInteger are exact). Every other
+// accumulator is returned unchanged.
+Accumulation accumulation_for_operands(Accumulation acc, DType a, DType b);
 
 // value + term with the accumulator's own addition: exact (must fit int64), int64 wrapping, int32
 // wrapping (int32_wrap and int16_pair_saturate's vpaddd), int32 saturating. Used for the zero-point

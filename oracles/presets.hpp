@@ -29,6 +29,8 @@ struct Spec {
   // How GEMM/conv zero points enter the accumulation: subtracted from the operands first, or
   // the raw bytes multiplied and a correction added (what vpmaddubsw kernels do).
   ZeroPointCorrection zero_points = ZeroPointCorrection::subtract_first;
+  // The order of a convolution's dot product (pairs of int16_pair_saturate run along it).
+  ConvDepthOrder conv_depth_order = ConvDepthOrder::c_kh_kw;
   std::string qparams;  // the choose_qparams preset used for dynamic quantization
 
   const QuantizePolicy& quantize_for(DType input) const {

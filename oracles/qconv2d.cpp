@@ -36,27 +36,39 @@ void merge_proof(AccumulationProof& into, const AccumulationProof& p, bool first
   into.arbitrary_precision_dots += p.arbitrary_precision_dots;
 }
 
-// One group's im2col rows [N*OH*OW, K] of raw quantized input values, padded taps holding `pad`.
-std::vector<std::int32_t> im2col(const Tensor& x, const Conv2dShape& cs, std::int64_t g, std::int32_t pad) {
-  const std::int64_t K = cs.depth();
-  std::vector<std::int32_t> rows(static_cast<std::size_t>(cs.batch * cs.out_height * cs.out_width * K));
+// The OIHW depth index k = (ic * KH + kh) * KW + kw of each position of the dot product in `order`.
+std::vector<std::int64_t> depth_positions(const Conv2dShape& cs, ConvDepthOrder order) {
+  const std::int64_t K = cs.depth(), taps = cs.kernel_h * cs.kernel_w, C = cs.group_in_channels;
+  std::vector<std::int64_t> k_of(static_cast<std::size_t>(K));
+  for (std::int64_t j = 0; j < K; ++j)
+    k_of[static_cast<std::size_t>(j)] = order == ConvDepthOrder::c_kh_kw ? j : (j % C) * taps + j / C;
+  return k_of;
+}
+
+// One group's im2col rows [N*OH*OW, K] of raw quantized input values in the order `k_of`, padded
+// taps holding `pad`.
+std::vector<std::int32_t> im2col(const Tensor& x, const Conv2dShape& cs, std::int64_t g, std::int32_t pad,
+                                 const std::vector<std::int64_t>& k_of) {
+  std::vector<std::int32_t> rows(static_cast<std::size_t>(cs.batch * cs.out_height * cs.out_width) * k_of.size());
   std::size_t i = 0;
   for (std::int64_t n = 0; n < cs.batch; ++n)
     for (std::int64_t oh = 0; oh < cs.out_height; ++oh)
       for (std::int64_t ow = 0; ow < cs.out_width; ++ow)
-        for (std::int64_t k = 0; k < K; ++k) {
+        for (const std::int64_t k : k_of) {
           const std::int64_t src = cs.tap_source(n, g, oh, ow, k);
           rows[i++] = src < 0 ? pad : static_cast<std::int32_t>(x.get_int(src));
         }
   return rows;
 }
 
-// One group's filters [OC / groups, K]: OIHW rows are already contiguous dot-product operands.
-std::vector<std::int32_t> group_filters(const Tensor& w, const Conv2dShape& cs, std::int64_t g) {
+// One group's filters [OC / groups, K] in the order `k_of` (OIHW rows are contiguous in OIHW order).
+std::vector<std::int32_t> group_filters(const Tensor& w, const Conv2dShape& cs, std::int64_t g,
+                                        const std::vector<std::int64_t>& k_of) {
   const std::int64_t K = cs.depth(), oc0 = g * cs.group_out_channels;
   std::vector<std::int32_t> f(static_cast<std::size_t>(cs.group_out_channels * K));
-  for (std::int64_t j = 0; j < cs.group_out_channels * K; ++j)
-    f[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(w.get_int(oc0 * K + j));
+  std::size_t i = 0;
+  for (std::int64_t j = 0; j < cs.group_out_channels; ++j)
+    for (const std::int64_t k : k_of) f[i++] = static_cast<std::int32_t>(w.get_int((oc0 + j) * K + k));
   return f;
 }
 
@@ -75,6 +87,9 @@ QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy) {
   const ParamIndexer w_param(qw.params, qw.q.shape());
   const std::int64_t K = cs.depth(), R = cs.batch * cs.out_height * cs.out_width, OCg = cs.group_out_channels;
 
+  const std::vector<std::int64_t> k_of = depth_positions(cs, policy.conv_depth_order);
+  const Accumulation accumulation = accumulation_for_operands(policy.accumulation, qx.q.dtype(), qw.q.dtype());
+
   ScaledAccumulators sa;
   sa.shape = cs.output_shape();
   sa.segments = 1;
@@ -84,8 +99,8 @@ QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy) {
   sa.b_index.resize(E);
   sa.channel.resize(E);
   for (std::int64_t g = 0; g < op.geometry.groups; ++g) {
-    const std::vector<std::int32_t> a = im2col(qx.q, cs, g, pad);
-    const std::vector<std::int32_t> bt = group_filters(qw.q, cs, g);
+    const std::vector<std::int32_t> a = im2col(qx.q, cs, g, pad, k_of);
+    const std::vector<std::int32_t> bt = group_filters(qw.q, cs, g, k_of);
     IntGemmProblem p;
     p.rows = R;
     p.cols = OCg;
@@ -96,7 +111,7 @@ QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy) {
     p.b_zero_points.resize(static_cast<std::size_t>(OCg));
     for (std::int64_t j = 0; j < OCg; ++j)
       p.b_zero_points[static_cast<std::size_t>(j)] = qw.params.zero_point(w_param((g * OCg + j) * K));
-    IntGemmAccumulators acc = accumulate_gemm(p, policy.accumulation, policy.zero_points);
+    IntGemmAccumulators acc = accumulate_gemm(p, accumulation, policy.zero_points);
     merge_proof(sa.proof, acc.proof, g == 0);
     for (std::int64_t r = 0; r < R; ++r) {
       const std::int64_t ow = r % cs.out_width, oh = (r / cs.out_width) % cs.out_height,

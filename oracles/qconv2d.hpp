@@ -8,10 +8,11 @@
 // Geometry (ONNX Conv): OH = floor((H + pad_top + pad_bottom - dilation_h * (KH - 1) - 1) / stride_h) + 1,
 // input row of tap kh for output row oh: oh * stride_h - pad_top + kh * dilation_h (same for W).
 //
-// Dot product order. Output (n, oc, oh, ow) in group g = oc / (OC / groups) is the dot product over
-// k = (ic * KH + kh) * KW + kw (the OIHW flattening of one filter; ic within the group) of the
-// input tap and the weight. The order matters only for order-dependent accumulators
-// (int32_saturate, int16_pair_saturate, whose pairs are (2j, 2j+1) in this order).
+// Dot product order. Output (n, oc, oh, ow) in group g = oc / (OC / groups) is the dot product of
+// the input taps and the weights of one filter (ic within the group), in the policy's
+// ConvDepthOrder: k = (ic * KH + kh) * KW + kw (c_kh_kw, the OIHW flattening) or
+// (kh * KW + kw) * C + ic (kh_kw_c, the NHWC im2col). The order matters only for order-dependent
+// accumulators (int32_saturate, int16_pair_saturate, whose pairs are (2j, 2j+1) in this order).
 //
 // Padding convention. Taps outside the image are
 //   real_zero       the real value 0, i.e. the quantized input zero point (TFLite reference

@@ -93,7 +93,8 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy) {
       p.b_zero_points[j] = qb.params.zero_point(b_idx[j]);
     }
 
-  IntGemmAccumulators acc = accumulate_gemm(p, policy.accumulation, policy.zero_points);
+  const Accumulation accumulation = accumulation_for_operands(policy.accumulation, qa.q.dtype(), qb.q.dtype());
+  IntGemmAccumulators acc = accumulate_gemm(p, accumulation, policy.zero_points);
 
   ScaledAccumulators sa;
   sa.shape = d.out_shape;

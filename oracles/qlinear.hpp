@@ -78,6 +78,7 @@ struct QGemmPolicy {
   QuantizePolicy quantize{};                             // activations (and float weights)
   Accumulation accumulation = Accumulation::int32_wrap;  // ONNX: "accumulation may overflow if and only if in 32 bits"
   ZeroPointCorrection zero_points = ZeroPointCorrection::subtract_first;
+  ConvDepthOrder conv_depth_order = ConvDepthOrder::c_kh_kw;
   RequantizePolicy requantize{};  // requantized outputs
   DequantizePolicy dequantize{};  // dequantized outputs: the compute format of the float stage
   bool operator==(const QGemmPolicy&) const = default;

@@ -117,6 +117,8 @@ void bind_policies(py::module_& m) {
   bind_enum<ZeroPointCorrection>(m, "ZeroPointCorrection",
                                  {ZeroPointCorrection::subtract_first, ZeroPointCorrection::compensate},
                                  "How GEMM/conv zero points enter the accumulation.");
+  bind_enum<ConvDepthOrder>(m, "ConvDepthOrder", {kAllConvDepthOrders.begin(), kAllConvDepthOrders.end()},
+                            "The order of a convolution's dot product over one filter (OIHW or NHWC im2col).");
   bind_enum<QParamsRecipe>(
       m, "QParamsRecipe",
       {QParamsRecipe::onnx_ort, QParamsRecipe::gemmlowp, QParamsRecipe::fbgemm, QParamsRecipe::pytorch_aten,
@@ -287,6 +289,7 @@ void bind_policies(py::module_& m) {
       .def_readonly("requantize", &Spec::requantize)
       .def_readonly("accumulation", &Spec::accumulation)
       .def_readonly("zero_points", &Spec::zero_points)
+      .def_readonly("conv_depth_order", &Spec::conv_depth_order)
       .def_readonly("qparams", &Spec::qparams)
       .def(
           "to_json", [](const Spec& s) { return json_to_python(spec_to_json(s)); },

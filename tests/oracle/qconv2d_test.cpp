@@ -267,6 +267,40 @@ TEST(QConv2d, MatchesADirectConvolution) {
   }
 }
 
+// Input [1, 3, 1, 2] (u8, all 255), weights [1, 3, 1, 2] (s8), one output, int16 pairs. The two
+// depth orders list the six taps as
+//   c_kh_kw: (c0,kw0) (c0,kw1) | (c1,kw0) (c1,kw1) | (c2,kw0) (c2,kw1)
+//   kh_kw_c: (c0,kw0) (c1,kw0) | (c2,kw0) (c0,kw1) | (c1,kw1) (c2,kw1)
+// Two weights of 127 (the rest 0) give 255 * 127 * 2 = 64770 exactly, or 32767 where they share a pair.
+std::int64_t two_tap_pair_conv(std::int64_t first_c, std::int64_t first_kw, std::int64_t second_c,
+                               std::int64_t second_kw, ConvDepthOrder order) {
+  QConv2dOp op;
+  op.input.values = ints(DType::u8, {1, 3, 1, 2}, {255, 255, 255, 255, 255, 255});
+  op.input.params = per_tensor(1.0);
+  std::vector<std::int64_t> w(6, 0);
+  w[static_cast<std::size_t>(first_c * 2 + first_kw)] = 127;  // OIHW: (c * KH + 0) * KW + kw
+  w[static_cast<std::size_t>(second_c * 2 + second_kw)] = 127;
+  op.weight.values = ints(DType::i8, {1, 3, 1, 2}, w);
+  op.weight.params = per_tensor(1.0);
+  op.output = int32_out();
+  QGemmPolicy p;
+  p.accumulation = Accumulation::int16_pair_saturate;
+  p.conv_depth_order = order;
+  return qconv2d(op, p).y.get_int(0);
+}
+
+TEST(QConv2d, Int16PairsFollowTheDepthOrder) {
+  // (c0,kw0) + (c1,kw0): one pair along (kh, kw, c), two pairs along (c, kh, kw).
+  EXPECT_EQ(two_tap_pair_conv(0, 0, 1, 0, ConvDepthOrder::kh_kw_c), 32767);
+  EXPECT_EQ(two_tap_pair_conv(0, 0, 1, 0, ConvDepthOrder::c_kh_kw), 64770);
+  // (c2,kw0) + (c0,kw1): with C = 3 the pair crosses from one tap to the next along (kh, kw, c).
+  EXPECT_EQ(two_tap_pair_conv(2, 0, 0, 1, ConvDepthOrder::kh_kw_c), 32767);
+  EXPECT_EQ(two_tap_pair_conv(2, 0, 0, 1, ConvDepthOrder::c_kh_kw), 64770);
+  // (c1,kw0) + (c1,kw1): one pair along (c, kh, kw) only.
+  EXPECT_EQ(two_tap_pair_conv(1, 0, 1, 1, ConvDepthOrder::c_kh_kw), 32767);
+  EXPECT_EQ(two_tap_pair_conv(1, 0, 1, 1, ConvDepthOrder::kh_kw_c), 64770);
+}
+
 TEST(QConv2d, RejectsInconsistentGroups) {
   QConv2dOp op = grouped_conv(ConvLayout::nchw);
   op.geometry.groups = 3;  // does not divide C = 4

@@ -311,6 +311,29 @@ TEST(QGemm, CompensatedZeroPointMeetsPairSaturation) {
   EXPECT_EQ(qgemm(op, p).y.get_int(0), -254);
 }
 
+TEST(QGemm, Int16PairsHoldForUnsignedBySignedBytesOnly) {
+  // vpmaddubsw multiplies u8 by s8; MLAS multiplies other byte types with vpmaddwd after widening,
+  // exact in int32. K = 2, every product the largest of its type pair:
+  //   u8 x s8: 255 * 127 * 2 = 64770 -> 32767 (the pair saturates)
+  //   s8 x s8: (-128) * (-128) * 2 = 32768 (one past INT16_MAX: a vpmaddubsw pair would give 32767)
+  //   u8 x u8: 255 * 255 * 2 = 130050
+  QGemmPolicy pairs;
+  pairs.accumulation = Accumulation::int16_pair_saturate;
+  EXPECT_EQ(qgemm(u8s8_gemm({1, 2}, {255, 255}, {2, 1}, {127, 127}), pairs).y.get_int(0), 32767);
+  QGemmOp s8s8 = u8s8_gemm({1, 2}, {0, 0}, {2, 1}, {-128, -128});
+  s8s8.a.values = ints(DType::i8, {1, 2}, {-128, -128});
+  EXPECT_EQ(qgemm(s8s8, pairs).y.get_int(0), 32768);
+  QGemmOp u8u8 = u8s8_gemm({1, 2}, {255, 255}, {2, 1}, {0, 0});
+  u8u8.b.values = ints(DType::u8, {2, 1}, {255, 255});
+  EXPECT_EQ(qgemm(u8u8, pairs).y.get_int(0), 130050);
+  EXPECT_EQ(accumulation_for_operands(Accumulation::int16_pair_saturate, DType::u8, DType::i8),
+            Accumulation::int16_pair_saturate);
+  EXPECT_EQ(accumulation_for_operands(Accumulation::int16_pair_saturate, DType::i8, DType::u8),
+            Accumulation::int32_wrap);
+  EXPECT_EQ(accumulation_for_operands(Accumulation::int32_saturate, DType::i8, DType::i8),
+            Accumulation::int32_saturate);
+}
+
 QGemmOp all_max_gemm(std::int64_t k) {
   return u8s8_gemm({1, k}, std::vector<std::int64_t>(static_cast<std::size_t>(k), 255), {k, 1},
                    std::vector<std::int64_t>(static_cast<std::size_t>(k), 127));
