@@ -119,6 +119,27 @@ std::vector<Spec> make_presets() {
     old.quantize_half_input = quantize(O::div_then_add_int, kF32, R::rtz, Clamp::int_after, NanRule::unspecified);
     old.quantize_half_input->cast = IntCast::x86_int32;  // the same static_cast<int32_t>
     add(old);
+    // On an x86 CPU without VNNI, MLAS's u8 x s8 GEMM kernels (MlasGemmU8S8KernelAvx2, ...Avx512Core)
+    // multiply the raw bytes with vpmaddubsw: adjacent products summed and saturated to int16, the
+    // zero points applied afterwards from row and column sums. Pairs run along K for MatMulInteger
+    // and QLinearMatMul and along (kh, kw, c) for QLinearConv, which reorders the filter to
+    // [KH*KW, C, OC] and runs NHWC. Measured with onnxruntime-node 1.30 under qemu-x86_64 -cpu max
+    // (AVX2 and FMA, no VNNI): MatMulInteger/QLinearMatMul u8 x s8 match these pairs element for
+    // element; s8 x s8, u8 x u8 and s8 x u8 are exact (accumulation_for_operands).
+    Spec pairs = s;
+    pairs.name = "ort-cpu@x86-vpmaddubsw";
+    pairs.description =
+        "ONNX Runtime CPU on x86 without VNNI (AVX2, AVX-512 without VNNI): ort-cpu, with u8 x s8 products of raw "
+        "bytes paired and saturated to int16 (vpmaddubsw) along K, and along (kh, kw, c) in convolutions";
+    pairs.sources.push_back("microsoft/onnxruntime onnxruntime/core/mlas/lib/platform.cpp (U8S8 dispatch per ISA)");
+    pairs.sources.push_back(
+        "microsoft/onnxruntime onnxruntime/core/mlas/lib/x86_64/QgemmU8S8KernelAvx2.S (vpmaddubsw, vpmaddwd)");
+    pairs.sources.push_back(
+        "microsoft/onnxruntime onnxruntime/core/providers/cpu/quantization/qlinearconv.cc::ReorderFilter");
+    pairs.accumulation = Accumulation::int16_pair_saturate;
+    pairs.zero_points = ZeroPointCorrection::compensate;
+    pairs.conv_depth_order = ConvDepthOrder::kh_kw_c;
+    add(pairs);
   }
   {
     Spec s;

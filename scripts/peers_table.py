@@ -40,14 +40,18 @@ def reports(paths):
             yield p
 
 
-def collect(paths, peers=None):
-    """(isa, peers: name -> facts/claim, results: (peer, op) -> list of (case id, verdict, reason))."""
-    isa, info, results = None, {}, {}
+def collect(paths, peers=None, isa=None):
+    """(isa, peers: name -> facts/claim, results: (peer, op) -> list of (case id, verdict, reason)).
+
+    isa names the class for reports whose peers ran on an emulated CPU (the host's features then
+    say nothing about what the library ran on)."""
+    named = isa is not None
+    info, results = {}, {}
     for f in reports(paths):
         with open(f) as fh:
             r = json.load(fh)
         meta = r["metadata"]
-        this = isa_class(meta.get("cpu_features", []))
+        this = isa if named else isa_class(meta.get("cpu_features", []))
         if isa not in (None, this):
             raise SystemExit(f"peers_table: {f} ran on {this}, the others on {isa}")
         isa = this
@@ -70,8 +74,10 @@ def collect(paths, peers=None):
 
 def table(isa, info, results):
     ops = sorted({op for _, op in results})
+    ran_on = sorted({v["facts"].get("isa", "") for v in info.values()} - {""})
     out = [BEGIN.format(isa=isa), "",
-           f"Host ISA class: **{isa}**. Each cell: cases that reproduce the claimed preset bit for bit / cases run"
+           f"Host ISA class: **{isa}**" + (f" (the peers report: {', '.join(ran_on)})" if ran_on else "") +
+           ". Each cell: cases that reproduce the claimed preset bit for bit / cases run"
            " (skipped cases, which the library cannot express, in brackets).", "",
            "| peer | library, version | claims | " + " | ".join(ops) + " |",
            "|---|---|---|" + "---|" * len(ops)]
@@ -123,11 +129,13 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("reports", nargs="+")
     p.add_argument("--peers", help="comma-separated backend names to keep (default: all in the reports)")
+    p.add_argument("--isa", help="the ISA class to name the table by, for peers run on an emulated CPU "
+                                 "(default: the class of the host that wrote the reports)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--update", metavar="DOC")
     g.add_argument("--check", metavar="DOC")
     a = p.parse_args(argv)
-    isa, info, results = collect(a.reports, set(a.peers.split(",")) if a.peers else None)
+    isa, info, results = collect(a.reports, set(a.peers.split(",")) if a.peers else None, a.isa)
     block = table(isa, info, results)
     doc = a.update or a.check
     if not doc:

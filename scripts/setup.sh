@@ -19,6 +19,7 @@ PACKAGES=(
   libgemmlowp-dev                              # gemmlowp (headers)
   python3-torch                                # PyTorch's quantized engines (onednn, qnnpack)
   python3-onnx libonnx-testdata                # ONNX node tests, imported as a suite
+  qemu-user                                    # ONNX Runtime on an emulated AVX2 CPU without VNNI
 )
 # ONNX Runtime ships its Linux CPU library on the npm registry only: node and npm, from Debian unless
 # the machine has them already (an image's own Node.js conflicts with Debian's npm package).

@@ -15,6 +15,14 @@ commands=(
   'PYTHONPATH=build/python /usr/bin/python3 -m qconform.onnx_node /usr/share/libonnx-testdata/data/node/test_* -o onnx_node.json --check'
   'build/harness/qconform run onnx_node.json --backend cpu-ref --backend onnxruntime-cpu -o onnx-node-report'
 )
+# ONNX Runtime on the emulated AVX2 CPU, where the build found qemu-x86_64 (peers/CMakeLists.txt).
+emulated='QCONFORM_PEERS=build/peers/peers-x86-avx2-emulated.json build/harness/qconform run cases/peers --backend onnxruntime-cpu -o avx2-report'
+if [[ -f "$2/peers/peers-x86-avx2-emulated.json" ]]; then
+  commands+=("$emulated")
+else
+  grep -qF -- "$emulated" "$doc" || { echo "$doc no longer shows: $emulated" >&2; exit 1; }
+  echo "peers_docs: no emulated-AVX2 manifest in $2 (no qemu-x86_64): not running $emulated"
+fi
 for c in "${commands[@]}"; do
   grep -qF -- "$c" "$doc" || { echo "$doc no longer shows: $c" >&2; exit 1; }
 done

@@ -62,7 +62,12 @@ function firstLine(s) {
 
 // ---- host facts -----------------------------------------------------------------------------------
 
+// QCONFORM_ORT_CPU_FLAGS (space-separated /proc/cpuinfo flags) replaces the host's: an emulator
+// such as qemu-user reports the emulated CPU through CPUID, which MLAS reads, but passes the host's
+// /proc/cpuinfo through.
 function cpuFlags() {
+  if (process.env.QCONFORM_ORT_CPU_FLAGS !== undefined)
+    return { flags: new Set(process.env.QCONFORM_ORT_CPU_FLAGS.trim().split(/\s+/)), model: 'as QCONFORM_ORT_CPU_FLAGS says' };
   try {
     const text = fs.readFileSync('/proc/cpuinfo', 'utf8');
     const m = /^(?:flags|Features)\s*:\s*(.*)$/m.exec(text);
@@ -96,17 +101,13 @@ function mlasU8S8Kernel(flags) {
   return { kernel, saturates };
 }
 
-// Where MLAS multiplies u8 x s8 with vpmaddubsw (AVX2, AVX512 without VNNI: platform.cpp picks that
-// kernel), two adjacent products are summed and saturated to int16 before the int32 accumulation.
-// qconform has no preset for that pairing in MLAS's packed order yet (docs/peers.md), so int8-weight
-// GEMMs and convolutions are refused on such hosts rather than reported as false FAILs.
-function saturatingPairs(op) {
-  if (op.op !== 'qgemm' && op.op !== 'qconv2d') return '';
-  const w = op.op === 'qgemm' ? op.b : op.weight;
-  const fmt = isInt(w.values.dtype) ? w.values.dtype : w.format;
-  if (fmt !== 'i8' || mlasU8S8Kernel(cpuFlags().flags).saturates !== 'yes') return '';
-  return 'on this host (' + hostIsa(cpuFlags().flags) + ') MLAS multiplies u8 x s8 with vpmaddubsw, which saturates ' +
-         'pairs of products to int16 (onnxruntime/core/mlas/lib/platform.cpp); no preset models that pairing yet';
+// The preset ORT CPU reproduces on this host. Where MLAS multiplies u8 x s8 with vpmaddubsw (AVX2,
+// AVX-512 without VNNI), two adjacent products of the raw bytes saturate to int16 before the int32
+// accumulation, pairs running along K of MatMulInteger/QLinearMatMul and along (kh, kw, c) of
+// QLinearConv: ort-cpu@x86-vpmaddubsw (measured under qemu-x86_64 -cpu max, an AVX2 CPU without
+// VNNI; docs/peers.md).
+function claimFor(flags) {
+  return mlasU8S8Kernel(flags).saturates === 'yes' ? 'ort-cpu@x86-vpmaddubsw' : CLAIM;
 }
 
 function hostIsa(flags) {
@@ -497,6 +498,12 @@ function buildQConv(ort, op, load) {
   if (w.packing) refuse(NO_INT4 + ' (packed weights)');
   const wfmt = isInt(w.values.dtype) ? w.values.dtype : w.format;
   if (wfmt !== 'u8' && wfmt !== 'i8') refuse('ORT quantized convolutions take 8-bit weights, not ' + wfmt);
+  const xfmt = isInt(op.input.values.dtype) ? op.input.values.dtype : op.input.format;
+  if (out.kind !== 'requantized' && xfmt === 'u8' && wfmt === 'i8' && mlasU8S8Kernel(cpuFlags().flags).saturates === 'yes')
+    refuse('on this host (' + hostIsa(cpuFlags().flags) + ') ORT\'s ConvInteger is exact (conv_integer.cc passes ' +
+           'the weights as MLAS\'s A operand: its S8U8 kernel widens to int16), while QLinearConv, MatMulInteger ' +
+           'and QLinearMatMul saturate u8 x s8 pairs to int16 (vpmaddubsw); the claim ort-cpu@x86-vpmaddubsw ' +
+           'describes the latter, so int32 and dequantized u8 x s8 convolutions are not claimed here');
   const wp = w.params;
   checkScalesF32(wp, 'QLinearConv');
   let perChannel = false;
@@ -657,7 +664,7 @@ async function handle(state, req) {
       description: 'ONNX Runtime ' + (state.ort ? state.ort.env.versions.node : '(missing)') +
                    ' CPU EP via onnxruntime-node: one ONNX op per request (QuantizeLinear, DequantizeLinear, ' +
                    'MatMulInteger, QLinearMatMul, MatMulIntegerToFloat, DynamicQuantizeMatMul, ConvInteger, QLinearConv)',
-      claim: CLAIM,
+      claim: claimFor(flags),
       available: !!state.ort,
       reason: state.ort ? '' : state.reason,
       facts,
@@ -668,11 +675,6 @@ async function handle(state, req) {
   if (req.type === 'supports') {
     if (!state.ort) {
       reply({ available: false, reason: state.reason });
-      return true;
-    }
-    const pairs = saturatingPairs(req.op);
-    if (pairs) {
-      reply({ available: false, reason: pairs });
       return true;
     }
     try {

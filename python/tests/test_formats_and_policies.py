@@ -80,6 +80,13 @@ def test_presets_are_policies():
     assert ort.quantize_half_input is not None
     assert ort.quantize_for("f16") == ort.quantize_half_input
     assert ort.quantize_for("f32") == ort.quantize
+    # On x86 without VNNI, MLAS pairs the raw u8 x s8 bytes, along (kh, kw, c) in convolutions.
+    pairs = qconform.presets["ort-cpu@x86-vpmaddubsw"]
+    assert pairs.accumulation == qconform.Accumulation.int16_pair_saturate
+    assert pairs.zero_points == qconform.ZeroPointCorrection.compensate
+    assert pairs.conv_depth_order == qconform.ConvDepthOrder.kh_kw_c
+    assert ort.conv_depth_order == qconform.ConvDepthOrder.c_kh_kw
+    assert pairs.to_json() == "ort-cpu@x86-vpmaddubsw" and pairs != ort
 
 
 def test_policies_from_keyword_choices():

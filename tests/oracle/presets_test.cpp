@@ -161,6 +161,23 @@ TEST(Presets, OrtCpuHalfInputGoesThroughAnInt32Cast) {
   EXPECT_EQ(quant("ort-cpu", half(-3.5, 1, 0, DType::i8)), -4);  // in range the cast is exact (ties to even)
 }
 
+TEST(Presets, OrtCpuOnX86WithoutVnniPairsTheRawBytes) {
+  // MLAS's U8S8 kernels for AVX2 and AVX-512 without VNNI (platform.cpp) multiply the raw bytes with
+  // vpmaddubsw and apply the zero points afterwards from row and column sums (qgemm.h
+  // MlasGemmQuantOperation: the ZeroPointA/ZeroPointB terms); QLinearConv's ReorderFilter puts the
+  // filter in [KH*KW, C, OC] order. Everything else is ort-cpu's.
+  const Spec base = *find_preset("ort-cpu");
+  const Spec s = *find_preset("ort-cpu@x86-vpmaddubsw");
+  EXPECT_EQ(s.quantize, base.quantize);
+  EXPECT_EQ(s.quantize_half_input, base.quantize_half_input);
+  EXPECT_EQ(s.dequantize, base.dequantize);
+  EXPECT_EQ(s.requantize, base.requantize);
+  EXPECT_EQ(s.accumulation, Accumulation::int16_pair_saturate);
+  EXPECT_EQ(s.zero_points, ZeroPointCorrection::compensate);
+  EXPECT_EQ(s.conv_depth_order, ConvDepthOrder::kh_kw_c);
+  EXPECT_EQ(base.conv_depth_order, ConvDepthOrder::c_kh_kw);
+}
+
 TEST(Presets, OneDnn26) {
   // fl(fl(x * fl(1/s)) + zp) in f32: 0x1.fffffep-2 + 1 = 1.5 - 2^-25 rounds to 1.5 in f32 (ulp 2^-23), a
   // tie -> 2; FBGEMM's example x * (1/s) = 127.5 -> 128 (3.x divides: 127.499992 -> 127).
