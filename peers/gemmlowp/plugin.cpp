@@ -76,7 +76,8 @@ struct Q31 {
 
 // tensorflow/lite/kernels/internal/quantization_util.cc::QuantizeMultiplier (the default,
 // double-rounding build): q = frexp(real, &shift); q_fixed = TfLiteRound(q * 2^31) (std::round, half
-// away from zero); q_fixed == 2^31 -> q_fixed / 2, shift + 1; shift < -31 -> (0, 0).
+// away from zero); q_fixed == 2^31 -> q_fixed / 2, shift + 1; shift < -31 -> (0, 0). Written here, not
+// taken from the oracle (fixed_point.hpp): the peer is the caller's side of gemmlowp, judged by the oracle.
 Q31 quantize_multiplier(double real) {
   if (real == 0.0) return {};
   int shift = 0;

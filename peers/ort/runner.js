@@ -499,8 +499,9 @@ function buildQConv(ort, op, load) {
   const wfmt = isInt(w.values.dtype) ? w.values.dtype : w.format;
   if (wfmt !== 'u8' && wfmt !== 'i8') refuse('ORT quantized convolutions take 8-bit weights, not ' + wfmt);
   const xfmt = isInt(op.input.values.dtype) ? op.input.values.dtype : op.input.format;
-  if (out.kind !== 'requantized' && xfmt === 'u8' && wfmt === 'i8' && mlasU8S8Kernel(cpuFlags().flags).saturates === 'yes')
-    refuse('on this host (' + hostIsa(cpuFlags().flags) + ') ORT\'s ConvInteger is exact (conv_integer.cc passes ' +
+  const flags = cpuFlags().flags;
+  if (out.kind !== 'requantized' && xfmt === 'u8' && wfmt === 'i8' && mlasU8S8Kernel(flags).saturates === 'yes')
+    refuse('on this host (' + hostIsa(flags) + ') ORT\'s ConvInteger is exact (conv_integer.cc passes ' +
            'the weights as MLAS\'s A operand: its S8U8 kernel widens to int16), while QLinearConv, MatMulInteger ' +
            'and QLinearMatMul saturate u8 x s8 pairs to int16 (vpmaddubsw); the claim ort-cpu@x86-vpmaddubsw ' +
            'describes the latter, so int32 and dequantized u8 x s8 convolutions are not claimed here');

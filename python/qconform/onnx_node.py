@@ -227,35 +227,31 @@ def _unit_scales(zp):
     return np.float32(1.0) if n == 1 else np.ones(n, np.float32)
 
 
-def _quantize_linear(node, ins, outs):
-    # onnx/defs/quantization/defs.cc QuantizeLinear (opset 10, 13): y = saturate(round(x / y_scale)
-    # + y_zero_point), axis default 1; no zero point means uint8 with zero point 0.
+def _affine(node, ins, outs, op, params):
+    """QuantizeLinear / DequantizeLinear: one input, its scale and zero point along `axis` (default
+    1), one output; the case's op is `op`, `params` names the scale/zero-point pair in messages."""
     _check_attrs(node, ("axis",))
     x, s, zp = _inputs(node, ins, 3)
     y = outs[node.output[0]]
     axis = _attrs(node).get("axis", 1)
-    scale, zero_point, ax = _params(s, zp, x.shape, axis, "y_scale/y_zero_point")
-    case = {"op": "quantize", "input": _tensor(x, "x"), "scale": scale,
-            "scale_dtype": _scale_dtype(s, "y_scale"), "zero_point": zero_point}
+    scale, zero_point, ax = _params(s, zp, x.shape, axis, params)
+    case = {"op": op, "input": _tensor(x, "x"), "scale": scale,
+            "scale_dtype": _scale_dtype(s, params.split("/")[0]), "zero_point": zero_point}
     if ax is not None:
         case["axis"] = ax
     case["output_dtype"] = _dtype(y, "y")
     return [_Out(case, y, "y (output_0)")]
+
+
+def _quantize_linear(node, ins, outs):
+    # onnx/defs/quantization/defs.cc QuantizeLinear (opset 10, 13): y = saturate(round(x / y_scale)
+    # + y_zero_point), axis default 1; no zero point means uint8 with zero point 0.
+    return _affine(node, ins, outs, "quantize", "y_scale/y_zero_point")
 
 
 def _dequantize_linear(node, ins, outs):
     # defs.cc DequantizeLinear (opset 10, 13): y = (x - x_zero_point) * x_scale, axis default 1.
-    _check_attrs(node, ("axis",))
-    x, s, zp = _inputs(node, ins, 3)
-    y = outs[node.output[0]]
-    axis = _attrs(node).get("axis", 1)
-    scale, zero_point, ax = _params(s, zp, x.shape, axis, "x_scale/x_zero_point")
-    case = {"op": "dequantize", "input": _tensor(x, "x"), "scale": scale,
-            "scale_dtype": _scale_dtype(s, "x_scale"), "zero_point": zero_point}
-    if ax is not None:
-        case["axis"] = ax
-    case["output_dtype"] = _dtype(y, "y")
-    return [_Out(case, y, "y (output_0)")]
+    return _affine(node, ins, outs, "dequantize", "x_scale/x_zero_point")
 
 
 def _gemm_b(b, a_ndim, what):
