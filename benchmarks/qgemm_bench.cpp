@@ -72,7 +72,7 @@ void BM_OracleQGemmRequantized(benchmark::State& state) {
   op.output.kind = qc::OutputKind::requantized;
   op.output.format = qc::DType::i8;
   op.output.scale = 0.5;
-  const qc::QGemmPolicy policy = qc::qgemm_policy(*qc::find_preset("onnx"), qc::DType::u8);
+  const qc::QGemmPolicy policy = qc::qgemm_policy(*qc::find_preset("onnx"), qc::DType::u8, qc::LinearOp::gemm);
   for (auto _ : state) {
     qc::QGemmResult r = qc::qgemm(op, policy);
     benchmark::DoNotOptimize(r.y.bytes().data());

@@ -374,7 +374,10 @@ Spec load_spec(const json& j, const Where& w) {
       w.fail(rp + "derivation",
              "scheme " + std::string(name(q.scheme)) + " cannot use derivation " + std::string(name(q.derivation)));
   }
-  set_enum(j, "accumulation", p, w, parse_accumulation, s.accumulation);
+  if (j.contains("accumulation")) {  // one accumulator for GEMMs and convolutions alike
+    set_enum(j, "accumulation", p, w, parse_accumulation, s.accumulation);
+    s.conv_accumulation.reset();
+  }
   if (j.contains("qparams")) {
     if (!j["qparams"].is_string() || !find_qparams_preset(j["qparams"].get<std::string>()))
       w.fail("spec.qparams", "unknown parameter-choice rule " + j["qparams"].dump());

@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 bool same_numerics(const Spec& a, const Spec& b) {
   return a.quantize == b.quantize && a.quantize_half_input == b.quantize_half_input && a.dequantize == b.dequantize &&
          a.requantize == b.requantize && a.accumulation == b.accumulation && a.zero_points == b.zero_points &&
-         a.conv_depth_order == b.conv_depth_order && a.qparams == b.qparams;
+         a.conv_depth_order == b.conv_depth_order && a.pair_rule == b.pair_rule &&
+         a.conv_accumulation == b.conv_accumulation && a.qparams == b.qparams;
 }
 
 namespace {
@@ -288,8 +289,10 @@ json spec_to_json(const Spec& s) {
   for (const Spec& p : presets()) bases.push_back(p.name);
   for (const std::string& base_name : bases) {
     const auto base = find_preset(base_name);
-    // No override exists for the zero-point correction or the convolution depth order.
-    if (!base || base->zero_points != s.zero_points || base->conv_depth_order != s.conv_depth_order) continue;
+    // No override exists for the zero-point correction, the convolution depth order or the pair rule.
+    if (!base || base->zero_points != s.zero_points || base->conv_depth_order != s.conv_depth_order ||
+        base->pair_rule != s.pair_rule)
+      continue;
     if (same_numerics(*base, s)) return base_name;
     for (bool all : {false, true}) {
       json j = {{"preset", base_name}};

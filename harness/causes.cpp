@@ -169,27 +169,38 @@ void requantize_changes(Builder& b) {
 
 void accumulation_changes(Builder& b, bool conv) {
   const Spec& cur = b.base();
+  // The accumulator this op runs under the spec (a convolution may have its own).
+  const Accumulation cur_acc = conv && cur.conv_accumulation ? *cur.conv_accumulation : cur.accumulation;
+  const std::string spec_acc = " (the spec: " + std::string(describe(cur_acc)) + ")";
   for (Accumulation a : kAllAccumulations) {
-    if (a == cur.accumulation) continue;
     Spec s = cur;
     s.accumulation = a;
+    s.conv_accumulation.reset();
     std::string how(describe(a));
     // vpmaddubsw multiplies the raw bytes: its pairs exist only with the zero points compensated.
     if (a == Accumulation::int16_pair_saturate && s.zero_points != ZeroPointCorrection::compensate) {
       s.zero_points = ZeroPointCorrection::compensate;
       how += ", zero points by compensation";
     }
-    b.add("accumulation=" + std::string(name(a)),
-          "accumulates " + how + " (the spec: " + std::string(describe(cur.accumulation)) + ")", s);
+    if (a != cur_acc) b.add("accumulation=" + std::string(name(a)), "accumulates " + how + spec_acc, s);
+    if (a != Accumulation::int16_pair_saturate) continue;
+    // Pairs also depend on how the kernel forms them: oneDNN's GEMM driver shifts s8 sources and
+    // restarts pairs at its K blocks.
+    for (PairRule r : kAllPairRules) {
+      if (r == s.pair_rule) continue;
+      Spec t = s;
+      t.pair_rule = r;
+      b.add("accumulation=" + std::string(name(a)) + ",pair_rule=" + std::string(name(r)),
+            "accumulates " + how + ", pairs formed by the " + std::string(name(r)) + " rule" + spec_acc, std::move(t));
+    }
     // A convolution's pairs also depend on the order of its dot product.
-    if (conv && a == Accumulation::int16_pair_saturate)
+    if (conv)
       for (ConvDepthOrder o : kAllConvDepthOrders) {
         if (o == s.conv_depth_order) continue;
         Spec t = s;
         t.conv_depth_order = o;
         b.add("accumulation=" + std::string(name(a)) + ",conv_depth_order=" + std::string(name(o)),
-              "accumulates " + how + ", pairs along the filter in " + std::string(name(o)) +
-                  " order (the spec: " + std::string(describe(cur.accumulation)) + ")",
+              "accumulates " + how + ", pairs along the filter in " + std::string(name(o)) + " order" + spec_acc,
               std::move(t));
       }
   }

@@ -122,12 +122,13 @@ Reference evaluate_weight_only(const WeightOnlyGemmOp& op, const Spec& spec) {
 
 }  // namespace
 
-QGemmPolicy qgemm_policy(const Spec& spec, DType a) {
+QGemmPolicy qgemm_policy(const Spec& spec, DType a, LinearOp op) {
   QGemmPolicy p;
   p.quantize = spec.quantize_for(a);
-  p.accumulation = spec.accumulation;
+  p.accumulation = op == LinearOp::conv && spec.conv_accumulation ? *spec.conv_accumulation : spec.accumulation;
   p.zero_points = spec.zero_points;
   p.conv_depth_order = spec.conv_depth_order;
+  p.pair_rule = spec.pair_rule;
   p.requantize = spec.requantize;
   p.dequantize = spec.dequantize;
   return p;
@@ -140,10 +141,10 @@ Reference evaluate(const OpRequest& op, const Spec& spec) {
     Reference operator()(const DequantizeOp& o) const { return evaluate_dequantize(o, spec); }
     Reference operator()(const RequantizeOp& o) const { return evaluate_requantize(o, spec); }
     Reference operator()(const QGemmOp& o) const {
-      return linear_reference(qgemm(o, qgemm_policy(spec, o.a.values.dtype())), o.output.format);
+      return linear_reference(qgemm(o, qgemm_policy(spec, o.a.values.dtype(), LinearOp::gemm)), o.output.format);
     }
     Reference operator()(const QConv2dOp& o) const {
-      return linear_reference(qconv2d(o, qgemm_policy(spec, o.input.values.dtype())), o.output.format);
+      return linear_reference(qconv2d(o, qgemm_policy(spec, o.input.values.dtype(), LinearOp::conv)), o.output.format);
     }
     Reference operator()(const WeightOnlyGemmOp& o) const { return evaluate_weight_only(o, spec); }
   };

@@ -30,8 +30,10 @@ struct Reference {
 
 Reference evaluate(const OpRequest& op, const Spec& spec);
 
-// The GEMM/conv policy a spec defines for activations of format `a`.
-QGemmPolicy qgemm_policy(const Spec& spec, DType a);
+// The GEMM/conv policy a spec defines for activations of format `a` in a GEMM or a convolution
+// (Spec::conv_accumulation).
+enum class LinearOp : std::uint8_t { gemm, conv };
+QGemmPolicy qgemm_policy(const Spec& spec, DType a, LinearOp op);
 
 // Decimal and hex-float text of a double ("NaN", "+inf", "-0" for the specials).
 std::string describe_value(double v);

@@ -19,11 +19,60 @@ std::string_view name(ZeroPointCorrection z) {
   return "?";
 }
 
-Accumulation accumulation_for_operands(Accumulation acc, DType a, DType b) {
-  if (acc != Accumulation::int16_pair_saturate) return acc;
-  const bool unsigned_a = a == DType::u8 || a == DType::u4;
-  const bool signed_b = b == DType::i8 || b == DType::i4;
-  return unsigned_a && signed_b ? acc : Accumulation::int32_wrap;
+PairedAccumulation paired_accumulation(Accumulation acc, PairRule pairs, DType a, DType b, bool zero_points) {
+  if (acc != Accumulation::int16_pair_saturate) return {acc};
+  const PairedAccumulation exact{Accumulation::int32_wrap};
+  switch (pairs) {
+    case PairRule::u8s8_whole_k: {
+      const bool unsigned_a = a == DType::u8 || a == DType::u4;
+      const bool signed_b = b == DType::i8 || b == DType::i4;
+      return unsigned_a && signed_b ? PairedAccumulation{acc} : exact;
+    }
+    case PairRule::x8s8_avx2_k_blocks:
+    case PairRule::x8s8_avx512_k_blocks:
+      if (b != DType::i8) return exact;
+      if (a == DType::u8) return {acc};
+      if (a != DType::i8 || (pairs == PairRule::x8s8_avx2_k_blocks && zero_points)) return exact;
+      return {acc, true};
+  }
+  return {acc};
+}
+
+void shift_signed_activations(std::vector<std::int32_t>& a, std::vector<std::int64_t>& a_zero_points) {
+  for (std::int32_t& v : a) v += 128;
+  for (std::int64_t& z : a_zero_points) z += 128;
+}
+
+std::string_view name(PairRule r) {
+  switch (r) {
+    case PairRule::u8s8_whole_k:
+      return "u8s8_whole_k";
+    case PairRule::x8s8_avx2_k_blocks:
+      return "x8s8_avx2_k_blocks";
+    case PairRule::x8s8_avx512_k_blocks:
+      return "x8s8_avx512_k_blocks";
+  }
+  return "?";
+}
+
+std::optional<PairRule> parse_pair_rule(std::string_view s) {
+  for (const PairRule r : kAllPairRules)
+    if (name(r) == s) return r;
+  return std::nullopt;
+}
+
+std::vector<std::int64_t> pair_block_starts(PairRule r, std::int64_t depth) {
+  std::vector<std::int64_t> starts{0};
+  if (r == PairRule::u8s8_whole_k) return starts;
+  // gemm_info.cpp (int8, no VNNI): bk_traditional and bk per ISA; uk = 1.
+  const bool avx2 = r == PairRule::x8s8_avx2_k_blocks;
+  const std::int64_t bk_traditional = avx2 ? 256 : 384, bk = avx2 ? 384 : 768;
+  // gemm_driver.cpp::get_k_padd (no packed operand): k <= bk_traditional -> one block;
+  // k < 2 * bk -> rnd_up((k + 1) / 2, uk); else bk. The blocks then tile K from 0.
+  if (depth <= bk_traditional) return starts;
+  const std::int64_t block = depth < 2 * bk ? (depth + 1) / 2 : bk;
+  for (std::int64_t k = block; k < depth; k += block) starts.push_back(k);
+  return starts;
 }
 
 std::string_view name(ConvDepthOrder o) {
@@ -378,15 +427,41 @@ struct ElementSum {
   std::optional<BigInt> exact;  // set only when it differs from value
 };
 
+// The pieces of segment s that pair separately: the segment cut at every pair block start inside it,
+// as offsets into the segment ({0} when nothing restarts there).
+std::vector<std::int64_t> pair_pieces(const IntGemmProblem& p, const std::vector<std::int64_t>& block_starts,
+                                      std::int64_t s) {
+  const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], k1 = k0 + p.segment_length(s);
+  std::vector<std::int64_t> cuts{0};
+  for (const std::int64_t b : block_starts)
+    if (b > k0 && b < k1) cuts.push_back(b - k0);
+  return cuts;
+}
+
 ElementSum element_sum(const IntGemmProblem& p, Accumulation acc, bool subtract, const LoopCoverage& coverage,
-                       std::int64_t r, std::int64_t n, std::int64_t s, std::int64_t loop_sum,
-                       AccumulationProof& proof) {
+                       const std::vector<std::int64_t>& block_starts, std::int64_t r, std::int64_t n, std::int64_t s,
+                       std::int64_t loop_sum, AccumulationProof& proof) {
   if (coverage.covers(r, n, s, loop_sum)) return {loop_sum, std::nullopt};
   const SegmentOperands o = segment_operands(p, r, n, s, subtract);
-  const DotProduct d = accumulate_dot(o.a, o.b, acc);
   ++proof.arbitrary_precision_dots;
-  ElementSum e{to_int64(d.value, "accumulator"), std::nullopt};
-  if (d.overflowed()) e.exact = d.exact;
+  // Each pair block is its own vpmaddubsw run; the blocks' int32 sums add with vpaddd (wrapping).
+  const std::vector<std::int64_t> cuts = pair_pieces(p, block_starts, s);
+  const auto len = static_cast<std::int64_t>(o.a.size());
+  std::int64_t value = 0;
+  BigInt exact = 0;
+  bool overflowed = false;
+  for (std::size_t i = 0; i < cuts.size(); ++i) {
+    const std::int64_t b0 = cuts[i], b1 = i + 1 < cuts.size() ? cuts[i + 1] : len;
+    const auto n_k = static_cast<std::size_t>(b1 - b0);
+    const DotProduct d = accumulate_dot(std::span(o.a).subspan(static_cast<std::size_t>(b0), n_k),
+                                        std::span(o.b).subspan(static_cast<std::size_t>(b0), n_k), acc);
+    const std::int64_t v = to_int64(d.value, "accumulator");
+    value = i == 0 ? v : add_in_accumulator(acc, value, v);
+    exact += d.exact;
+    overflowed = overflowed || d.overflowed();
+  }
+  ElementSum e{value, std::nullopt};
+  if (overflowed || exact != value) e.exact = std::move(exact);
   return e;
 }
 
@@ -403,7 +478,8 @@ void apply_correction(ElementSum& e, Accumulation acc, std::int64_t c) {
 
 }  // namespace
 
-IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, ZeroPointCorrection zero_points) {
+IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, ZeroPointCorrection zero_points,
+                                    PairRule pairs) {
   check_problem(p);
   const bool subtract = zero_points == ZeroPointCorrection::subtract_first;
   require_pair_operands(p, acc, subtract);
@@ -427,6 +503,8 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
   if (out.proof.policy_exact && subtract) return out;  // every sum is the accumulator's value
 
   // 2. Each element: the loop's sum where a proof covers it, else accumulate_dot; then compensation.
+  const std::vector<std::int64_t> block_starts =
+      acc == Accumulation::int16_pair_saturate ? pair_block_starts(pairs, p.depth) : std::vector<std::int64_t>{0};
   std::vector<std::int64_t> a_sums, b_sums;
   if (!subtract) {
     a_sums = raw_sums(p, true);
@@ -437,7 +515,7 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
       for (std::int64_t s = 0; s < S; ++s) {
         const std::int64_t key = (r * N + n) * S + s;
         std::int64_t& slot = out.value[static_cast<std::size_t>(key)];
-        ElementSum e = element_sum(p, acc, subtract, coverage, r, n, s, slot, out.proof);
+        ElementSum e = element_sum(p, acc, subtract, coverage, block_starts, r, n, s, slot, out.proof);
         if (!subtract) apply_correction(e, acc, zero_point_correction(p, a_sums, b_sums, r, n, s));
         slot = e.value;
         if (e.exact) out.exact_where_different.emplace(key, std::move(*e.exact));

@@ -58,6 +58,35 @@ inline constexpr std::array<ConvDepthOrder, 2> kAllConvDepthOrders = {ConvDepthO
 std::string_view name(ConvDepthOrder o);
 std::optional<ConvDepthOrder> parse_conv_depth_order(std::string_view s);
 
+// How an int16_pair_saturate kernel (vpmaddubsw: unsigned bytes times signed bytes, adjacent
+// products summed and saturated to int16) forms its pairs. Only int16_pair_saturate reads it.
+enum class PairRule : std::uint8_t {
+  // u8 (or u4) activations times s8 (or s4) weights, pairs (2j, 2j+1) along the whole dot product;
+  // other operand types are widened to int16 and exact (MLAS: qgemm_kernel_avx2.cpp, U8S8 kernels
+  // use vpmaddubsw, U8U8/S8S8/S8U8 use vpmaddwd; measured with onnxruntime-node 1.30).
+  u8s8_whole_k,
+  // oneDNN's gemm_s8u8s32 driver (src/cpu/x64/gemm/gemm_driver.cpp, 2.6) without VNNI: s8
+  // activations are shifted by +128 to u8 and the shift compensated exactly (gemm_info.cpp::prepare_bo:
+  // an s8 offset gets +128; the matmul passes its source as the driver's B), so every int8 activation
+  // times s8 weights is paired; and K is cut into blocks that restart the pairs (pair_block_starts),
+  // sized per ISA by gemm_info.cpp. Measured with Debian's libdnnl 2.6.3 under
+  // ONEDNN_MAX_CPU_ISA=AVX2 and =AVX512_CORE (matmul impl gemm:jit): the same blocks for any M, N
+  // and thread count.
+  x8s8_avx2_k_blocks,
+  x8s8_avx512_k_blocks,
+};
+inline constexpr std::array<PairRule, 3> kAllPairRules = {PairRule::u8s8_whole_k, PairRule::x8s8_avx2_k_blocks,
+                                                          PairRule::x8s8_avx512_k_blocks};
+std::string_view name(PairRule r);
+std::optional<PairRule> parse_pair_rule(std::string_view s);
+
+// Where the pairs restart along a dot product of length K (the first block starts at 0).
+// u8s8_whole_k: {0}. The x8s8 rules: gemm_driver.cpp::get_k_padd with gemm_info.cpp's int8 blocking
+// (unroll 1; AVX2: bk_traditional 256, bk 384; AVX-512 core: 384, 768): K <= bk_traditional is one
+// block; K < 2 bk two, the first of (K + 1) / 2; otherwise blocks of bk. Only a block of odd length
+// moves a pair (AVX2, K = 257: blocks [0, 129) and [129, 257), so 128 is alone and 129 pairs with 130).
+std::vector<std::int64_t> pair_block_starts(PairRule r, std::int64_t depth);
+
 // acc[r][n][s] = Σ_{k in segment s} (a[r][k] - za[r][s]) · (bt[n][k] - zb[s][n]), for R rows of A
 // ([R, K] row-major), N rows of B transposed ([N, K] row-major) and K split into segments
 // [segment_starts[s], segment_starts[s + 1]) (the last ends at K). A segment is a run of K over
@@ -103,16 +132,34 @@ struct IntGemmAccumulators {
 // Throws InputError on inconsistent sizes, on int16_pair_saturate with subtract_first and nonzero
 // zero points (vpmaddubsw multiplies raw u8 x s8 bytes: use compensate), on operands outside the
 // pair's byte ranges, and on an exact accumulator that does not fit int64.
-IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, ZeroPointCorrection zero_points);
+// With int16_pair_saturate, `pairs` says where the pairs restart (pair_block_starts; a segment
+// start restarts them too).
+IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, ZeroPointCorrection zero_points,
+                                    PairRule pairs = PairRule::u8s8_whole_k);
 
-// The accumulator that `acc` means for operands of these types. int16_pair_saturate is the rule of
-// vpmaddubsw, which multiplies unsigned by signed bytes: it holds for u8 (or u4) activations times s8
-// (or s4) weights. Kernels for other operand types widen both to int16 and multiply with vpmaddwd,
-// whose pair sums are exact in int32, so they accumulate as int32_wrap (MLAS: qgemm_kernel_avx2.cpp
-// has U8S8 kernels with vpmaddubsw and U8U8/S8S8/S8U8 kernels with vpmaddwd; measured with
-// onnxruntime-node 1.30 on an AVX2 CPU: s8 x s8 and u8 x u8 MatMulInteger are exact). Every other
-// accumulator is returned unchanged.
-Accumulation accumulation_for_operands(Accumulation acc, DType a, DType b);
+// The accumulator that `acc` means for one GEMM's operands, and whether its s8 activations enter
+// the pairs shifted to u8. int16_pair_saturate is the rule of vpmaddubsw, which multiplies unsigned
+// by signed bytes; kernels for other operand types widen both to int16 and multiply with vpmaddwd,
+// whose pair sums are exact in int32, so they accumulate as int32_wrap. Every other accumulator is
+// returned unchanged.
+//   u8s8_whole_k: u8 (or u4) activations times s8 (or s4) weights pair, nothing else (MLAS:
+//     qgemm_kernel_avx2.cpp has U8S8 kernels with vpmaddubsw and U8U8/S8S8/S8U8 kernels with
+//     vpmaddwd; measured with onnxruntime-node 1.30 on an AVX2 CPU: s8 x s8 and u8 x u8 are exact).
+//   x8s8_avx512_k_blocks: u8 or s8 activations times s8 weights pair, s8 shifted (gemm.cpp::
+//     gemm_s8x8s32 sends every int8 GEMM to gemm_driver on AVX-512).
+//   x8s8_avx2_k_blocks: u8 times s8 pair; s8 times s8 pairs shifted only when every zero point is 0:
+//     gemm_s8x8s32 without AVX-512 takes simple_gemm_s8s8s32 (shift B by 128, gemm_s8u8s32) only
+//     for zero offsets and ref_gemm_s8x8s32 (exact) otherwise (measured: src zero point 5 or
+//     weights zero point 3 give the exact sums).
+struct PairedAccumulation {
+  Accumulation accumulation;
+  bool shift_signed_activations = false;  // shift_signed_activations() applies
+};
+PairedAccumulation paired_accumulation(Accumulation acc, PairRule pairs, DType a, DType b, bool zero_points);
+
+// The shift itself: every raw activation and its zero point move by +128, which leaves every
+// zero-point-free product, and so the exact result, unchanged; only the pairs see the u8 bytes.
+void shift_signed_activations(std::vector<std::int32_t>& a, std::vector<std::int64_t>& a_zero_points);
 
 // value + term with the accumulator's own addition: exact (must fit int64), int64 wrapping, int32
 // wrapping (int32_wrap and int16_pair_saturate's vpaddd), int32 saturating. Used for the zero-point

@@ -303,6 +303,34 @@ std::vector<Spec> make_presets() {
                                     R::rne, Clamp::float_before);
     s.qparams = "ort-dynamic";
     add(s);
+    // Without VNNI an int8 matmul runs gemm_s8u8s32 (impl gemm:jit): vpmaddubsw pairs of raw bytes
+    // saturated to int16, s8 sources shifted to u8 by +128 and compensated, the zero points applied
+    // from row and column sums, and the pairs restarting at the driver's K blocks, whose sizes depend
+    // on the ISA. A convolution given plain (OIHW) weights runs ref_int8, exact. Measured with Debian's
+    // libdnnl 2.6.3 under ONEDNN_MAX_CPU_ISA=AVX2 and =AVX512_CORE: a pair (t, t+1) saturates iff t is
+    // even within its block (AVX2, K = 257: blocks [0, 129) and [129, 257); AVX-512, K = 769: [0, 385)
+    // and [385, 769)), for M = 1..64, N = 1..K and 1..16 threads.
+    for (const PairRule rule : {PairRule::x8s8_avx2_k_blocks, PairRule::x8s8_avx512_k_blocks}) {
+      const bool avx2 = rule == PairRule::x8s8_avx2_k_blocks;
+      Spec pairs = s;
+      pairs.name = avx2 ? "onednn@2.6-x86-avx2" : "onednn@2.6-x86-avx512-core";
+      pairs.description =
+          std::string("oneDNN 2.6 on x86 ") + (avx2 ? "AVX2" : "AVX-512") +
+          " without VNNI: onednn@2.6, with matmul's u8/s8 x s8 products paired and saturated to int16 (vpmaddubsw; "
+          "s8 shifted by +128) in the GEMM driver's K blocks; convolutions exact";
+      pairs.sources.push_back("oneapi-src/oneDNN@v2.6.3 src/cpu/x64/gemm/gemm_driver.cpp::get_k_padd");
+      pairs.sources.push_back(
+          "oneapi-src/oneDNN@v2.6.3 src/cpu/x64/gemm/gemm_info.cpp (bk, bk_traditional; "
+          "prepare_bo: s8 offset + 128)");
+      pairs.sources.push_back(std::string("oneapi-src/oneDNN@v2.6.3 src/cpu/x64/gemm/s8x8s32/") +
+                              (avx2 ? "jit_avx2_gemm_s8u8s32_kern.cpp" : "jit_avx512_core_gemm_s8u8s32_kern.cpp"));
+      pairs.sources.push_back("oneapi-src/oneDNN@v2.6.3 src/cpu/ref_convolution_int8.cpp");
+      pairs.accumulation = Accumulation::int16_pair_saturate;
+      pairs.zero_points = ZeroPointCorrection::compensate;
+      pairs.pair_rule = rule;
+      pairs.conv_accumulation = Accumulation::int32_wrap;
+      add(pairs);
+    }
   }
   // ---- PyTorch --------------------------------------------------------------------------------
   {

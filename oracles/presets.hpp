@@ -31,6 +31,12 @@ struct Spec {
   ZeroPointCorrection zero_points = ZeroPointCorrection::subtract_first;
   // The order of a convolution's dot product (pairs of int16_pair_saturate run along it).
   ConvDepthOrder conv_depth_order = ConvDepthOrder::c_kh_kw;
+  // How int16 pairs form (int16_pair_saturate only).
+  PairRule pair_rule = PairRule::u8s8_whole_k;
+  // Some implementations run convolutions on another kernel than GEMMs (oneDNN 2.6 on a host without
+  // VNNI: matmul through its vpmaddubsw GEMM, convolution with plain weights through its exact
+  // reference kernel). Unset: `accumulation`. A case file's "accumulation" override sets both.
+  std::optional<Accumulation> conv_accumulation;
   std::string qparams;  // the choose_qparams preset used for dynamic quantization
 
   const QuantizePolicy& quantize_for(DType input) const {

@@ -88,7 +88,11 @@ QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy) {
   const std::int64_t K = cs.depth(), R = cs.batch * cs.out_height * cs.out_width, OCg = cs.group_out_channels;
 
   const std::vector<std::int64_t> k_of = depth_positions(cs, policy.conv_depth_order);
-  const Accumulation accumulation = accumulation_for_operands(policy.accumulation, qx.q.dtype(), qw.q.dtype());
+  bool zero_points = zx != 0;
+  for (std::int64_t oc = 0; oc < cs.out_channels && !zero_points; ++oc)
+    zero_points = qw.params.zero_point(w_param(oc * K)) != 0;
+  const auto [accumulation, shift] =
+      paired_accumulation(policy.accumulation, policy.pair_rule, qx.q.dtype(), qw.q.dtype(), zero_points);
 
   ScaledAccumulators sa;
   sa.shape = cs.output_shape();
@@ -99,7 +103,7 @@ QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy) {
   sa.b_index.resize(E);
   sa.channel.resize(E);
   for (std::int64_t g = 0; g < op.geometry.groups; ++g) {
-    const std::vector<std::int32_t> a = im2col(qx.q, cs, g, pad, k_of);
+    std::vector<std::int32_t> a = im2col(qx.q, cs, g, pad, k_of);
     const std::vector<std::int32_t> bt = group_filters(qw.q, cs, g, k_of);
     IntGemmProblem p;
     p.rows = R;
@@ -111,7 +115,10 @@ QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy) {
     p.b_zero_points.resize(static_cast<std::size_t>(OCg));
     for (std::int64_t j = 0; j < OCg; ++j)
       p.b_zero_points[static_cast<std::size_t>(j)] = qw.params.zero_point(w_param((g * OCg + j) * K));
-    IntGemmAccumulators acc = accumulate_gemm(p, accumulation, policy.zero_points);
+    if (shift) {
+      shift_signed_activations(a, p.a_zero_points);  // in place: p.a still views a
+    }
+    IntGemmAccumulators acc = accumulate_gemm(p, accumulation, policy.zero_points, policy.pair_rule);
     merge_proof(sa.proof, acc.proof, g == 0);
     for (std::int64_t r = 0; r < R; ++r) {
       const std::int64_t ow = r % cs.out_width, oh = (r / cs.out_width) % cs.out_height,

@@ -63,7 +63,7 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy) {
   const QuantizedOperand qb = quantize_weights(op.b, policy.quantize);
   const GemmShape d = gemm_shape(op.a.values.shape(), qb.q.shape(), op.b_layout);
 
-  const std::vector<std::int32_t> a = int32_values(qa.q);
+  std::vector<std::int32_t> a = int32_values(qa.q);
   const std::vector<std::int32_t> bt = transposed_b(qb.q, d);
   IntGemmProblem p;
   p.rows = d.rows;
@@ -93,8 +93,15 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy) {
       p.b_zero_points[j] = qb.params.zero_point(b_idx[j]);
     }
 
-  const Accumulation accumulation = accumulation_for_operands(policy.accumulation, qa.q.dtype(), qb.q.dtype());
-  IntGemmAccumulators acc = accumulate_gemm(p, accumulation, policy.zero_points);
+  auto nonzero = [](std::int64_t z) { return z != 0; };
+  const bool zero_points = std::any_of(p.a_zero_points.begin(), p.a_zero_points.end(), nonzero) ||
+                           std::any_of(p.b_zero_points.begin(), p.b_zero_points.end(), nonzero);
+  const auto [accumulation, shift] =
+      paired_accumulation(policy.accumulation, policy.pair_rule, qa.q.dtype(), qb.q.dtype(), zero_points);
+  if (shift) {
+    shift_signed_activations(a, p.a_zero_points);  // in place: p.a still views a
+  }
+  IntGemmAccumulators acc = accumulate_gemm(p, accumulation, policy.zero_points, policy.pair_rule);
 
   ScaledAccumulators sa;
   sa.shape = d.out_shape;

@@ -79,8 +79,9 @@ struct QGemmPolicy {
   Accumulation accumulation = Accumulation::int32_wrap;  // ONNX: "accumulation may overflow if and only if in 32 bits"
   ZeroPointCorrection zero_points = ZeroPointCorrection::subtract_first;
   ConvDepthOrder conv_depth_order = ConvDepthOrder::c_kh_kw;
-  RequantizePolicy requantize{};  // requantized outputs
-  DequantizePolicy dequantize{};  // dequantized outputs: the compute format of the float stage
+  PairRule pair_rule = PairRule::u8s8_whole_k;  // read by int16_pair_saturate only
+  RequantizePolicy requantize{};                // requantized outputs
+  DequantizePolicy dequantize{};                // dequantized outputs: the compute format of the float stage
   bool operator==(const QGemmPolicy&) const = default;
 };
 

@@ -14,6 +14,7 @@ commands=(
   'build/harness/qconform run --backend onednn --backend torch-qnnpack cases/peers -o peers-report'
   'PYTHONPATH=build/python /usr/bin/python3 -m qconform.onnx_node /usr/share/libonnx-testdata/data/node/test_* -o onnx_node.json --check'
   'build/harness/qconform run onnx_node.json --backend cpu-ref --backend onnxruntime-cpu -o onnx-node-report'
+  'ONEDNN_MAX_CPU_ISA=AVX2 build/harness/qconform run cases/peers --backend onednn --expect claim -o onednn-avx2-report'
 )
 # ONNX Runtime on the emulated AVX2 CPU, where the build found qemu-x86_64 (peers/CMakeLists.txt).
 emulated='QCONFORM_PEERS=build/peers/peers-x86-avx2-emulated.json build/harness/qconform run cases/peers --backend onnxruntime-cpu -o avx2-report'

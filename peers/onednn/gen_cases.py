@@ -84,6 +84,28 @@ cases.append(dict(op="qgemm", spec="onednn@2.6", name="s8_activation_extremes_k5
                   a=dict(dtype="i8", shape=[4, 515], generator=dict(kind="uniform", seed=21, low=-128, high=127), scale=0.5, zero_point=-3),
                   b=dict(dtype="i8", shape=[515, 9], generator=dict(kind="uniform", seed=22, low=-128, high=127), scale=0.25, zero_point=1),
                   output=dict(kind="int32")))
+# Without VNNI: the GEMM driver's pairs restart at its K blocks (AVX2 at K = 257: blocks [0, 129) and
+# [129, 257); AVX-512 at K = 1001: [0, 501) and [501, 1001)). Row r holds u8 255 at t = t0 + r and t + 1
+# only, so its output is 64770 exactly and 32767 where (t, t + 1) is a pair.
+for k, t0 in ((257, 120), (1001, 490)):
+    rows = 20
+    a = [0] * (rows * k)
+    for r in range(rows):
+        a[r * k + t0 + r] = a[r * k + t0 + r + 1] = 255
+    cases.append(dict(op="qgemm", spec="onednn@2.6", name=f"pair_block_restart_k{k}",
+                      description=f"u8 255 at (t, t+1) for t = {t0}..{t0 + rows - 1} against s8 127: "
+                                  "which adjacent products share a vpmaddubsw pair across the GEMM driver's K blocks",
+                      a=dict(dtype="u8", shape=[rows, k], data=a, scale=1.0, zero_point=0),
+                      b=dict(dtype="i8", shape=[k, 2], data=[127] * (2 * k), scale=1.0),
+                      output=dict(kind="int32")))
+# s8 x s8 without zero points: 127 * 127 * 2 = 32258 fits int16, but the driver shifts s8 sources to u8
+# (+128), and (255 * 127) * 2 saturates.
+cases.append(dict(op="qgemm", spec="onednn@2.6", name="s8_source_shifted_into_pairs",
+                  description="s8 127/-128 against s8 127/-128, no zero points: exact pairs fit int16, the +128 "
+                              "shifted ones do not",
+                  a=dict(dtype="i8", shape=[4, 10], data=[127] * 20 + [-128] * 20, scale=1.0, zero_point=0),
+                  b=dict(dtype="i8", shape=[10, 3], data=[127, -128, 1] * 10, scale=1.0),
+                  output=dict(kind="int32")))
 cases.append(dict(op="qgemm", spec="onednn@2.6", name="int32_bias_beyond_2p24",
                   description="int32 output with an int32 bias: acc + bias beyond 2^24 and odd (oneDNN adds the bias in f32)",
                   a=dict(dtype="u8", shape=[2, 601], data=[255] * 1202, scale=1.0, zero_point=0),

@@ -567,7 +567,7 @@ void bind_oracle(py::module_& m) {
         qc::QLinearResult r;
         {
           py::gil_scoped_release release;
-          r = qc::qgemm(g, qc::qgemm_policy(spec, g.a.values.dtype()));
+          r = qc::qgemm(g, qc::qgemm_policy(spec, g.a.values.dtype(), qc::LinearOp::gemm));
         }
         return linear_result(std::move(r), labels, form);
       },
@@ -594,7 +594,7 @@ void bind_oracle(py::module_& m) {
         qc::QLinearResult r;
         {
           py::gil_scoped_release release;
-          r = qc::qconv2d(c, qc::qgemm_policy(spec, c.input.values.dtype()));
+          r = qc::qconv2d(c, qc::qgemm_policy(spec, c.input.values.dtype(), qc::LinearOp::conv));
         }
         return linear_result(std::move(r), labels, form);
       },

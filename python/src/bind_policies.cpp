@@ -119,6 +119,9 @@ void bind_policies(py::module_& m) {
                                  "How GEMM/conv zero points enter the accumulation.");
   bind_enum<ConvDepthOrder>(m, "ConvDepthOrder", {kAllConvDepthOrders.begin(), kAllConvDepthOrders.end()},
                             "The order of a convolution's dot product over one filter (OIHW or NHWC im2col).");
+  bind_enum<PairRule>(m, "PairRule", {kAllPairRules.begin(), kAllPairRules.end()},
+                      "How an int16-pair (vpmaddubsw) kernel forms its pairs: MLAS's u8 x s8 along the whole K, or "
+                      "oneDNN's GEMM driver (s8 sources shifted to u8, pairs restarting at its K blocks per ISA).");
   bind_enum<QParamsRecipe>(
       m, "QParamsRecipe",
       {QParamsRecipe::onnx_ort, QParamsRecipe::gemmlowp, QParamsRecipe::fbgemm, QParamsRecipe::pytorch_aten,
@@ -290,6 +293,8 @@ void bind_policies(py::module_& m) {
       .def_readonly("accumulation", &Spec::accumulation)
       .def_readonly("zero_points", &Spec::zero_points)
       .def_readonly("conv_depth_order", &Spec::conv_depth_order)
+      .def_readonly("pair_rule", &Spec::pair_rule)
+      .def_readonly("conv_accumulation", &Spec::conv_accumulation)
       .def_readonly("qparams", &Spec::qparams)
       .def(
           "to_json", [](const Spec& s) { return json_to_python(spec_to_json(s)); },

@@ -87,6 +87,13 @@ def test_presets_are_policies():
     assert pairs.conv_depth_order == qconform.ConvDepthOrder.kh_kw_c
     assert ort.conv_depth_order == qconform.ConvDepthOrder.c_kh_kw
     assert pairs.to_json() == "ort-cpu@x86-vpmaddubsw" and pairs != ort
+    assert pairs.pair_rule == qconform.PairRule.u8s8_whole_k and pairs.conv_accumulation is None
+    # oneDNN 2.6 without VNNI: its GEMM driver's pairs (K blocks per ISA); convolutions exact.
+    avx2 = qconform.presets["onednn@2.6-x86-avx2"]
+    assert avx2.pair_rule == qconform.PairRule.x8s8_avx2_k_blocks
+    assert avx2.accumulation == qconform.Accumulation.int16_pair_saturate
+    assert avx2.conv_accumulation == qconform.Accumulation.int32_wrap
+    assert qconform.presets["onednn@2.6-x86-avx512-core"].pair_rule == qconform.PairRule.x8s8_avx512_k_blocks
 
 
 def test_policies_from_keyword_choices():

@@ -326,12 +326,79 @@ TEST(QGemm, Int16PairsHoldForUnsignedBySignedBytesOnly) {
   QGemmOp u8u8 = u8s8_gemm({1, 2}, {255, 255}, {2, 1}, {0, 0});
   u8u8.b.values = ints(DType::u8, {2, 1}, {255, 255});
   EXPECT_EQ(qgemm(u8u8, pairs).y.get_int(0), 130050);
-  EXPECT_EQ(accumulation_for_operands(Accumulation::int16_pair_saturate, DType::u8, DType::i8),
+  constexpr auto mlas = PairRule::u8s8_whole_k;
+  auto acc = [](Accumulation a, PairRule r, DType x, DType w, bool zp) { return paired_accumulation(a, r, x, w, zp); };
+  EXPECT_EQ(acc(Accumulation::int16_pair_saturate, mlas, DType::u8, DType::i8, true).accumulation,
             Accumulation::int16_pair_saturate);
-  EXPECT_EQ(accumulation_for_operands(Accumulation::int16_pair_saturate, DType::i8, DType::u8),
+  EXPECT_EQ(acc(Accumulation::int16_pair_saturate, mlas, DType::i8, DType::u8, false).accumulation,
             Accumulation::int32_wrap);
-  EXPECT_EQ(accumulation_for_operands(Accumulation::int32_saturate, DType::i8, DType::i8),
+  EXPECT_EQ(acc(Accumulation::int32_saturate, mlas, DType::i8, DType::i8, false).accumulation,
             Accumulation::int32_saturate);
+  // oneDNN's rules: s8 x s8 pairs shifted, on AVX2 only without zero points (else ref_gemm_s8x8s32).
+  const auto avx2 = PairRule::x8s8_avx2_k_blocks, avx512 = PairRule::x8s8_avx512_k_blocks;
+  EXPECT_TRUE(acc(Accumulation::int16_pair_saturate, avx2, DType::i8, DType::i8, false).shift_signed_activations);
+  EXPECT_EQ(acc(Accumulation::int16_pair_saturate, avx2, DType::i8, DType::i8, true).accumulation,
+            Accumulation::int32_wrap);
+  EXPECT_TRUE(acc(Accumulation::int16_pair_saturate, avx512, DType::i8, DType::i8, true).shift_signed_activations);
+  EXPECT_FALSE(acc(Accumulation::int16_pair_saturate, avx512, DType::u8, DType::i8, true).shift_signed_activations);
+  EXPECT_EQ(acc(Accumulation::int16_pair_saturate, avx512, DType::u8, DType::u8, false).accumulation,
+            Accumulation::int32_wrap);
+}
+
+TEST(QGemm, OneDnnGemmDriverPairsShiftedSignedSources) {
+  // oneDNN's gemm_s8u8s32 without VNNI adds 128 to an s8 source (gemm_info.cpp::prepare_bo) and
+  // compensates: A (s8) = [127, 127], B (s8) = [127, 127]. Exact: 127 * 127 * 2 = 32258, which fits
+  // int16; the kernel sees (127 + 128) * 127 * 2 = 64770 -> 32767, then subtracts 128 * Σb = 32512:
+  // 32767 - 32512 = 255. MLAS's rule widens s8 x s8 (exact).
+  QGemmOp op = u8s8_gemm({1, 2}, {0, 0}, {2, 1}, {127, 127});
+  op.a.values = ints(DType::i8, {1, 2}, {127, 127});
+  QGemmPolicy p;
+  p.accumulation = Accumulation::int16_pair_saturate;
+  p.zero_points = ZeroPointCorrection::compensate;
+  EXPECT_EQ(qgemm(op, p).y.get_int(0), 32258);
+  for (const PairRule r : {PairRule::x8s8_avx2_k_blocks, PairRule::x8s8_avx512_k_blocks}) {
+    p.pair_rule = r;
+    const QGemmResult res = qgemm(op, p);
+    EXPECT_EQ(res.y.get_int(0), 255) << name(r);
+    EXPECT_EQ(res.exact_value(0), Rational(32258)) << name(r);
+  }
+  // With a source zero point of -1: on AVX-512 the shifted zero point is 127, Σ(a - za)(b - zb) is
+  // unchanged exactly (128 * 127 * 2 = 32512), the correction -za'·Σb = -127 * 254 = -32258:
+  // 32767 - 32258 = 509. On AVX2 a nonzero offset takes ref_gemm_s8x8s32: exact.
+  op.a.params = per_tensor(1.0, -1);
+  p.pair_rule = PairRule::x8s8_avx512_k_blocks;
+  EXPECT_EQ(qgemm(op, p).y.get_int(0), 509);
+  EXPECT_EQ(qgemm(op, p).exact_value(0), Rational(32512));
+  p.pair_rule = PairRule::x8s8_avx2_k_blocks;
+  EXPECT_EQ(qgemm(op, p).y.get_int(0), 32512);
+}
+
+TEST(QGemm, OneDnnGemmDriverRestartsPairsAtItsKBlocks) {
+  // gemm_driver.cpp::get_k_padd. AVX2 (bk_traditional 256, bk 384): K = 257 -> blocks [0, 129) and
+  // [129, 257); AVX-512 core (384, 768): K = 257 is one block, K = 769 -> [0, 385), [385, 769).
+  EXPECT_EQ(pair_block_starts(PairRule::u8s8_whole_k, 1000), (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(pair_block_starts(PairRule::x8s8_avx2_k_blocks, 256), (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(pair_block_starts(PairRule::x8s8_avx2_k_blocks, 257), (std::vector<std::int64_t>{0, 129}));
+  EXPECT_EQ(pair_block_starts(PairRule::x8s8_avx2_k_blocks, 767), (std::vector<std::int64_t>{0, 384}));
+  EXPECT_EQ(pair_block_starts(PairRule::x8s8_avx2_k_blocks, 1000), (std::vector<std::int64_t>{0, 384, 768}));
+  EXPECT_EQ(pair_block_starts(PairRule::x8s8_avx512_k_blocks, 384), (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(pair_block_starts(PairRule::x8s8_avx512_k_blocks, 769), (std::vector<std::int64_t>{0, 385}));
+  EXPECT_EQ(pair_block_starts(PairRule::x8s8_avx512_k_blocks, 1536), (std::vector<std::int64_t>{0, 768}));
+  // K = 257, A = 255 at k = 129, 130 and 0 elsewhere, B = 127: under AVX2 blocks k = 129 opens the
+  // second block, so (129, 130) is a pair: 64770 -> 32767. Along the whole K the pairs are (128, 129)
+  // and (130, 131), each 255 * 127 = 32385, exact: 64770. AVX-512 core: one block, the same 64770.
+  std::vector<std::int64_t> a(257, 0), b(257, 127);
+  a[129] = a[130] = 255;
+  const QGemmOp op = u8s8_gemm({1, 257}, a, {257, 1}, b);
+  QGemmPolicy p;
+  p.accumulation = Accumulation::int16_pair_saturate;
+  p.zero_points = ZeroPointCorrection::compensate;
+  EXPECT_EQ(qgemm(op, p).y.get_int(0), 64770);
+  p.pair_rule = PairRule::x8s8_avx512_k_blocks;
+  EXPECT_EQ(qgemm(op, p).y.get_int(0), 64770);
+  p.pair_rule = PairRule::x8s8_avx2_k_blocks;
+  EXPECT_EQ(qgemm(op, p).y.get_int(0), 32767);
+  EXPECT_EQ(qgemm(op, p).exact_value(0), Rational(64770));
 }
 
 QGemmOp all_max_gemm(std::int64_t k) {
