@@ -55,12 +55,6 @@ std::string_view name(PairRule r) {
   return "?";
 }
 
-std::optional<PairRule> parse_pair_rule(std::string_view s) {
-  for (const PairRule r : kAllPairRules)
-    if (name(r) == s) return r;
-  return std::nullopt;
-}
-
 std::vector<std::int64_t> pair_block_starts(PairRule r, std::int64_t depth) {
   std::vector<std::int64_t> starts{0};
   if (r == PairRule::u8s8_whole_k) return starts;
@@ -85,10 +79,10 @@ std::string_view name(ConvDepthOrder o) {
   return "?";
 }
 
-std::optional<ConvDepthOrder> parse_conv_depth_order(std::string_view s) {
-  for (const ConvDepthOrder o : kAllConvDepthOrders)
-    if (name(o) == s) return o;
-  return std::nullopt;
+bool IntGemmProblem::any_zero_point() const {
+  auto nonzero = [](std::int64_t z) { return z != 0; };
+  return std::any_of(a_zero_points.begin(), a_zero_points.end(), nonzero) ||
+         std::any_of(b_zero_points.begin(), b_zero_points.end(), nonzero);
 }
 
 std::int64_t IntGemmProblem::segment_length(std::int64_t s) const {
@@ -357,10 +351,7 @@ std::int64_t add_in_accumulator(Accumulation acc, std::int64_t value, std::int64
 namespace {
 
 void require_pair_operands(const IntGemmProblem& p, Accumulation acc, bool subtract) {
-  auto nonzero = [](std::int64_t z) { return z != 0; };
-  const bool any_zero_point = std::any_of(p.a_zero_points.begin(), p.a_zero_points.end(), nonzero) ||
-                              std::any_of(p.b_zero_points.begin(), p.b_zero_points.end(), nonzero);
-  if (acc == Accumulation::int16_pair_saturate && subtract && any_zero_point)
+  if (acc == Accumulation::int16_pair_saturate && subtract && p.any_zero_point())
     throw InputError(
         "accumulate_gemm: int16_pair_saturate (vpmaddubsw) multiplies the raw u8 x s8 bytes; with "
         "nonzero zero points use ZeroPointCorrection::compensate");
@@ -449,7 +440,6 @@ ElementSum element_sum(const IntGemmProblem& p, Accumulation acc, bool subtract,
   const auto len = static_cast<std::int64_t>(o.a.size());
   std::int64_t value = 0;
   BigInt exact = 0;
-  bool overflowed = false;
   for (std::size_t i = 0; i < cuts.size(); ++i) {
     const std::int64_t b0 = cuts[i], b1 = i + 1 < cuts.size() ? cuts[i + 1] : len;
     const auto n_k = static_cast<std::size_t>(b1 - b0);
@@ -458,10 +448,9 @@ ElementSum element_sum(const IntGemmProblem& p, Accumulation acc, bool subtract,
     const std::int64_t v = to_int64(d.value, "accumulator");
     value = i == 0 ? v : add_in_accumulator(acc, value, v);
     exact += d.exact;
-    overflowed = overflowed || d.overflowed();
   }
   ElementSum e{value, std::nullopt};
-  if (overflowed || exact != value) e.exact = std::move(exact);
+  if (exact != value) e.exact = std::move(exact);  // a piece saturated or their sum wrapped
   return e;
 }
 

@@ -56,7 +56,6 @@ enum class ConvDepthOrder : std::uint8_t {
 };
 inline constexpr std::array<ConvDepthOrder, 2> kAllConvDepthOrders = {ConvDepthOrder::c_kh_kw, ConvDepthOrder::kh_kw_c};
 std::string_view name(ConvDepthOrder o);
-std::optional<ConvDepthOrder> parse_conv_depth_order(std::string_view s);
 
 // How an int16_pair_saturate kernel (vpmaddubsw: unsigned bytes times signed bytes, adjacent
 // products summed and saturated to int16) forms its pairs. Only int16_pair_saturate reads it.
@@ -78,7 +77,6 @@ enum class PairRule : std::uint8_t {
 inline constexpr std::array<PairRule, 3> kAllPairRules = {PairRule::u8s8_whole_k, PairRule::x8s8_avx2_k_blocks,
                                                           PairRule::x8s8_avx512_k_blocks};
 std::string_view name(PairRule r);
-std::optional<PairRule> parse_pair_rule(std::string_view s);
 
 // Where the pairs restart along a dot product of length K (the first block starts at 0).
 // u8s8_whole_k: {0}. The x8s8 rules: gemm_driver.cpp::get_k_padd with gemm_info.cpp's int8 blocking
@@ -101,6 +99,7 @@ struct IntGemmProblem {
   std::vector<std::int64_t> b_zero_points;  // S * N: zb[s][n]
 
   std::int64_t segments() const { return static_cast<std::int64_t>(segment_starts.size()); }
+  bool any_zero_point() const;  // whether any za or zb is nonzero
   std::int64_t segment_length(std::int64_t s) const;
 };
 

@@ -93,11 +93,8 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy) {
       p.b_zero_points[j] = qb.params.zero_point(b_idx[j]);
     }
 
-  auto nonzero = [](std::int64_t z) { return z != 0; };
-  const bool zero_points = std::any_of(p.a_zero_points.begin(), p.a_zero_points.end(), nonzero) ||
-                           std::any_of(p.b_zero_points.begin(), p.b_zero_points.end(), nonzero);
   const auto [accumulation, shift] =
-      paired_accumulation(policy.accumulation, policy.pair_rule, qa.q.dtype(), qb.q.dtype(), zero_points);
+      paired_accumulation(policy.accumulation, policy.pair_rule, qa.q.dtype(), qb.q.dtype(), p.any_zero_point());
   if (shift) {
     shift_signed_activations(a, p.a_zero_points);  // in place: p.a still views a
   }
