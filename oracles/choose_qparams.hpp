@@ -1,5 +1,5 @@
 // Parameter choice: a float range [min, max] -> scale and zero point, exactly as each
-// implementation's code computes it (NUMERICS.md §1.5, §2.1, §2.2, §2.8, §2.11).
+// implementation's code computes it (docs/numerics.md "Choosing quantization parameters").
 //
 // Each implementation is one recipe, a named function in choose_qparams.cpp that transcribes
 // the cited code operation by operation: every float operation is evaluated with qc::Arith in
@@ -7,7 +7,7 @@
 // result is the code's result bit for bit. The recipes differ in more than their parameters
 // (the order of operations, where the scale is rounded to float, which zero-point formula,
 // which special cases), so a QParamsRule names its recipe and then the choices that recipe's
-// code exposes. Presets below are the rows of the table in NUMERICS.md §1.5.
+// code exposes. Presets below are the rows of that table in docs/numerics.md.
 //
 // Which fields each recipe reads (a setting the recipe's code cannot express is an InputError):
 //   recipe            scheme                      zero_point               nudge  reduce_range   other

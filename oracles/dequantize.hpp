@@ -4,8 +4,9 @@
 // (every intermediate operation rounded to nearest even, as an IEEE implementation of that
 // recipe would) and cast_out rounds the result into the output float format, ties to even,
 // with IEEE overflow to inf (NaN for f8e4m3fn). When the compute format is wider than the
-// output this is a second rounding, exactly as the ONNX reference's final astype (NUMERICS.md
-// §1.2, §2.1) or a C++ static_cast<OutT> of an fp32 product (ORT CPU, §2.2).
+// output this is a second rounding, exactly as the ONNX reference's final astype or ORT CPU's
+// C++ static_cast<OutT> of an fp32 product (docs/numerics.md "Dequantize in real
+// implementations").
 //
 // Orders (policy.hpp DequantizeOrder), with d = q - zp:
 //   sub_int_then_mul    (q - zp) * s, the subtraction exact in integers, then float(d) * s

@@ -1,8 +1,9 @@
 // Fixed-point requantization rules of real implementations, one small function per rule, each a
-// transcription of its public source (cited in the line above it; see ../shared/NUMERICS.md §1.3,
-// §2.3, §2.4, §2.6, §2.10, §2.11). Each function computes exactly what the cited C/C++ computes,
-// including the places where it wraps (a signed int32 overflow that the source leaves to the
-// hardware) -- those are modelled explicitly as two's-complement wraps (unchecked::wrap_int32).
+// transcription of its public source (cited in the line above it; see docs/numerics.md
+// "Requantization schemes in real implementations"). Each function computes exactly what the
+// cited C/C++ computes, including the places where it wraps (a signed int32 overflow that the
+// source leaves to the hardware) -- those are modelled explicitly as two's-complement wraps
+// (unchecked::wrap_int32).
 // Preconditions the source states (REQUIRE, assert, DCHECK on inputs) are checked and throw
 // qc::InputError naming the function and the violated condition.
 //

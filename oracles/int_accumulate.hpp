@@ -1,7 +1,7 @@
 // The integer stage of a quantized GEMM or convolution: every dot product of zero-point-free
-// operands, exactly as a policy's accumulator computes it (DESIGN.md §3.5: "the integer
-// accumulation of a GEMM is exact in int64 (prove the bound; fall back to arbitrary precision
-// when it does not hold)").
+// operands, exactly as a policy's accumulator computes it (docs/design.md "Quantized GEMM and
+// convolution paths": int32 or int64 where a bound proves it exact, arbitrary precision
+// otherwise).
 //
 // The accumulator rules themselves (int32 wrap, int32 saturate, int64, the int16 pair saturation
 // of vpmaddubsw) have one definition: qc::accumulate_dot in requantize.hpp. This engine only

@@ -1,5 +1,5 @@
 // Pipelines: two lowerings of the same small graph, each evaluated exactly, returned side by side so
-// a report can show where they part (DESIGN.md §3.5 "pipelines").
+// a report can show where they part (docs/design.md "Pipelines").
 //
 //  * u8 x s8 rewrite. x86 without VNNI multiplies u8 by s8 (vpmaddubsw), so an s8 x s8 layer is run
 //    with its activations shifted by +128 (values and zero point together), and a u8 x u8 layer

@@ -1,4 +1,5 @@
-// Each preset reads like a row of NUMERICS.md's tables: the choices, then the source.
+// Each preset reads like a row of a table in docs/numerics.md: the choices, then the source
+// (docs/numerics.md "Preset sources" lists them).
 #include "oracles/presets.hpp"
 
 #include "qconform/error.hpp"

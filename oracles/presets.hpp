@@ -1,7 +1,7 @@
 // Presets: named numerics specs that reproduce one real implementation bit for bit, each a
 // short declarative list of choices with the public source it is taken from (see
-// docs/presets.md and ../shared/NUMERICS.md). Implementations change their numerics over time:
-// the plain name is current behaviour, and `name@version` keeps an earlier behaviour.
+// docs/numerics.md "Presets" and "Preset sources"). Implementations change their numerics
+// over time: the plain name is current behaviour, and `name@version` keeps an earlier behaviour.
 #pragma once
 
 #include "oracles/int_accumulate.hpp"
@@ -52,7 +52,7 @@ const std::vector<Spec>& presets();
 std::optional<Spec> find_preset(std::string_view name);
 
 // Custom presets (docs/numerics.md, "Custom presets and claims"): a team's own named spec, declared
-// in a policy file (cases/preset_file.hpp reads one) and registered for the rest of the process.
+// in a policy file (cases/case.hpp load_preset_file reads one) and registered for the rest of the process.
 // Registered presets are found by find_preset, so case files' "spec" and backends' claims can name
 // them. Throws InputError for a name that is empty, holds a character outside [A-Za-z0-9._@-]
 // ("+" marks explicit policies, ":" a backend's claim variant), or is already a built-in or a

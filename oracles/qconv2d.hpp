@@ -1,5 +1,6 @@
-// qconv2d: the full quantized 2-D convolution path (DESIGN.md §3.5), exactly, with the same
-// operand quantization, accumulation and output stage as qgemm (qlinear.hpp, one definition).
+// qconv2d: the full quantized 2-D convolution path (docs/design.md "Quantized GEMM and
+// convolution paths"), exactly, with the same operand quantization, accumulation and output
+// stage as qgemm (qlinear.hpp, one definition).
 //
 // Layouts. The input is NCHW [N, C, H, W] or NHWC [N, H, W, C]; the output has the input's layout.
 // Weights are always OIHW [OC, C / groups, KH, KW] (ONNX Conv, PyTorch); bring HWIO/OHWI weights to

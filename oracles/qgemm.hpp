@@ -1,4 +1,5 @@
-// qgemm: the full quantized GEMM path (DESIGN.md §3.5), exactly.
+// qgemm: the full quantized GEMM path, exactly (docs/design.md "Quantized GEMM and convolution
+// paths").
 //
 //   float A --quantize (static, or dynamic per tensor / per row = DRQ)--> int A
 //   int B (i8/u8/i4/u4, packed int4 unpacked here, or float B quantized here)
@@ -19,12 +20,13 @@
 // zero points, times its own scales:
 //     y = Σ_s s_a[s] · s_b[s] · Σ_{k in s} (a_k - za[s]) (b_k - zb[s])
 // evaluated exactly, then rounded (dequantized) or requantized as the policy says. As a real
-// number this is exactly ONNX blocked DequantizeLinear (opset 21 `block_size`: each block of K has its
-// own scale and zero point; NUMERICS.md §1.4) of both operands followed by an exact MatMul, and
-// oneDNN's grouped scales/zero points (`groups` along K, doc attributes_quantization.md): distributing
-// the sum over blocks gives the scaled partial sums above. The accumulator policy (int32 wrap,
-// saturation) applies to each segment's partial sum, as a blocked integer kernel keeps one
-// accumulator per block and scales it in float (our modelling choice).
+// number this is exactly ONNX blocked DequantizeLinear (opset 21 `block_size`: each block of K
+// has its own scale and zero point; docs/numerics.md "Granularity") of both operands followed by
+// an exact MatMul, and oneDNN's grouped scales/zero points (`groups` along K, doc
+// attributes_quantization.md): distributing the sum over blocks gives the scaled partial sums
+// above. The accumulator policy (int32 wrap, saturation) applies to each segment's partial sum,
+// as a blocked integer kernel keeps one accumulator per block and scales it in float (our
+// modelling choice).
 #pragma once
 
 #include "oracles/qlinear.hpp"

@@ -1,7 +1,8 @@
-// What the quantized GEMM and convolution paths share (DESIGN.md §3.5): how their operands are
-// quantized, the numerics policy, and the output stage that turns integer accumulators into the
-// requested output (int32, a dequantized float, or a requantized int8/uint8 with a fused clamp).
-// qgemm.hpp and qconv2d.hpp differ only in how they gather the operands into dot products.
+// What the quantized GEMM and convolution paths share (docs/design.md "Quantized GEMM and
+// convolution paths"): how their operands are quantized, the numerics policy, and the output
+// stage that turns integer accumulators into the requested output (int32, a dequantized float,
+// or a requantized int8/uint8 with a fused clamp). qgemm.hpp and qconv2d.hpp differ only in how
+// they gather the operands into dot products.
 //
 // The exact result of one output element is the real number
 //     v = Σ_s  s_a[s] · s_b[s] · acc_s  (+ bias)

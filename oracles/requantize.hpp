@@ -2,10 +2,11 @@
 // integer accumulation that produces the accumulator (exact, int32 wrap / saturate, int64, and the
 // int16 pair saturation of x86 vpmaddubsw).
 //
-// A policy names one real scheme (NUMERICS.md §1.3): the ideal exact rational, a float multiplier
-// formed and applied in stated IEEE formats (evaluated with qc::Arith, one rounding per operation),
-// or one of the fixed-point schemes of oracles/fixed_point.hpp with the rule that turns the real
-// multiplier into integers. Every element gets a Label relative to the ideal exact value.
+// A policy names one real scheme (docs/numerics.md "Requantization schemes in real
+// implementations"): the ideal exact rational, a float multiplier formed and applied in stated
+// IEEE formats (evaluated with qc::Arith, one rounding per operation), or one of the fixed-point
+// schemes of oracles/fixed_point.hpp with the rule that turns the real multiplier into integers.
+// Every element gets a Label relative to the ideal exact value.
 #pragma once
 
 #include "oracles/fixed_point.hpp"
@@ -233,7 +234,8 @@ struct AccumulationBound {
                        // int16 pair fits int16): the accumulation equals the exact sum for all inputs
 };
 AccumulationBound accumulation_bound(Accumulation acc, std::int64_t k, IntRange a_range, IntRange b_range);
-// The proof DESIGN §3.5 asks for: true when no int32 accumulation of K such products can overflow.
+// The proof docs/design.md "Quantized GEMM and convolution paths" relies on: true when no int32
+// accumulation of K such products can overflow.
 bool int32_accumulation_is_exact(std::int64_t k, IntRange a_range, IntRange b_range);
 
 }  // namespace qc

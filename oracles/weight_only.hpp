@@ -1,8 +1,9 @@
 // Weight-only (hybrid) quantized GEMM: float activations times dequantized int8/int4 weights with
-// float accumulation (DESIGN.md §3.5). The accumulation order of a float GEMM is not specified, so
-// the oracle gives (a) the exact real result of every element, (b) that result correctly rounded
-// (RNE) into the output format, for ULP distances, and (c) the statistical dot-product check of
-// the TOSA specification, which accepts any summation order of a correct kernel.
+// float accumulation (docs/design.md "Weight-only GEMM"). The accumulation order of a float GEMM
+// is not specified, so the oracle gives (a) the exact real result of every element, (b) that
+// result correctly rounded (RNE) into the output format, for ULP distances, and (c) the
+// statistical dot-product check of the TOSA specification, which accepts any summation order of
+// a correct kernel.
 //
 // Weights are the exact reals (q - zp) * s, or, with WeightOnlyPolicy::weight_format, the float
 // values a kernel dequantizes them to (dequantize.hpp under WeightOnlyPolicy::dequantize, e.g.

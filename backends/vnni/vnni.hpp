@@ -1,8 +1,8 @@
-// The x86 VNNI kernel layer (DESIGN.md §5, `vnni`): quantized GEMM and NHWC conv2d the way a CPU
-// kernel library ships them -- weights packed once into panels, activations packed per cache block,
-// a register-blocked micro-kernel, an f32 epilogue -- for three instruction sets chosen at run time
-// by cpuid, plus a scalar model of the same arithmetic. It knows nothing about the harness: plain
-// pointers in, plain pointers out.
+// The x86 VNNI kernel layer (docs/design.md "The vnni kernels"): quantized GEMM and NHWC conv2d
+// the way a CPU kernel library ships them -- weights packed once into panels, activations packed
+// per cache block, a register-blocked micro-kernel, an f32 epilogue -- for three instruction sets
+// chosen at run time by cpuid, plus a scalar model of the same arithmetic. It knows nothing about
+// the harness: plain pointers in, plain pointers out.
 //
 // ---- What it computes (the contract; tests/vnni checks it against an independent int64 model) ----
 //

@@ -1,4 +1,5 @@
-// Hand-derived parameter choices for each cited implementation (NUMERICS.md §1.5). Each
+// Hand-derived parameter choices for each cited implementation (docs/numerics.md "Choosing
+// quantization parameters"; each recipe's upstream source is cited in choose_qparams.cpp). Each
 // expected value is worked out in the comment from the cited code's arithmetic: every float
 // operation rounded once in the format the code uses. Ranges are picked so the steps are exact or
 // the one rounding that matters is easy to follow; a few scales are written as the IEEE float

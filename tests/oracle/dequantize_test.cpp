@@ -79,7 +79,8 @@ TEST(DequantizeOrders, FloatSubtractionInF16RoundsTheOperands) {
 }
 
 TEST(DequantizeCompute, HalfComputeDiffersFromF32ComputeWithF16Output) {
-  // ORT CUDA multiplies in half, ORT CPU in float then casts (NUMERICS.md §1.2).
+  // ORT CUDA multiplies in half, ORT CPU in float then casts (docs/numerics.md "Dequantize in real
+  // implementations": onnxruntime quantize_linear.cu::DequantizeLinearKernel, quantize_linear.cc).
   // q - zp = 2049, s = 0.75 (an f16 value), f16 output. Exact: 1536.75.
   // f16 compute: f16(2049) = 2048 (tie to even), 2048 * 0.75 = 1536 exactly: 0x6600
   //   (1536 = 1.5 * 2^10: exponent field 25 -> 0x6400, fraction 0x200).

@@ -1,7 +1,8 @@
-// pack_int4 / unpack_int4 against the layouts stated in the cited sources (NUMERICS.md §1.6).
-// Expected bytes are written by hand from each layout rule: low-first puts element 2k in bits
-// 0-3 and 2k+1 in bits 4-7 (ONNX: pack(x, y) = y << 4 | x & 0x0F); high-first is torchao's
-// data[::2] << 4 | data[1::2]; an i4 value v is stored as v & 0xF (two's complement).
+// pack_int4 / unpack_int4 against the layouts stated in the sources int4.hpp cites
+// (docs/numerics.md "Int4 packing"). Expected bytes are written by hand from each layout rule:
+// low-first puts element 2k in bits 0-3 and 2k+1 in bits 4-7 (ONNX: pack(x, y) =
+// y << 4 | x & 0x0F); high-first is torchao's data[::2] << 4 | data[1::2]; an i4 value v is
+// stored as v & 0xF (two's complement).
 #include "oracles/int4.hpp"
 
 #include "qconform/error.hpp"

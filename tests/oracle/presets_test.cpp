@@ -1,6 +1,7 @@
 // Each preset against the behaviour its source documents, and at least one input where it
 // parts from `onnx`. Every expected value is derived by hand in the comment beside it from the
-// cited code (NUMERICS.md), not taken from the oracle's output.
+// cited code (each preset's sources, listed in docs/numerics.md "Preset sources"), not taken from
+// the oracle's output.
 #include "oracles/presets.hpp"
 #include "oracles/quantize.hpp"
 #include "oracles/requantize.hpp"

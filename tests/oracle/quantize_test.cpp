@@ -1,6 +1,7 @@
 // Hand-derived vectors for quantize under the ONNX definition and its variants. Every
 // expected value below is worked out from the definition in the comment next to it
-// (y = saturate(round(x / s) + zp), NUMERICS.md §2.1), not taken from the code's output.
+// (y = saturate(round(x / s) + zp), onnx/onnx onnx/defs/quantization/defs.cc, QuantizeLinear;
+// docs/numerics.md "Quantize in real implementations"), not taken from the code's output.
 #include "oracles/quantize.hpp"
 #include "oracles/presets.hpp"
 
@@ -139,9 +140,9 @@ TEST(QuantizeRounding, EveryModeAtTiesAndOffTies) {
   }
 }
 
-// NUMERICS.md §3.4: x/s = 0.5 - 2^-25 with zp = 1. Adding zp in f32 gives 1.5 - 2^-25, which
-// needs 26 significant bits; the nearest f32 (ulp 2^-23 in [1, 2)) is 1.5, a tie -> 2.
-// Adding zp in integers: round(0.5 - 2^-25) = 0, + 1 = 1.
+// docs/numerics.md "Pitfalls" (4, where the zero point is added): x/s = 0.5 - 2^-25 with zp = 1.
+// Adding zp in f32 gives 1.5 - 2^-25, which needs 26 significant bits; the nearest f32 (ulp 2^-23
+// in [1, 2)) is 1.5, a tie -> 2. Adding zp in integers: round(0.5 - 2^-25) = 0, + 1 = 1.
 TEST(QuantizeOrder, ZeroPointBeforeRoundingInF32) {
   QuantizePolicy after = onnx();
   QuantizePolicy before = onnx();

@@ -197,7 +197,8 @@ std::int32_t one_dot(Isa isa, ActivationType at, std::vector<std::int8_t> a_byte
 TEST_P(VnniGemm, PairSaturationExactlyWhereTheSumLeavesInt16) {
   const auto u255 = static_cast<std::int8_t>(-1);  // the byte 255
   const bool maddubs = isa() == Isa::avx2_maddubs;
-  // 255·127 + 255·127 = 64770 -> 32767 (NUMERICS.md §1.7, oneDNN int8_computations.md).
+  // 255·127 + 255·127 = 64770 -> 32767 (oneDNN doc/advanced_topics/int8_computations.md;
+  // docs/numerics.md "Accumulation quirks").
   EXPECT_EQ(one_dot(isa(), ActivationType::u8, {u255, u255}, {127, 127}), maddubs ? 32767 : 64770);
   // 255·(-128)·2 = -65280 -> -32768.
   EXPECT_EQ(one_dot(isa(), ActivationType::u8, {u255, u255}, {-128, -128}), maddubs ? -32768 : -65280);
