@@ -1,4 +1,4 @@
-#include "harness/oracle_cli.hpp"
+#include "cli/oracle_cli.hpp"
 
 #include "cases/case.hpp"
 #include "oracles/dequantize.hpp"

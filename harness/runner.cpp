@@ -5,6 +5,7 @@
 #include "harness/compare.hpp"
 #include "harness/evaluate.hpp"
 #include "harness/reproducer.hpp"
+#include "harness/verdict.hpp"
 #include "qconform/error.hpp"
 #include "reports/writers.hpp"
 
@@ -178,19 +179,6 @@ CallResult call_isolated(Backend& b, const OpRequest& op, double timeout_seconds
   }
 }
 
-// Elements that decide a tolerance verdict: |delta| above the tolerance (or +0 against -0).
-std::vector<std::int64_t> beyond_tolerance(const Reference& ref, const Tensor& out, std::int64_t tol) {
-  std::vector<std::int64_t> v;
-  const bool floats = is_float(out.dtype());
-  for (std::int64_t i = 0; i < out.size(); ++i) {
-    if (!ref.specified[static_cast<std::size_t>(i)] || same_element(ref.expected, out, i)) continue;
-    const std::int64_t d =
-        floats ? ulp_delta(out.dtype(), ref.expected.bits(i), out.bits(i)) : out.get_int(i) - ref.expected.get_int(i);
-    if (d == 0 || std::llabs(d) > tol) v.push_back(i);  // d == 0 with different bits: a signed zero
-  }
-  return v;
-}
-
 // One backend's run of one case: its result, and its output while a later case may need it.
 struct BackendRun {
   BackendResult result;
@@ -246,70 +234,18 @@ BackendRun judge(const Case& c, const OpRequest& oracle_op, const OpRequest& bac
     return run;
   }
   const Tensor& out = *call.out;
-  if (out.dtype() != ref.expected.dtype() || out.shape() != ref.expected.shape()) {
-    r.verdict = Verdict::fail;
-    r.reason = "backend returned " + std::string(name(out.dtype())) + " " + shape_str(out.shape()) + ", expected " +
-               std::string(name(ref.expected.dtype())) + " " + shape_str(ref.expected.shape());
+  Judgement j = judge_output(ex, c.spec.name, r.claim, backend_op, ref, out, opt.max_worst);
+  r.verdict = j.pass ? Verdict::pass : Verdict::fail;
+  r.reason = std::move(j.reason);
+  if (!j.shape_ok) {
     r.fingerprint = "shape";
     return run;
   }
-  r.metrics = compare(ref, out, opt.max_worst);
-  const std::vector<std::int64_t> mismatches = mismatch_indices(ref.expected, out, ref.specified);
-  if (opt.attribute_causes) attribute_causes(oracle_op, c.spec, ref, out, mismatches, r, propagated);
+  r.metrics = std::move(j.metrics);
+  r.claim_mismatches = j.claim_mismatches;
+  if (opt.attribute_causes) attribute_causes(oracle_op, c.spec, ref, out, j.mismatches, r, propagated);
   const Metrics& m = r.metrics;
-  const std::string unit = m.unit == "ulp" ? " ULP" : " LSB";
-  const std::string counts = std::to_string(m.exact) + "/" + std::to_string(m.compared) + " exact";
-  const std::string worst = m.mismatches() ? ", max |delta| " + std::to_string(m.max_abs) + unit : "";
-  // The elements the verdict rests on; their fingerprint identifies a known mismatch.
-  std::vector<std::int64_t> deciding = mismatches;
-  switch (ex.kind) {
-    case Expectation::Kind::exact:
-      r.verdict = m.mismatches() == 0 ? Verdict::pass : Verdict::fail;
-      r.reason = counts + worst + " against " + c.spec.name;
-      break;
-    case Expectation::Kind::max_lsb:
-    case Expectation::Kind::max_ulp: {
-      const bool right_unit = (ex.kind == Expectation::Kind::max_ulp) == (m.unit == "ulp");
-      r.verdict =
-          right_unit && m.max_abs <= ex.tolerance && m.signed_zero_mismatches == 0 ? Verdict::pass : Verdict::fail;
-      if (right_unit) deciding = beyond_tolerance(ref, out, ex.tolerance);
-      r.reason = counts + ", max |delta| " + std::to_string(m.max_abs) + unit + " (allowed " +
-                 std::to_string(ex.tolerance) +
-                 (right_unit ? "" : std::string(", but the expectation is in ") + (m.unit == "ulp" ? "LSB" : "ULP")) +
-                 ") against " + c.spec.name;
-      break;
-    }
-    case Expectation::Kind::dot_product: {
-      if (!ref.dot_product) {
-        r.verdict = Verdict::fail;
-        r.reason = "a dot_product expectation needs a dot-product op (weight_only_gemm)";
-        break;
-      }
-      const DotProductVerdict v = ref.dot_product(out);
-      r.verdict = v.pass ? Verdict::pass : Verdict::fail;
-      r.reason = (v.pass ? std::string("within the TOSA dot-product bounds")
-                         : "outside the TOSA dot-product bounds: " + v.reason) +
-                 "; " + counts + worst + " against the correctly rounded " + c.spec.name;
-      break;
-    }
-    case Expectation::Kind::claim: {
-      auto claimed = find_preset(r.claim);
-      if (!claimed) {
-        r.verdict = Verdict::fail;
-        r.reason = "backend claims unknown preset '" + r.claim + "'";
-        break;
-      }
-      // The claim judges this backend's kernel on the inputs it was given: for a chained case its
-      // own outputs of the earlier cases (where those miss the claim, the earlier case says so).
-      const Reference cref = evaluate(backend_op, *claimed);
-      deciding = mismatch_indices(cref.expected, out, cref.specified);
-      r.claim_mismatches = static_cast<std::int64_t>(deciding.size());
-      r.verdict = r.claim_mismatches == 0 ? Verdict::pass : Verdict::fail;
-      r.reason = std::to_string(r.claim_mismatches) + " mismatches against its claim " + r.claim + "; " + counts +
-                 " against the spec " + c.spec.name;
-      break;
-    }
-  }
+  std::vector<std::int64_t> deciding = std::move(j.deciding);
   if (r.verdict == Verdict::fail) r.fingerprint = fingerprint(deciding);
   if (!r.causes.empty()) {
     r.reason += "; reproduced by " + r.causes.front().cause + " (" + std::to_string(r.causes.front().count) + "/" +

@@ -65,10 +65,10 @@ PY
 # docs/ci.md's baseline, gate and shrink commands, on the example's plugin, as written.
 ci_commands=(
   'export QCONFORM_PLUGINS=client-build/libclient_plugin.so QCONFORM_PRESETS=examples/client/presets/client-kernels.json'
-  'build/harness/qconform run cases/ --backend client-kernels -o out'
-  'build/harness/qconform baseline out/report.json -o qconform-baseline.json'
-  'build/harness/qconform run cases/ --backend client-kernels --baseline qconform-baseline.json --gate -o out'
-  'build/harness/qconform shrink cases/quantize_linear.json --case ties_at_half_integers --backend client-kernels -o small.json'
+  'build/cli/qconform run cases/ --backend client-kernels -o out'
+  'build/cli/qconform baseline out/report.json -o qconform-baseline.json'
+  'build/cli/qconform run cases/ --backend client-kernels --baseline qconform-baseline.json --gate -o out'
+  'build/cli/qconform shrink cases/quantize_linear.json --case ties_at_half_integers --backend client-kernels -o small.json'
 )
 shows docs/ci.md "${ci_commands[@]}"
 ln -s "$PWD/cases" "$work/tree/cases"

@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh >/dev/null
-exec build/harness/qconform run cases/ --report-dir out "$@"
+exec build/cli/qconform run cases/ --report-dir out "$@"

@@ -8,7 +8,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev   # GoogleTest, Google Benchmark
   libeigen3-dev                                # Eigen (cpu-ref integer GEMM)
   libboost-dev libgmp-dev                      # Boost.Multiprecision and its GMP backend (the slow exact path)
-  libfmt-dev nlohmann-json3-dev libcli11-dev   # formatting, JSON, command line
+  nlohmann-json3-dev libcli11-dev   # JSON, command line
   pybind11-dev python3-dev python3-numpy python3-pytest python3-pybind11  # /usr/bin/python3 module and tests
   python3-jsonschema                           # validates report.json against reports/report.schema.json
   hipcc libamdhip64-dev rocm-device-libs       # the AMD compile check of the hip backend's kernels (gfx90a)

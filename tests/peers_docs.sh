@@ -10,14 +10,14 @@ trap 'rm -rf "$work"' EXIT
 ln -s "$2" "$work/build"
 ln -s "$src/cases" "$work/cases"
 commands=(
-  'build/harness/qconform list backends'
-  'build/harness/qconform run --backend onednn --backend torch-qnnpack cases/peers -o peers-report'
+  'build/cli/qconform list backends'
+  'build/cli/qconform run --backend onednn --backend torch-qnnpack cases/peers -o peers-report'
   'PYTHONPATH=build/python /usr/bin/python3 -m qconform.onnx_node /usr/share/libonnx-testdata/data/node/test_* -o onnx_node.json --check'
-  'build/harness/qconform run onnx_node.json --backend cpu-ref --backend onnxruntime-cpu -o onnx-node-report'
-  'ONEDNN_MAX_CPU_ISA=AVX2 build/harness/qconform run cases/peers --backend onednn --expect claim -o onednn-avx2-report'
+  'build/cli/qconform run onnx_node.json --backend cpu-ref --backend onnxruntime-cpu -o onnx-node-report'
+  'ONEDNN_MAX_CPU_ISA=AVX2 build/cli/qconform run cases/peers --backend onednn --expect claim -o onednn-avx2-report'
 )
 # ONNX Runtime on the emulated AVX2 CPU, where the build found qemu-x86_64 (peers/CMakeLists.txt).
-emulated='QCONFORM_PEERS=build/peers/peers-x86-avx2-emulated.json build/harness/qconform run cases/peers --backend onnxruntime-cpu -o avx2-report'
+emulated='QCONFORM_PEERS=build/peers/peers-x86-avx2-emulated.json build/cli/qconform run cases/peers --backend onnxruntime-cpu -o avx2-report'
 if [[ -f "$2/peers/peers-x86-avx2-emulated.json" ]]; then
   commands+=("$emulated")
 else
@@ -32,5 +32,5 @@ for c in "${commands[@]}"; do
   echo "+ $c"
   eval "$c" >out.log 2>&1 || { rc=$?; tail -20 out.log; echo "failed ($rc): $c" >&2; exit 1; }
 done
-grep -q 'onednn  claims onednn@2.6' <(build/harness/qconform list backends) || { echo "list backends shows no onednn peer" >&2; exit 1; }
+grep -q 'onednn  claims onednn@2.6' <(build/cli/qconform list backends) || { echo "list backends shows no onednn peer" >&2; exit 1; }
 echo "peers_docs: ${#commands[@]} commands of docs/peers.md ran"

@@ -15,8 +15,8 @@ import qconform
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REPORT_SCHEMA = json.loads((ROOT / "reports" / "report.schema.json").read_text())
-# The CLI next to the module in a build tree: <build>/python/qconform -> <build>/harness/qconform.
-CLI = pathlib.Path(qconform.__file__).resolve().parents[2] / "harness" / "qconform"
+# The CLI next to the module in a build tree: <build>/python/qconform -> <build>/cli/qconform.
+CLI = pathlib.Path(qconform.__file__).resolve().parents[2] / "cli" / "qconform"
 
 
 class RoundHalfAway(qconform.Backend):

@@ -19,7 +19,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DATA = pathlib.Path(__file__).resolve().parent / "data"
 EXAMPLES = ROOT / "python" / "examples"
 BUILD_PYTHON = pathlib.Path(qconform.__file__).resolve().parents[1]
-CLI = BUILD_PYTHON.parent / "harness" / "qconform"
+CLI = BUILD_PYTHON.parent / "cli" / "qconform"
 QUANTIZE = ROOT / "cases" / "quantize_linear.json"
 
 for p in (str(DATA), str(EXAMPLES)):
@@ -161,10 +161,10 @@ def code_blocks(doc, lang):
 
 
 def docs_tree(tmp_path):
-    """A folder laid out as the docs' commands expect: build/harness/qconform, build/python, cases/,
+    """A folder laid out as the docs' commands expect: build/cli/qconform, build/python, cases/,
     python/examples/."""
-    (tmp_path / "build" / "harness").mkdir(parents=True)
-    (tmp_path / "build" / "harness" / "qconform").symlink_to(CLI)
+    (tmp_path / "build" / "cli").mkdir(parents=True)
+    (tmp_path / "build" / "cli" / "qconform").symlink_to(CLI)
     (tmp_path / "build" / "python").symlink_to(BUILD_PYTHON)
     (tmp_path / "cases").symlink_to(ROOT / "cases")
     (tmp_path / "python").mkdir()

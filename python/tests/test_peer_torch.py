@@ -650,7 +650,7 @@ def test_cli_py_route():
         pytest.skip("the build tree's qconform package has no peers/torch_quant.py (rebuild)")
     env = dict(os.environ, PYTHONPATH=f"{build_py}:{ROOT / 'python'}")
     r = subprocess.run(
-        [str(ROOT / "build" / "harness" / "qconform"), "run", "--backend", "cpu-ref",
+        [str(ROOT / "build" / "cli" / "qconform"), "run", "--backend", "cpu-ref",
          "--backend", "py:qconform.peers.torch_quant:TorchOnednn", str(ROOT / "cases" / "dequantize_linear.json"),
          "-q", "-o", "/tmp/qconform-torch-cli"],
         env=env, capture_output=True, text=True, timeout=300,

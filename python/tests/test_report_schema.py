@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-QCONFORM = ROOT / "build" / "harness" / "qconform"
+QCONFORM = ROOT / "build" / "cli" / "qconform"
 SCHEMA = json.loads((ROOT / "reports" / "report.schema.json").read_text())
 
 FAILING_SUITE = {

@@ -154,21 +154,21 @@ TEST_F(CliShards, ShardFlagTakesTwoPlainNumbers) {
 }
 
 // docs/ci.md's example, run as written from a folder with the built binary at
-// build/harness/qconform and the suites at cases/: its merged report equals the unsharded run.
+// build/cli/qconform and the suites at cases/: its merged report equals the unsharded run.
 TEST_F(CliShards, TheExampleOfTheDocsRuns) {
   const std::string example =
       "for i in 0 1 2; do\n"
-      "  GTEST_SHARD_INDEX=$i GTEST_TOTAL_SHARDS=3 build/harness/qconform run cases/qgemm.json cases/vnni.json -q -o "
+      "  GTEST_SHARD_INDEX=$i GTEST_TOTAL_SHARDS=3 build/cli/qconform run cases/qgemm.json cases/vnni.json -q -o "
       "shard$i\n"
       "done\n"
-      "build/harness/qconform merge shard0/report.json shard1/report.json shard2/report.json -o merged\n";
+      "build/cli/qconform merge shard0/report.json shard1/report.json shard2/report.json -o merged\n";
   std::ifstream in(fs::path(QCONFORM_SOURCE_DIR) / "docs" / "ci.md");
   std::stringstream doc;
   doc << in.rdbuf();
   ASSERT_NE(doc.str().find("```\n" + example + "```\n"), std::string::npos) << "docs/ci.md no longer shows:\n"
                                                                             << example;
-  fs::create_directories(dir_ / "build" / "harness");
-  fs::create_symlink(QCONFORM_BIN, dir_ / "build" / "harness" / "qconform");
+  fs::create_directories(dir_ / "build" / "cli");
+  fs::create_symlink(QCONFORM_BIN, dir_ / "build" / "cli" / "qconform");
   fs::create_directory_symlink(fs::path(QCONFORM_SOURCE_DIR) / "cases", dir_ / "cases");
   std::ofstream(dir_ / "example.sh") << example;
   // Without the runner's own shard variables, as run_qconform starts qconform.

@@ -162,7 +162,7 @@ TEST_F(CliCustomPresets, ExpectClaimPassesTheTfliteVariantOnTheDefaultSuites) {
 }
 
 // The commands docs/numerics.md and docs/ci.md show, run as written from a folder with the built
-// binary at build/harness/qconform and the docs and suites beside it.
+// binary at build/cli/qconform and the docs and suites beside it.
 TEST_F(CliCustomPresets, TheCommandsOfTheDocsRun) {
   struct Shown {
     std::string doc, command;
@@ -170,22 +170,22 @@ TEST_F(CliCustomPresets, TheCommandsOfTheDocsRun) {
     std::string needle;  // in the output
   };
   const std::vector<Shown> shown = {
-      {"numerics.md", "build/harness/qconform list presets --preset-file docs/examples/mykernel-presets.json", 0,
+      {"numerics.md", "build/cli/qconform list presets --preset-file docs/examples/mykernel-presets.json", 0,
        "mykernel-1.0  mykernel 1.0"},
       {"numerics.md",
-       "build/harness/qconform run docs/examples/mykernel-cases.json --preset-file docs/examples/mykernel-presets.json "
+       "build/cli/qconform run docs/examples/mykernel-cases.json --preset-file docs/examples/mykernel-presets.json "
        "--backend cpu-ref:tflite-reference -q -o out-mykernel",
        0, "out-mykernel/report.json"},
       {"numerics.md",
-       "QCONFORM_PRESETS=docs/examples/mykernel-presets.json build/harness/qconform oracle quantize --policy "
+       "QCONFORM_PRESETS=docs/examples/mykernel-presets.json build/cli/qconform oracle quantize --policy "
        "mykernel-1.0 --scale 1 --to i8 --values '[2.5, 0.5, -2.5, 1.25]'",
        0, "[3,1,-3,1]"},
-      {"ci.md", "build/harness/qconform run --backend cpu-ref:tflite-reference -q -o out-spec", 1, "out-spec"},
-      {"ci.md", "build/harness/qconform run --expect claim --backend cpu-ref:tflite-reference -q -o out-claim", 0,
+      {"ci.md", "build/cli/qconform run --backend cpu-ref:tflite-reference -q -o out-spec", 1, "out-spec"},
+      {"ci.md", "build/cli/qconform run --expect claim --backend cpu-ref:tflite-reference -q -o out-claim", 0,
        "out-claim"},
   };
-  fs::create_directories(dir_ / "build" / "harness");
-  fs::create_symlink(QCONFORM_BIN, dir_ / "build" / "harness" / "qconform");
+  fs::create_directories(dir_ / "build" / "cli");
+  fs::create_symlink(QCONFORM_BIN, dir_ / "build" / "cli" / "qconform");
   fs::create_directory_symlink(kSource + "/docs", dir_ / "docs");
   fs::create_directory_symlink(kSource + "/cases", dir_ / "cases");
   for (const Shown& s : shown) {

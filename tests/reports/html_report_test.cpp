@@ -100,7 +100,7 @@ qc::RunReport synthetic_report() {
   m.cpu_features = {"avx2", "avx512f", "avx512bw", "avx512_vnni", "avx_vnni", "fma", "f16c"};
   m.started_at = "2024-11-22T04:05:06Z";
   m.seconds = 83.4;
-  m.command_line = {"build/harness/qconform", "run", "cases/", "--report-dir", "out", "--note", kHostile};
+  m.command_line = {"build/cli/qconform", "run", "cases/", "--report-dir", "out", "--note", kHostile};
   m.backends = {"cpu-ref", "vnni512", "hip (unavailable: no HIP device found)"};
   m.backend_facts["cpu-ref"] = {{"arch", "x86-64"}, {"flags", "-O3 -ffp-contract=off"}};
   m.backend_facts["vnni512"] = {{"isa", "avx512_vnni"}, {"kernel", "vpdpbusd 16x4 tile"}, {"note", kHostile}};
@@ -129,7 +129,7 @@ qc::RunReport synthetic_report() {
   fail.unexplained = 2;
   fail.fingerprint = "19:9f2c41d07a3be815";
   fail.reproducer = "out/reproducers/quantize__ties_rne_f32_to_i8__vnni512.json";
-  fail.reproduce_command = "build/harness/qconform run " + fail.reproducer + " --backend vnni512";
+  fail.reproduce_command = "build/cli/qconform run " + fail.reproducer + " --backend vnni512";
   q.backends.push_back(fail);
   q.backends.push_back(result("hip", Verdict::skip, "no HIP device found"));
   r.cases.push_back(q);
@@ -182,7 +182,7 @@ qc::RunReport synthetic_report() {
   ffail.unexplained = 4;
   ffail.fingerprint = "24:51aa90e0c3d8";
   ffail.reproducer = "out/reproducers/dequantize__per_channel_i8_to_f16__hip.json";
-  ffail.reproduce_command = "build/harness/qconform run " + ffail.reproducer + " --backend hip";
+  ffail.reproduce_command = "build/cli/qconform run " + ffail.reproducer + " --backend hip";
   d.backends.push_back(ffail);
   r.cases.push_back(d);
 
@@ -481,7 +481,7 @@ TEST_F(HtmlReport, LabelsCausesWorstElementsAndReproducerAreShown) {
   const auto cmd = with_class(d, "pre", "cmd");
   ASSERT_EQ(cmd.size(), 1u);
   EXPECT_EQ(cmd[0]->elements("code").at(0)->text_content(),
-            "build/harness/qconform run out/reproducers/quantize__ties_rne_f32_to_i8__vnni512.json --backend vnni512");
+            "build/cli/qconform run out/reproducers/quantize__ties_rne_f32_to_i8__vnni512.json --backend vnni512");
   // The backend's device facts.
   EXPECT_NE(d.text_content().find("vpdpbusd 16x4 tile"), std::string::npos);
 }

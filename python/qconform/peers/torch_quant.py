@@ -9,7 +9,7 @@ quantized::conv2d (quantize and dequantize do not depend on it):
 Run next to the reference (the py: route puts the qconform package first on PYTHONPATH; python/
 must be on it for this module):
 
-    PYTHONPATH=build/python:python build/harness/qconform run --backend cpu-ref \
+    PYTHONPATH=build/python:python build/cli/qconform run --backend cpu-ref \
         --backend py:qconform.peers.torch_quant:TorchOnednn \
         --backend py:qconform.peers.torch_quant:TorchQnnpack -o /tmp/torch-report
 
