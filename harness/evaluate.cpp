@@ -21,12 +21,12 @@ Reference evaluate_quantize(const QuantizeOp& op, const Spec& spec) {
   const QuantizePolicy& pol = spec.quantize_for(op.x.dtype());
   QuantizeResult r = quantize(op.x, op.params, op.out, pol);
   Reference ref{std::move(r.q), std::move(r.labels), std::move(r.specified), std::nullopt, {}, {}};
-  ref.describe = [&op, pol](std::int64_t i, ElementDiff& d) {
-    const std::int64_t k = ParamIndexer(op.params, op.x.shape())(i);
-    const double x = op.x.get_double(i);
+  ref.describe = [op = std::make_shared<const QuantizeOp>(op), pol](std::int64_t i, ElementDiff& d) {
+    const std::int64_t k = ParamIndexer(op->params, op->x.shape())(i);
+    const double x = op->x.get_double(i);
     d.input = describe_value(x);
-    const QuantizeElement e = quantize_element(x, op.x.dtype(), op.params.scales[static_cast<std::size_t>(k)],
-                                               op.params.scale_dtype, op.params.zero_point(k), op.out, pol);
+    const QuantizeElement e = quantize_element(x, op->x.dtype(), op->params.scales[static_cast<std::size_t>(k)],
+                                               op->params.scale_dtype, op->params.zero_point(k), op->out, pol);
     d.exact = to_string(e.pre_round);
   };
   return ref;
@@ -45,12 +45,12 @@ Reference evaluate_dequantize(const DequantizeOp& op, const Spec& spec) {
   DequantizePolicy exact_policy{DequantizeOrder::sub_int_then_mul, ComputeFormat{ComputeFormat::Kind::exact, 0}};
   ref.correctly_rounded = dequantize(op.q, op.params, op.out, exact_policy, OraclePath::fast, false).y;
   const DequantizePolicy pol = spec.dequantize;
-  ref.describe = [&op, pol](std::int64_t i, ElementDiff& d) {
-    const std::int64_t k = ParamIndexer(op.params, op.q.shape())(i);
-    d.input = std::to_string(op.q.get_int(i));
+  ref.describe = [op = std::make_shared<const DequantizeOp>(op), pol](std::int64_t i, ElementDiff& d) {
+    const std::int64_t k = ParamIndexer(op->params, op->q.shape())(i);
+    d.input = std::to_string(op->q.get_int(i));
     const DequantizeElement e =
-        dequantize_element(op.q.get_int(i), op.q.dtype(), op.params.scales[static_cast<std::size_t>(k)],
-                           op.params.scale_dtype, op.params.zero_point(k), op.out, pol);
+        dequantize_element(op->q.get_int(i), op->q.dtype(), op->params.scales[static_cast<std::size_t>(k)],
+                           op->params.scale_dtype, op->params.zero_point(k), op->out, pol);
     d.exact = to_string(e.exact);
   };
   return ref;
@@ -65,22 +65,22 @@ Reference evaluate_requantize(const RequantizeOp& op, const Spec& spec) {
                 {},
                 {}};
   const RequantizePolicy pol = spec.requantize;
-  ref.describe = [&op, pol](std::int64_t i, ElementDiff& d) {
-    d.input = std::to_string(op.acc.get_int(i));
-    const RequantizeParams& p = op.params;
+  ref.describe = [op = std::make_shared<const RequantizeOp>(op), pol](std::int64_t i, ElementDiff& d) {
+    d.input = std::to_string(op->acc.get_int(i));
+    const RequantizeParams& p = op->params;
     std::size_t channel = 0;
     if (p.weight_scales.size() > 1 || p.output_zero_points.size() > 1) {
-      const int rank = op.acc.rank();
+      const int rank = op->acc.rank();
       const int axis = *p.axis < 0 ? *p.axis + rank : *p.axis;
       std::vector<std::int64_t> c;
-      unravel(i, op.acc.shape(), c);
+      unravel(i, op->acc.shape(), c);
       channel = static_cast<std::size_t>(c[static_cast<std::size_t>(axis)]);
     }
     const double w = p.weight_scales[std::min(channel, p.weight_scales.size() - 1)];
     const std::int64_t zp =
         p.output_zero_points.empty() ? 0 : p.output_zero_points[std::min(channel, p.output_zero_points.size() - 1)];
     const RequantizeElement e = requantize_element(
-        op.acc.get_int(i), RequantizeScales{p.input_scale, w, p.output_scale, p.scale_dtype}, zp, op.out, pol);
+        op->acc.get_int(i), RequantizeScales{p.input_scale, w, p.output_scale, p.scale_dtype}, zp, op->out, pol);
     d.exact = to_decimal(e.ideal, 40) + " (acc * s_in * s_w / s_out + zp)";
   };
   return ref;

@@ -24,7 +24,8 @@ struct Reference {
   std::optional<Tensor> correctly_rounded;
   // Dot-product ops (weight-only GEMM): the TOSA DOT_PRODUCT compliance check of an output.
   std::function<DotProductVerdict(const Tensor&)> dot_product;
-  // Fills an element's input text and exact value (only called for the few worst elements).
+  // Fills an element's input text and exact value (only called for the few worst elements). It owns
+  // what it reads (a copy of the op's operands), so it may be called after the op is gone.
   std::function<void(std::int64_t, ElementDiff&)> describe;
 };
 
