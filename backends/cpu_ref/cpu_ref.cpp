@@ -1,5 +1,6 @@
 #include "backends/cpu_ref/cpu_ref.hpp"
 
+#include "backends/cpu_ref/formats.hpp"
 #include "backends/cpu_ref/linear.hpp"
 #include "qconform/error.hpp"
 
@@ -83,7 +84,7 @@ Tensor dequantize_linear(const DequantizeOp& op, const Numerics& n) {
     const std::int64_t k = index(i);
     const double diff = T.round(static_cast<double>(op.q.get_int(i) - p.zero_point(k)));
     const double v = T.mul(diff, T.round(p.scales[static_cast<std::size_t>(k)]));
-    y.set_bits(i, double_to_float_bits(op.out, v));
+    y.set_bits(i, to_format_bits(op.out, v));
   }
   return y;
 }

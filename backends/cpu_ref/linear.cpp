@@ -1,6 +1,6 @@
 #include "backends/cpu_ref/linear.hpp"
 
-#include "oracles/int4.hpp"
+#include "backends/cpu_ref/formats.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -131,7 +131,7 @@ Availability check_weights(const QWeights& w) {
 }
 
 IntOperand weight_integers(const QWeights& w, const Numerics& n) {
-  if (w.packing) return {w.shape, integers(unpack_int4(w.values, w.format, w.shape, *w.packing)), w.params};
+  if (w.packing) return {w.shape, integers(unpack_nibbles(w.values, w.format, w.shape, *w.packing)), w.params};
   if (is_int(w.values.dtype())) return {w.values.shape(), integers(w.values), w.params};
   return {w.values.shape(), integers(quantize_linear(QuantizeOp{w.values, w.params, w.format}, n)), w.params};
 }
@@ -201,7 +201,7 @@ Tensor output_stage(const Accumulators& acc, const std::optional<Tensor>& bias, 
           sum = s == 0 ? term : T.add(sum, term);
         }
         if (float_bias) sum = T.add(sum, T.round(bias->get_double(c)));
-        y.set_bits(e, double_to_float_bits(out.format, sum));
+        y.set_bits(e, to_format_bits(out.format, sum));
         break;
       }
       case OutputKind::requantized: {

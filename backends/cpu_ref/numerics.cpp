@@ -1,5 +1,7 @@
 #include "backends/cpu_ref/numerics.hpp"
 
+#include "backends/cpu_ref/formats.hpp"
+
 #include <array>
 
 namespace qc::cpu_ref {
@@ -63,11 +65,7 @@ std::string claimable_list() {
   return s;
 }
 
-double FloatIn::round(double v) const {
-  if (t == DType::f64) return v;
-  if (t == DType::f32) return static_cast<double>(static_cast<float>(v));
-  return float_bits_to_double(t, double_to_float_bits(t, v));
-}
+double FloatIn::round(double v) const { return round_to_format(t, v); }
 
 FloatIn float_in(FloatType f, DType scale_dtype) {
   switch (f) {

@@ -2,8 +2,8 @@
 // w = float(q - zp) * scale, then y[m][n] = sum over k in increasing order of a[m][k] * w[k][n]
 // in f32, plus the bias, stored in the output format. The summation order is the reference's
 // own; the harness judges it with the TOSA dot-product bound, not bit for bit.
+#include "backends/cpu_ref/formats.hpp"
 #include "backends/cpu_ref/linear.hpp"
-#include "oracles/int4.hpp"
 
 namespace qc::cpu_ref {
 
@@ -15,7 +15,7 @@ Availability supports_weight_only(const WeightOnlyGemmOp& op) {
 }
 
 Tensor run_weight_only(const WeightOnlyGemmOp& op) {
-  const Tensor q = op.b.packing ? unpack_int4(op.b.values, op.b.format, op.b.shape, *op.b.packing) : op.b.values;
+  const Tensor q = op.b.packing ? unpack_nibbles(op.b.values, op.b.format, op.b.shape, *op.b.packing) : op.b.values;
   const bool k_by_n = op.b_layout == WeightLayout::k_by_n;
   const std::int64_t K = op.a.shape().back();
   const std::int64_t N = k_by_n ? op.b.shape[1] : op.b.shape[0];
@@ -39,7 +39,7 @@ Tensor run_weight_only(const WeightOnlyGemmOp& op) {
       for (std::int64_t k = 0; k < K; ++k)
         acc += static_cast<float>(op.a.get_double(m * K + k)) * w[static_cast<std::size_t>(k * N + n)];
       if (op.bias) acc += static_cast<float>(op.bias->get_double(n));
-      y.set_bits(m * N + n, double_to_float_bits(op.out, acc));
+      y.set_bits(m * N + n, to_format_bits(op.out, acc));
     }
   }
   return y;
