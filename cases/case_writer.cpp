@@ -149,12 +149,8 @@ json activation_json(const ActivationOperand& a, const Spec& spec, const std::st
 }
 
 std::string packing_name(const Int4Packing& p, const Shape& shape, const std::string& field) {
-  if (p == onnx_int4_packing()) return "onnx";
-  if (p == torchao_uint4_packing()) return "torchao";
-  Int4Packing m = p;  // the loader's migraphx packing pairs along axis -1, the same axis as rank - 1
-  if (m.axis && *m.axis == static_cast<int>(shape.size()) - 1) m.axis = -1;
-  if (m == migraphx_int4_packing()) return "migraphx";
-  throw InputError(field + ".packing: this int4 packing has no name in the case format (onnx, torchao, migraphx)");
+  if (const auto n = int4_packing_name(p, shape)) return std::string(*n);
+  throw InputError(field + ".packing: this int4 packing has no name in the case format (" + int4_packing_names() + ")");
 }
 
 json weights_json(const QWeights& w, WeightLayout layout, const std::string& field, const WriteOptions& wo) {

@@ -16,6 +16,34 @@ Int4Packing torchao_uint4_packing() {
   return {NibbleOrder::high_first, std::nullopt, OddLength::reject, OutOfRange::reject};
 }
 
+std::span<const NamedInt4Packing> named_int4_packings() {
+  static constexpr NamedInt4Packing kNamed[] = {{"onnx", onnx_int4_packing},
+                                                {"ort", ort_int4_packing},
+                                                {"torchao", torchao_uint4_packing},
+                                                {"migraphx", [] { return migraphx_int4_packing(); }}};
+  return kNamed;
+}
+
+std::optional<Int4Packing> find_int4_packing(std::string_view name) {
+  for (const NamedInt4Packing& n : named_int4_packings())
+    if (n.name == name) return n.packing();
+  return std::nullopt;
+}
+
+std::optional<std::string_view> int4_packing_name(const Int4Packing& p, const Shape& shape) {
+  Int4Packing q = p;
+  if (q.axis && *q.axis == static_cast<int>(shape.size()) - 1) q.axis = -1;
+  for (const NamedInt4Packing& n : named_int4_packings())
+    if (n.packing() == p || n.packing() == q) return n.name;
+  return std::nullopt;
+}
+
+std::string int4_packing_names() {
+  std::string s;
+  for (const NamedInt4Packing& n : named_int4_packings()) s += (s.empty() ? "" : ", ") + std::string(n.name);
+  return s;
+}
+
 namespace {
 
 // The tensor seen as [outer, length, inner] with pairs formed along `length`: the whole tensor

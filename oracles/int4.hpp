@@ -1,5 +1,5 @@
 // pack_int4 / unpack_int4: 4-bit values (one per element in a Tensor) to and from bytes, under
-// a stated layout (DESIGN.md §3.1, NUMERICS.md §1.6):
+// a stated layout (docs/design.md "Int4 layouts", docs/numerics.md "Int4 packing"):
 //   nibble order  element 2k in the low nibble and 2k+1 in the high one (ONNX TensorProto,
 //                 ORT Int4x2, PyTorch quint4x2, MIGraphX), or the reverse (torchao uint4:
 //                 data[::2] << 4 | data[1::2]);
@@ -18,6 +18,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 
 namespace qc {
@@ -34,6 +36,21 @@ Int4Packing migraphx_int4_packing(int axis = -1);
 // pytorch/ao torchao/dtypes/uint4.py::pack_uint4: (data[::2] << 4 | data[1::2]) over the flattened
 // tensor with an even last dimension, so element 0 is the high nibble.
 Int4Packing torchao_uint4_packing();
+
+// The named packings, the one list from which the case format, the case writer, Python and the
+// schema's enum (checked by a test) take their names.
+struct NamedInt4Packing {
+  std::string_view name;
+  Int4Packing (*packing)();
+};
+std::span<const NamedInt4Packing> named_int4_packings();
+// The packing `name` names; empty for an unknown name.
+std::optional<Int4Packing> find_int4_packing(std::string_view name);
+// The name of `p` for a tensor of `shape` (pairs along axis rank - 1 are the same as along -1);
+// empty when the packing has no name.
+std::optional<std::string_view> int4_packing_name(const Int4Packing& p, const Shape& shape);
+// "onnx, ort, torchao, migraphx", for messages.
+std::string int4_packing_names();
 
 // The packed byte tensor's shape: {ceil(n / 2)} for flat packing, else the input shape with the
 // axis length halved (rounded up when padding). Throws InputError for an odd length under reject.

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 
 namespace qc {
@@ -229,6 +230,46 @@ TEST(CaseWriter, QGemmPackedInt4BlockedPerChannelAndDynamic) {
              "qgemm.json");
 }
 
+// ORT's packing (ONNX's nibble order, values clipped before packing) has a name in the case format
+// too: a case built with it (in Python, packing="ort") can be saved and loaded back.
+TEST(CaseWriter, OrtPackedWeightsRoundTrip) {
+  QGemmOp g;
+  g.a.values = ints(DType::u8, {1, 3}, {1, 2, 3});
+  g.a.format = DType::u8;
+  g.a.params.scales = {1.0};
+  const Tensor w = ints(DType::i4, {3, 1}, {-8, 7, 1});
+  g.b.format = DType::i4;
+  g.b.packing = ort_int4_packing();
+  g.b.shape = w.shape();
+  g.b.values = pack_int4(w, DType::i4, *g.b.packing);
+  g.b.params.scales = {1.0};
+  g.output.kind = OutputKind::int32;
+  g.output.format = DType::i32;
+  round_trip({make_case("ort_packed", g, preset("onnx"))}, "int4.json");
+  EXPECT_EQ(case_to_json(make_case("ort_packed", g, preset("onnx")), WriteOptions{})["b"]["packing"], "ort");
+}
+
+// The schema's packing names are the oracle's list (oracles/int4.hpp named_int4_packings).
+TEST(CaseWriter, TheSchemaNamesEveryInt4Packing) {
+  std::ifstream f(fs::path(QCONFORM_SOURCE_DIR) / "cases" / "case.schema.json");
+  const json schema = json::parse(f);
+  std::vector<std::string> in_schema;
+  const std::function<void(const json&)> find = [&](const json& j) {
+    if (j.is_object()) {
+      if (j.contains("packing") && j["packing"].is_object() && j["packing"].contains("enum"))
+        for (const json& n : j["packing"]["enum"]) in_schema.push_back(n.get<std::string>());
+      for (const auto& [k, v] : j.items()) find(v);
+    } else if (j.is_array()) {
+      for (const json& v : j) find(v);
+    }
+  };
+  find(schema);
+  std::vector<std::string> named;
+  for (const NamedInt4Packing& n : named_int4_packings()) named.emplace_back(n.name);
+  ASSERT_FALSE(in_schema.empty());
+  EXPECT_EQ(in_schema, named);
+}
+
 TEST(CaseWriter, QConv2dNhwcGroupsPaddingAndBias) {
   QConv2dOp c;
   std::vector<double> x(1 * 4 * 4 * 2);
@@ -312,12 +353,12 @@ TEST(CaseWriter, WhatTheFormatCannotExpressIsAnError) {
   EXPECT_THROW(save_cases(temp_file("dup.json"), "s", {dup, dup}), InputError);
   EXPECT_FALSE(fs::exists(temp_file("dup.json")));
 
-  QGemmOp g;  // ORT's packing clips out-of-range values: it has no name in the case format
+  QGemmOp g;  // high nibble first, wrapping out-of-range values: no library packs so, no name
   g.a.values = ints(DType::u8, {1, 2}, {1, 2});
   g.a.params.scales = {1.0};
   const Tensor w = ints(DType::i4, {2, 1}, {1, -1});
   g.b.format = DType::i4;
-  g.b.packing = ort_int4_packing();
+  g.b.packing = Int4Packing{NibbleOrder::high_first, std::nullopt, OddLength::pad, OutOfRange::wrap};
   g.b.shape = w.shape();
   g.b.values = pack_int4(w, DType::i4, *g.b.packing);
   g.b.params.scales = {1.0};
