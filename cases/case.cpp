@@ -142,8 +142,6 @@ std::vector<double> numbers(const json& v, const Where& w, const std::string& fi
   return out;
 }
 
-double round_into(DType t, double v) { return is_float(t) ? float_bits_to_double(t, double_to_float_bits(t, v)) : v; }
-
 // The tensor's values from a generator object; `c` is the case, whose scale, zero point and
 // output format are the defaults for generators that need them.
 void fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w) {
@@ -566,14 +564,8 @@ QWeights load_weights(const json& j, const char* key, const Where& cw) {
   if (o.contains("packing")) {
     if (b.format != DType::i4 && b.format != DType::u4) w.fail("packing", "only int4/uint4 weights are packed");
     const std::string p = o["packing"].is_string() ? o["packing"].get<std::string>() : "";
-    if (p == "onnx")
-      b.packing = onnx_int4_packing();
-    else if (p == "torchao")
-      b.packing = torchao_uint4_packing();
-    else if (p == "migraphx")
-      b.packing = migraphx_int4_packing();
-    else
-      w.fail("packing", "unknown packing '" + p + "' (onnx, torchao, migraphx)");
+    b.packing = find_int4_packing(p);
+    if (!b.packing) w.fail("packing", "unknown packing '" + p + "' (" + int4_packing_names() + ")");
     try {
       v = pack_int4(v, b.format, *b.packing);
     } catch (const InputError& e) {

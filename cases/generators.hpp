@@ -22,6 +22,10 @@ class SplitMix64 {
   double uniform01() { return static_cast<double>(next() >> 11) * 0x1p-53; }
   // Uniform integer in [0, n) by rejection (no modulo bias).
   std::uint64_t below(std::uint64_t n);
+  // Uniform integer in [lo, hi] (lo <= hi, hi - lo < 2^63).
+  std::int64_t in(std::int64_t lo, std::int64_t hi) {
+    return lo + static_cast<std::int64_t>(below(static_cast<std::uint64_t>(hi - lo) + 1));
+  }
 
  private:
   std::uint64_t state_;

@@ -113,6 +113,8 @@ double float_bits_to_double(DType t, std::uint64_t p) {
   return neg ? -v : v;
 }
 
+double round_into(DType t, double v) { return is_float(t) ? float_bits_to_double(t, double_to_float_bits(t, v)) : v; }
+
 std::uint64_t double_to_float_bits(DType t, double v) {
   switch (t) {
     case DType::f64:

@@ -46,11 +46,8 @@ qc::Shape shape_arg(const py::handle& h) {
 qc::Int4Packing packing_arg(const py::handle& h) {
   if (py::isinstance<qc::Int4Packing>(h)) return h.cast<qc::Int4Packing>();
   const std::string s = py::isinstance<py::str>(h) ? h.cast<std::string>() : "";
-  if (s == "onnx") return qc::onnx_int4_packing();
-  if (s == "ort") return qc::ort_int4_packing();
-  if (s == "torchao") return qc::torchao_uint4_packing();
-  if (s == "migraphx") return qc::migraphx_int4_packing();
-  throw InputError("packing: expected an Int4Packing or one of onnx, ort, torchao, migraphx");
+  if (const auto p = qc::find_int4_packing(s)) return *p;
+  throw InputError("packing: expected an Int4Packing or one of " + qc::int4_packing_names());
 }
 
 DType nibble_type(const py::handle& h, const std::string& where) {
@@ -132,7 +129,7 @@ qc::OutputStage requantized_output(const py::handle& dtype, double scale, std::i
   s.kind = qc::OutputKind::requantized;
   s.format = dtype_arg(dtype, "Output: dtype");
   if (!qc::is_int(s.format)) throw InputError("Output: a requantized output needs an integer format");
-  s.scale = round_into(DType::f32, scale);
+  s.scale = qc::round_into(DType::f32, scale);
   s.zero_point = zero_point;
   if (zero_point < qc::int_min(s.format) || zero_point > qc::int_max(s.format))
     throw InputError("Output: zero_point " + std::to_string(zero_point) + " is outside " +

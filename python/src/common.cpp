@@ -274,14 +274,10 @@ std::vector<std::int64_t> integers(const py::handle& h, const std::string& where
   return out;
 }
 
-double round_into(DType t, double v) {
-  return qc::is_float(t) ? qc::float_bits_to_double(t, qc::double_to_float_bits(t, v)) : v;
-}
-
 std::vector<double> rounded_scales(const py::handle& h, DType t, const std::string& where) {
   if (!qc::is_float(t)) throw InputError(where + ": scales must have a float format, not " + std::string(qc::name(t)));
   std::vector<double> s = doubles(h, where);
-  for (double& v : s) v = round_into(t, v);
+  for (double& v : s) v = qc::round_into(t, v);
   return s;
 }
 

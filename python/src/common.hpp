@@ -81,7 +81,6 @@ std::vector<std::int64_t> integers(const py::handle& h, const std::string& where
 // Scales rounded to nearest even into `t`, as the case format does (0.1 means f32(0.1) for f32
 // scales).
 std::vector<double> rounded_scales(const py::handle& h, qc::DType t, const std::string& where);
-double round_into(qc::DType t, double v);
 
 // Per-tensor, per-axis or blocked parameters from Python arguments, validated against `shape` and
 // the integer format `q`.

@@ -1,6 +1,9 @@
-// The property tests' comparison of the oracle's two paths: run one input through the slow path and
-// the fast path, keeping each result or the InputError it threw (the paths must agree on both).
+// What the property tests share: their element budget, random choices, the comparison of the
+// oracle's two paths (run one input through the slow path and the fast path, keeping each result
+// or the InputError it threw: the paths must agree on both) and the run's summary.
 #pragma once
+
+#include "cases/generators.hpp"  // SplitMix64
 
 #include "oracles/labels.hpp"
 #include "oracles/quantize.hpp"  // OraclePath
@@ -11,9 +14,33 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <thread>
 
 namespace qc::test {
+
+// Elements each property test compares. The default (10^6, a few seconds) keeps the test command
+// fast; QCONFORM_PROPERTY_ELEMENTS sets another budget: CI runs 4 * 10^6 (.ci/run), the bench mode
+// 10^9 (docs/numerics.md "Exactness checks and the bench mode").
+inline std::int64_t element_budget() {
+  if (const char* e = std::getenv("QCONFORM_PROPERTY_ELEMENTS")) return std::atoll(e);
+  return 1'000'000;
+}
+
+template <class T>
+T pick(SplitMix64& rng, std::initializer_list<T> items) {
+  return items.begin()[rng.below(items.size())];
+}
+
+// Runs worker(seed) on two threads, seeds 1 and 2 (the machines CI runs on have two cores).
+template <class Worker>
+void run_on_two_threads(Worker worker) {
+  std::thread a(worker, 1), b(worker, 2);
+  a.join();
+  b.join();
+}
 
 template <class Result>
 struct BothPaths {

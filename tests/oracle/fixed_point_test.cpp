@@ -1,10 +1,12 @@
-// oracles/fixed_point.cpp against the public definitions it transcribes (NUMERICS.md §1.3, §2.3,
-// §2.4, §2.6, §2.11). Every expected value is derived by hand from the cited source's formula; the
-// derivation is in the comment next to it. The random tests compare against an independent
-// evaluation of the *definition* on BigInt (floor division only, written below), never against
-// another function of the oracle.
+// oracles/fixed_point.cpp against the public definitions it transcribes (cited above each
+// function in fixed_point.hpp; docs/numerics.md "Requantization schemes in real implementations").
+// Every expected value is derived by hand from the cited source's formula; the derivation is in
+// the comment next to it. The random tests compare against an independent evaluation of the
+// *definition* on BigInt (floor division only, written below), never against another function of
+// the oracle.
 #include "oracles/fixed_point.hpp"
 
+#include "cases/generators.hpp"
 #include "oracles/exact.hpp"
 #include "qconform/error.hpp"
 
@@ -48,20 +50,6 @@ BigInt reference_double(std::int32_t x, std::int32_t m, int shift) {
 BigInt reference_single(std::int32_t x, std::int32_t m, int shift) {
   return div_half_up(BigInt(x) * m, pow2i(31 - shift));
 }
-
-// SplitMix64 (Steele, Lea, Flood 2014): a stated generator, the same bits everywhere.
-struct SplitMix64 {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  std::int64_t in(std::int64_t lo, std::int64_t hi) {  // uniform enough for a test: [lo, hi]
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-};
 
 // ---- gemmlowp -------------------------------------------------------------------------------------
 
@@ -258,7 +246,8 @@ TEST(TosaComputeMultiplierAndShift, HandDerivedValues) {
   EXPECT_EQ(tosa_compute_multiplier_and_shift_scale16(std::ldexp(1.0, -50)), (ScaleShift{1 << 12, 62}));
 }
 
-// The definition check NUMERICS.md §2.4 reports from an emulation, here on 200,000 samples:
+// The equivalence docs/numerics.md "Requantization schemes in real implementations" reports from
+// an emulation (no upstream source states it), checked here on 200,000 samples:
 // TOSA DOUBLE_ROUND is bit-identical to gemmlowp/TFLite double rounding and SINGLE_ROUND to TFLite
 // single rounding, and all four equal the BigInt evaluation of their definitions.
 TEST(TosaApplyScale32, MatchesGemmlowpAndTfliteOnRandomSamples) {
@@ -287,7 +276,7 @@ TEST(TosaApplyScale32, MatchesGemmlowpAndTfliteOnRandomSamples) {
     ASSERT_EQ(ts, s) << "x=" << x << " M=" << m << " shift=" << shift;
     differ += g != s;
   }
-  // Double and single rounding part at some ties (NUMERICS reports 3.8% on its sample).
+  // Double and single rounding part at some ties (docs/numerics.md reports 3.8% on its sample).
   EXPECT_GT(differ, 0);
   EXPECT_LT(differ, n / 4);
 }

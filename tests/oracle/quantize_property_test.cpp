@@ -3,10 +3,10 @@
 // random policies (every order, rounding mode, clamp, compute format the fast path takes),
 // formats, scales and zero points.
 //
-// Default: 10^7 elements (about 20 s on 2 cores). QCONFORM_PROPERTY_ELEMENTS overrides it; the
-// bench mode is QCONFORM_PROPERTY_ELEMENTS=1000000000 (see docs/numerics.md).
+// Budget: test::element_budget() elements (tests/oracle/both_paths.hpp) on 2 threads.
 #include "cases/generators.hpp"
 #include "oracles/quantize.hpp"
+#include "tests/oracle/both_paths.hpp"
 
 #include <gtest/gtest.h>
 
@@ -19,23 +19,14 @@
 namespace qc {
 namespace {
 
-std::int64_t element_budget() {
-  if (const char* e = std::getenv("QCONFORM_PROPERTY_ELEMENTS")) return std::atoll(e);
-  return 10'000'000;
-}
-
-template <class T>
-T pick(SplitMix64& rng, std::initializer_list<T> items) {
-  return items.begin()[rng.below(items.size())];
-}
+using test::element_budget;
+using test::pick;
 
 // A float of format t with random bits: every class of value (NaN, inf, subnormal, huge).
 double random_bits_value(SplitMix64& rng, DType t) {
   const std::uint64_t bits = rng.next() & ((info(t).bits == 64) ? ~0ull : ((1ull << info(t).bits) - 1));
   return float_bits_to_double(t, bits);
 }
-
-double round_into(DType t, double v) { return float_bits_to_double(t, double_to_float_bits(t, v)); }
 
 // x near (k + 1/2) * s or near the saturation edges: ties, near ties and their neighbours.
 double adversarial_value(SplitMix64& rng, DType t, double s, std::int64_t zp, DType out) {
@@ -164,9 +155,7 @@ TEST(QuantizeProperty, FastPathEqualsSlowPath) {
       }
     }
   };
-  std::thread a(worker, 1), b(worker, 2);
-  a.join();
-  b.join();
+  test::run_on_two_threads(worker);
   EXPECT_FALSE(failed) << first_failure;
   std::printf("checked %lld elements, %lld of them on the fast path\n",
               static_cast<long long>(std::min(done.load(), budget)), static_cast<long long>(fast_elements.load()));

@@ -8,8 +8,7 @@
 // ideal value and their neighbours, values next to integers, the saturation edges, INT32_MIN/MAX,
 // zero, and TOSA's REQUIRE boundaries.
 //
-// Default: 10^7 compared elements on 2 threads. QCONFORM_PROPERTY_ELEMENTS overrides it; the bench
-// mode is QCONFORM_PROPERTY_ELEMENTS=1000000000.
+// Budget: test::element_budget() elements (tests/oracle/both_paths.hpp) on 2 threads.
 #include "cases/generators.hpp"
 #include "oracles/requantize.hpp"
 #include "qconform/error.hpp"
@@ -35,24 +34,15 @@
 namespace qc {
 namespace {
 
+using test::element_budget;
+using test::pick;
+
 constexpr std::int64_t kInt32Min = std::numeric_limits<std::int32_t>::min();
 constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
-
-std::int64_t element_budget() {
-  if (const char* e = std::getenv("QCONFORM_PROPERTY_ELEMENTS")) return std::atoll(e);
-  return 10'000'000;
-}
-
-template <class T>
-T pick(SplitMix64& rng, std::initializer_list<T> items) {
-  return items.begin()[rng.below(items.size())];
-}
 
 std::int64_t uniform(SplitMix64& rng, std::int64_t lo, std::int64_t hi) {
   return lo + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(hi - lo) + 1));
 }
-
-double round_into(DType t, double v) { return float_bits_to_double(t, double_to_float_bits(t, v)); }
 
 // A positive scale of format t: 2^e times a random significand, a short one (few bits: exact ties
 // of the ideal value then fall inside the output range), or exactly a power of two.
@@ -381,14 +371,15 @@ TEST(RequantizeProperty, FastPathEqualsSlowPath) {
   std::string first_failure;
   std::atomic<bool> failed{false};
   const auto start = std::chrono::steady_clock::now();
+  std::atomic<std::size_t> next_pair{0};  // pair turns taken, shared by the threads
   auto worker = [&](std::uint64_t seed) {
     SplitMix64 rng(seed);
-    std::size_t next_pair = seed;
     // Until `budget` elements were compared (tensors that raise an error compare none), with a cap
     // on the tensors tried should nearly every one raise an error.
     while (!failed && compared.load() < budget && claimed.fetch_add(4096) < 4 * budget) {
-      // Every third tensor takes the next (scheme, derivation) pair in turn, so that each is covered.
-      const int pair = rng.below(3) == 0 ? static_cast<int>(next_pair++ % pairs.size()) : -1;
+      // Every other tensor takes the next (scheme, derivation) pair in turn, so that each is covered
+      // once there were as many turns as pairs (at 10^6 elements, about twice over).
+      const int pair = rng.below(2) == 0 ? static_cast<int>(next_pair.fetch_add(1) % pairs.size()) : -1;
       const RequantizePolicy policy = random_policy(rng, pair);
       Config c = random_config(rng, policy);
       // Mostly parameters the scheme can represent: a multiplier its derivation rejects makes the
@@ -449,9 +440,7 @@ TEST(RequantizeProperty, FastPathEqualsSlowPath) {
       }
     }
   };
-  std::thread a(worker, 1), b(worker, 2);
-  a.join();
-  b.join();
+  test::run_on_two_threads(worker);
   EXPECT_FALSE(failed) << first_failure;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   test::print_path_summary(compared, tensors, error_tensors, fast_elements, by_label, seconds);
@@ -469,7 +458,7 @@ TEST(RequantizeProperty, FastPathEqualsSlowPath) {
   std::printf("(scheme, derivation) pairs: %zu of %zu compared, %zu exercised%s%s%s%s\n", compared_pairs, pairs.size(),
               exercised_pairs, errors_only.empty() ? "" : "; errors only:", errors_only.c_str(),
               missing.empty() ? "" : "; never:", missing.c_str());
-  if (budget >= 10'000'000) {
+  if (next_pair.load() >= pairs.size()) {
     EXPECT_EQ(exercised_pairs, pairs.size()) << "never exercised:" << missing;
   }
   // Enough elements were compared, and the fast path actually took most of them.

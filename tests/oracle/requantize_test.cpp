@@ -5,6 +5,7 @@
 // against the ideal scheme).
 #include "oracles/requantize.hpp"
 
+#include "cases/generators.hpp"
 #include "qconform/error.hpp"
 
 #include <gtest/gtest.h>
@@ -34,19 +35,6 @@ RequantizePolicy ideal(RoundingMode m) {
   p.rounding = m;
   return p;
 }
-
-struct SplitMix64 {  // Steele, Lea, Flood 2014
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  std::int64_t in(std::int64_t lo, std::int64_t hi) {
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-};
 
 // ---- Every scheme at one multiplier --------------------------------------------------------------
 
@@ -155,7 +143,8 @@ TEST(RequantizeFloat, OrderAndFormatOfTheMultiplier) {
   EXPECT_EQ(requantize_element(-25, s, 0, DType::i8, p).label, Label::near_tie);
 }
 
-// s_in = 0.5 - 2^-25 (24 significant bits, an f32), acc = 1, zp = 1 (NUMERICS.md §3 pitfall 4):
+// s_in = 0.5 - 2^-25 (24 significant bits, an f32), acc = 1, zp = 1 (docs/numerics.md "Pitfalls",
+// 4, where the zero point is added):
 // zp before, in f32: 1.5 - 2^-25 is a quarter ulp below 1.5 and rounds to 1.5; RNE gives 2.
 // zp after: RNE(0.49999997) = 0, + 1 = 1. Exact: 1.49999997 -> 1.
 TEST(RequantizeFloat, ZeroPointBeforeOrAfterRounding) {

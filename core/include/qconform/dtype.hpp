@@ -57,6 +57,8 @@ double float_bits_to_double(DType t, std::uint64_t pattern);
 // NaN in a format without inf). A NaN gives the format's canonical quiet NaN (f32/f64 keep the payload
 // the hardware conversion keeps).
 std::uint64_t double_to_float_bits(DType t, double v);
+// v correctly rounded (ties to even) into format t, as a double; integer formats leave v unchanged.
+double round_into(DType t, double v);
 
 // Range of integer format t (narrow range drops the most negative value of a signed type).
 std::int64_t int_min(DType t, bool narrow_range = false);

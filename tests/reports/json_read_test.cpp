@@ -1,0 +1,153 @@
+// Reading a report back (reports/reader.hpp): what `qconform report`, `merge` and `baseline` rest
+// on. A report written by to_json reads back into the same result model field by field, and a file
+// that is not a readable report is an InputError naming the file and what is wrong.
+#include "qconform/error.hpp"
+#include "reports/reader.hpp"
+#include "reports/writers.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+
+namespace qc {
+namespace {
+
+RunReport sample_report() {
+  RunReport r;
+  r.meta.tool_version = "0.1.0";
+  r.meta.git_revision = "abc123";
+  r.meta.host = "ci-host";
+  r.meta.cpu = "some cpu";
+  r.meta.started_at = "2026-11-24T10:00:00Z";
+  r.meta.cpu_features = {"avx2", "avx512_vnni"};
+  r.meta.backends = {"cpu-ref", "faulty"};
+  r.meta.backend_facts = {{"cpu-ref", {{"isa", "scalar"}}}};
+  r.meta.command_line = {"qconform", "run", "cases/"};
+  r.meta.shard = "1/3";
+  r.meta.seconds = 1.5;
+  CaseResult c;
+  c.id = "quantize/ties";
+  c.suite = "quantize";
+  c.name = "ties";
+  c.description = "ties to even";
+  c.file = "cases/quantize_linear.json";
+  c.line = 12;
+  c.op = "quantize";
+  c.spec = "onnx";
+  c.shape = "[4]";
+  c.input_dtype = "f32";
+  c.output_dtype = "i8";
+  c.granularity = "per_tensor";
+  BackendResult pass;
+  pass.backend = "cpu-ref";
+  pass.claim = "onnx";
+  pass.expectation = "exact";
+  pass.verdict = Verdict::pass;
+  pass.reason = "4/4 exact against onnx";
+  pass.metrics.elements = 4;
+  pass.metrics.compared = 4;
+  pass.metrics.exact = 4;
+  pass.metrics.histogram = {4, 0, 0, 0, 0};
+  BackendResult fail;
+  fail.backend = "faulty";
+  fail.claim = "onnx";
+  fail.expectation = "exact";
+  fail.verdict = Verdict::fail;
+  fail.reason = "3/4 exact, max |delta| 1 LSB against onnx";
+  fail.metrics.elements = 4;
+  fail.metrics.compared = 4;
+  fail.metrics.exact = 3;
+  fail.metrics.histogram = {3, 1, 0, 0, 0};
+  fail.metrics.max_abs = 1;
+  fail.metrics.signed_sum = 1;
+  ElementDiff d;
+  d.index = 0;
+  d.coords = {0};
+  d.input = "0.5";
+  d.expected = "0";
+  d.actual = "1";
+  d.delta = 1;
+  d.exact = "0.5";
+  d.label = Label::tie;
+  fail.metrics.worst = {d};
+  fail.causes = {{"quantize.rounding=rna", "rounds ties away from zero", 1, {}}};
+  fail.fingerprint = "1:0123456789abcdef";
+  fail.reproducer = "out/reproducers/quantize__ties__faulty.json";
+  fail.reproduce_command = "qconform run out/reproducers/quantize__ties__faulty.json --backend faulty";
+  fail.seconds = 0.25;
+  c.backends = {pass, fail};
+  r.cases = {c};
+  return r;
+}
+
+TEST(ReportRead, AWrittenReportReadsBackFieldByField) {
+  const RunReport w = sample_report();
+  const RunReport r = report_from_json(to_json(w), "sample");
+  EXPECT_EQ(r.meta.tool_version, "0.1.0");
+  EXPECT_EQ(r.meta.git_revision, "abc123");
+  EXPECT_EQ(r.meta.shard, "1/3");
+  EXPECT_EQ(r.meta.cpu_features, w.meta.cpu_features);
+  EXPECT_EQ(r.meta.backends, w.meta.backends);
+  EXPECT_EQ(r.meta.backend_facts, w.meta.backend_facts);
+  EXPECT_EQ(r.meta.command_line, w.meta.command_line);
+  ASSERT_EQ(r.cases.size(), 1u);
+  const CaseResult& c = r.cases[0];
+  EXPECT_EQ(c.id, "quantize/ties");
+  EXPECT_EQ(c.file, "cases/quantize_linear.json");
+  EXPECT_EQ(c.line, 12);
+  EXPECT_EQ(c.spec, "onnx");
+  EXPECT_EQ(c.granularity, "per_tensor");
+  ASSERT_EQ(c.backends.size(), 2u);
+  EXPECT_EQ(c.backends[0].verdict, Verdict::pass);
+  const BackendResult& f = c.backends[1];
+  EXPECT_EQ(f.backend, "faulty");
+  EXPECT_EQ(f.verdict, Verdict::fail);
+  EXPECT_EQ(f.reason, w.cases[0].backends[1].reason);
+  EXPECT_EQ(f.fingerprint, "1:0123456789abcdef");
+  EXPECT_EQ(f.reproducer, w.cases[0].backends[1].reproducer);
+  EXPECT_EQ(f.reproduce_command, w.cases[0].backends[1].reproduce_command);
+  EXPECT_EQ(f.metrics.compared, 4);
+  EXPECT_EQ(f.metrics.exact, 3);
+  EXPECT_EQ(f.metrics.max_abs, 1);
+  EXPECT_EQ(f.metrics.histogram, w.cases[0].backends[1].metrics.histogram);
+  ASSERT_EQ(f.metrics.worst.size(), 1u);
+  EXPECT_EQ(f.metrics.worst[0].actual, "1");
+  EXPECT_EQ(f.metrics.worst[0].delta, 1);
+  EXPECT_EQ(f.metrics.worst[0].label, Label::tie);
+  ASSERT_EQ(f.causes.size(), 1u);
+  EXPECT_EQ(f.causes[0].cause, "quantize.rounding=rna");
+  EXPECT_EQ(f.causes[0].count, 1);
+  // Written again, the report is the same JSON.
+  EXPECT_EQ(to_json(r), to_json(w));
+}
+
+std::string error_of(const std::filesystem::path& p) {
+  try {
+    (void)load_report(p);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ReportRead, WhatIsNotAReadableReportIsAnInputErrorNamingTheFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("qconform-report-read-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return dir / name;
+  };
+  EXPECT_NE(error_of(dir / "missing.json").find("missing.json: cannot open"), std::string::npos);
+  EXPECT_NE(error_of(write("bad.json", "{not json")).find("bad.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of(write("other.json", R"({"tool": "other"})")).find("not a qconform report"), std::string::npos);
+  nlohmann::json future = to_json(sample_report());
+  future["schema_version"] = "99.0";
+  EXPECT_NE(error_of(write("future.json", future.dump())).find("is not readable by this qconform"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace qc
