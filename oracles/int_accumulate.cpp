@@ -512,4 +512,113 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
   return out;
 }
 
+// ---- One dot product under an accumulator -----------------------------------------------------
+
+namespace {
+
+constexpr std::int64_t kInt32Min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+
+// Two's-complement wrap to 64 bits (int64 is not a DType, so int_convert does not cover it).
+BigInt wrap_int64(const BigInt& v) {
+  const BigInt mod = BigInt(1) << 64;
+  BigInt r = v % mod;
+  if (r < 0) r += mod;
+  if (r >= (mod >> 1)) r -= mod;
+  return r;
+}
+
+void require_byte_ranges(std::span<const std::int32_t> a, std::span<const std::int32_t> b) {
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    if (a[k] < 0 || a[k] > 255)
+      throw InputError("accumulate_dot: int16_pair_saturate (vpmaddubsw) takes unsigned bytes in a[], got a[" +
+                       std::to_string(k) + "] = " + std::to_string(a[k]));
+    if (b[k] < -128 || b[k] > 127)
+      throw InputError("accumulate_dot: int16_pair_saturate (vpmaddubsw) takes signed bytes in b[], got b[" +
+                       std::to_string(k) + "] = " + std::to_string(b[k]));
+  }
+}
+
+// Intel SDM VPMADDUBSW: SaturateToSignedWord(a[2j]*b[2j] + a[2j+1]*b[2j+1]) per int16 lane.
+std::int64_t saturate_int16(std::int64_t v) { return std::clamp<std::int64_t>(v, -32768, 32767); }
+
+}  // namespace
+
+DotProduct accumulate_dot(std::span<const std::int32_t> a, std::span<const std::int32_t> b, Accumulation acc) {
+  if (a.size() != b.size())
+    throw InputError("accumulate_dot: operand lengths differ (" + std::to_string(a.size()) + " and " +
+                     std::to_string(b.size()) + ")");
+  DotProduct d;
+  for (std::size_t k = 0; k < a.size(); ++k) d.exact += BigInt(std::int64_t{a[k]} * b[k]);
+  switch (acc) {
+    case Accumulation::exact:
+      d.value = d.exact;
+      break;
+    case Accumulation::int32_wrap:  // modular: wrapping each add equals wrapping the exact sum
+      d.value = int_convert(DType::i32, d.exact, IntOverflow::wrap);
+      break;
+    case Accumulation::int64:
+      d.value = wrap_int64(d.exact);
+      break;
+    case Accumulation::int32_saturate: {
+      std::int64_t s = 0;
+      for (std::size_t k = 0; k < a.size(); ++k) s = std::clamp(s + std::int64_t{a[k]} * b[k], kInt32Min, kInt32Max);
+      d.value = s;
+      break;
+    }
+    case Accumulation::int16_pair_saturate: {
+      require_byte_ranges(a, b);
+      BigInt lanes = 0;
+      for (std::size_t k = 0; k < a.size(); k += 2) {
+        const std::int64_t second = k + 1 < a.size() ? std::int64_t{a[k + 1]} * b[k + 1] : 0;  // zero padding
+        lanes += saturate_int16(std::int64_t{a[k]} * b[k] + second);
+      }
+      d.value = int_convert(DType::i32, lanes, IntOverflow::wrap);  // vpaddd wraps
+      break;
+    }
+  }
+  return d;
+}
+
+AccumulationBound accumulation_bound(Accumulation acc, std::int64_t k, IntRange a, IntRange b) {
+  if (k < 0) throw InputError("accumulation_bound: K must be >= 0, got " + std::to_string(k));
+  if (a.lo > a.hi || b.lo > b.hi) throw InputError("accumulation_bound: an empty operand range");
+  const BigInt corners[] = {BigInt(a.lo) * b.lo, BigInt(a.lo) * b.hi, BigInt(a.hi) * b.lo, BigInt(a.hi) * b.hi};
+  const BigInt pmin = *std::min_element(std::begin(corners), std::end(corners));
+  const BigInt pmax = *std::max_element(std::begin(corners), std::end(corners));
+  AccumulationBound r;
+  r.lo = pmin * k;
+  r.hi = pmax * k;
+  const BigInt partial_lo = r.lo < 0 ? r.lo : BigInt(0);
+  const BigInt partial_hi = r.hi > 0 ? r.hi : BigInt(0);
+  auto fits = [&](const BigInt& lo, const BigInt& hi) { return partial_lo >= lo && partial_hi <= hi; };
+  const BigInt i32_lo(kInt32Min), i32_hi(kInt32Max);
+  switch (acc) {
+    case Accumulation::exact:
+      r.exact = true;
+      break;
+    case Accumulation::int32_wrap:
+    case Accumulation::int32_saturate:
+      r.exact = fits(i32_lo, i32_hi);
+      break;
+    case Accumulation::int64:
+      r.exact =
+          fits(BigInt(std::numeric_limits<std::int64_t>::min()), BigInt(std::numeric_limits<std::int64_t>::max()));
+      break;
+    case Accumulation::int16_pair_saturate: {
+      if (a.lo < 0 || a.hi > 255 || b.lo < -128 || b.hi > 127)
+        throw InputError("accumulation_bound: int16_pair_saturate takes u8 a and s8 b");
+      const int per_pair = k >= 2 ? 2 : static_cast<int>(k);
+      const bool pairs_fit = pmin * per_pair >= -32768 && pmax * per_pair <= 32767;
+      r.exact = pairs_fit && fits(i32_lo, i32_hi);
+      break;
+    }
+  }
+  return r;
+}
+
+bool int32_accumulation_is_exact(std::int64_t k, IntRange a_range, IntRange b_range) {
+  return accumulation_bound(Accumulation::int32_saturate, k, a_range, b_range).exact;
+}
+
 }  // namespace qc

@@ -17,8 +17,9 @@
 #pragma once
 
 #include "oracles/exact.hpp"
-#include "oracles/requantize.hpp"  // Accumulation, accumulate_dot, accumulation_bound, IntRange
+#include "oracles/policy.hpp"  // Accumulation
 #include "qconform/dtype.hpp"
+#include "qconform/ops.hpp"  // IntRange
 
 #include <array>
 #include <cstdint>
@@ -29,6 +30,36 @@
 #include <vector>
 
 namespace qc {
+
+// ---- One dot product under an accumulator -----------------------------------------------------
+
+struct DotProduct {
+  BigInt value;  // what the accumulation produces
+  BigInt exact;  // the exact sum of products
+  bool overflowed() const { return value != exact; }
+};
+
+// sum_k a[k] * b[k] under `acc`. int16_pair_saturate pairs adjacent elements (2j, 2j+1) -- the two
+// bytes vpmaddubsw multiplies into one int16 lane -- with a[] the unsigned bytes (u8, [0, 255]) and
+// b[] the signed bytes (s8, [-128, 127]); an odd K pads the last pair with a zero, as kernels pad K.
+// Each pair sum saturates to int16, then the int16 lanes are summed into int32 (vpmaddwd by ones is
+// exact) and added with wrap (vpaddd). Throws InputError on length mismatch or out-of-range bytes.
+DotProduct accumulate_dot(std::span<const std::int32_t> a, std::span<const std::int32_t> b, Accumulation acc);
+
+// The range of a sum of K products a[k]*b[k] (a in a_range, b in b_range), and whether `acc` is then
+// guaranteed to equal the exact sum: no wrap, saturation or int16 pair saturation can occur for any
+// inputs in the ranges. int16_pair_saturate needs a_range within u8 and b_range within s8.
+struct AccumulationBound {
+  BigInt lo, hi;       // the attainable range of the exact sum: [K * min product, K * max product]
+  bool exact = false;  // every partial sum, [min(0, lo), max(0, hi)], fits the accumulator (and each
+                       // int16 pair fits int16): the accumulation equals the exact sum for all inputs
+};
+AccumulationBound accumulation_bound(Accumulation acc, std::int64_t k, IntRange a_range, IntRange b_range);
+// The proof docs/design.md "Quantized GEMM and convolution paths" relies on: true when no int32
+// accumulation of K such products can overflow.
+bool int32_accumulation_is_exact(std::int64_t k, IntRange a_range, IntRange b_range);
+
+// ---- GEMM and convolution accumulation ---------------------------------------------------------
 
 // How zero points enter the accumulation.
 enum class ZeroPointCorrection : std::uint8_t {
