@@ -4,257 +4,23 @@
 #include "harness/causes.hpp"
 #include "harness/compare.hpp"
 #include "harness/evaluate.hpp"
+#include "harness/isolation.hpp"
+#include "harness/judge.hpp"
 #include "harness/reproducer.hpp"
 #include "harness/verdict.hpp"
 #include "qconform/error.hpp"
 #include "reports/writers.hpp"
 
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
-#include <cstring>
-#include <ctime>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 
-#include "qconform_revision.hpp"
-
-#ifndef QCONFORM_VERSION
-#define QCONFORM_VERSION "0.0.0"
-#endif
-
 namespace qc {
 namespace {
-
-// The outcome of one backend call: an output tensor, or why there is none.
-struct CallResult {
-  std::optional<Tensor> out;
-  Verdict verdict = Verdict::pass;  // crash or timeout when there is no output
-  std::string reason;
-};
-
-// Runs one call of the backend's code (run, availability, supports); what it throws becomes the
-// pair's fault: a BackendFault keeps its kind (an exec runner that crashed or hung), anything else is
-// a CRASH.
-template <class F>
-std::optional<CallResult> fault_of(F&& f) {
-  try {
-    f();
-    return std::nullopt;
-  } catch (const BackendFault& e) {
-    return CallResult{std::nullopt, e.kind() == BackendFault::Kind::timeout ? Verdict::timeout : Verdict::crash,
-                      e.what()};
-  } catch (const std::exception& e) {
-    return CallResult{std::nullopt, Verdict::crash, std::string("backend threw: ") + e.what()};
-  }
-}
-
-CallResult call_in_process(Backend& b, const OpRequest& op) {
-  CallResult r;
-  if (auto fault = fault_of([&] { r.out = b.run(op); })) return *fault;
-  return r;
-}
-
-// availability() for decisions outside judge(): a backend whose availability() throws counts as
-// available here, so that judge() reports the fault as the pair's verdict.
-bool is_available(const Backend& b) {
-  try {
-    return b.availability().available;
-  } catch (const std::exception&) {
-    return true;
-  }
-}
-
-void write_all(int fd, const void* p, std::size_t n) {
-  const char* c = static_cast<const char*>(p);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, c, n);
-    if (w <= 0) ::_exit(3);
-    c += w;
-    n -= static_cast<std::size_t>(w);
-  }
-}
-
-// Runs the call in a forked child that sends the output back through a pipe: a signal in the
-// backend (a segfault, an abort) or a hang cannot take the run down with it.
-CallResult call_isolated(Backend& b, const OpRequest& op, double timeout_seconds) {
-  int fds[2];
-  if (::pipe(fds) != 0) return call_in_process(b, op);
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return call_in_process(b, op);
-  }
-  if (pid == 0) {  // child: status byte, then the tensor or the message
-    ::close(fds[0]);
-    CallResult r = call_in_process(b, op);
-    const char ok = r.out ? 1 : 0;
-    write_all(fds[1], &ok, 1);
-    if (r.out) {
-      const auto dt = static_cast<std::uint8_t>(r.out->dtype());
-      const auto rank = static_cast<std::uint64_t>(r.out->shape().size());
-      write_all(fds[1], &dt, 1);
-      write_all(fds[1], &rank, 8);
-      for (std::int64_t d : r.out->shape()) write_all(fds[1], &d, 8);
-      write_all(fds[1], r.out->bytes().data(), r.out->bytes().size());
-    } else {
-      write_all(fds[1], r.reason.data(), r.reason.size());
-    }
-    ::close(fds[1]);
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string buf;
-  const auto t0 = std::chrono::steady_clock::now();
-  bool timed_out = false;
-  for (;;) {
-    int wait_ms = -1;
-    if (timeout_seconds > 0) {
-      const double left =
-          timeout_seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (left <= 0) {
-        timed_out = true;
-        break;
-      }
-      wait_ms = static_cast<int>(std::ceil(left * 1000));
-    }
-    pollfd pfd{fds[0], POLLIN, 0};
-    const int pr = ::poll(&pfd, 1, wait_ms);
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr == 0) continue;  // the deadline is checked above
-    char chunk[1 << 16];
-    const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    buf.append(chunk, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  if (timed_out) ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out) {
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%g", timeout_seconds);
-    return {std::nullopt, Verdict::timeout, std::string("no answer within ") + secs + " s; the backend was killed"};
-  }
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return {std::nullopt, Verdict::crash,
-            "the backend died of signal " + std::to_string(sig) + " (" + ::strsignal(sig) + ")"};
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || buf.empty())
-    return {std::nullopt, Verdict::crash,
-            "the backend's process exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1)};
-  if (buf[0] == 0) return {std::nullopt, Verdict::crash, buf.substr(1)};
-  std::size_t pos = 1;
-  auto take = [&](void* dst, std::size_t n) {
-    if (pos + n > buf.size()) throw std::runtime_error("short reply from the backend's process");
-    std::memcpy(dst, buf.data() + pos, n);
-    pos += n;
-  };
-  try {
-    std::uint8_t dt = 0;
-    std::uint64_t rank = 0;
-    take(&dt, 1);
-    take(&rank, 8);
-    if (rank > 16) throw std::runtime_error("bad reply from the backend's process");
-    Shape shape(rank);
-    for (auto& d : shape) take(&d, 8);
-    Tensor t(static_cast<DType>(dt), shape);
-    take(t.bytes().data(), t.bytes().size());
-    return {std::move(t), Verdict::pass, ""};
-  } catch (const std::exception& e) {
-    return {std::nullopt, Verdict::crash, e.what()};
-  }
-}
-
-// One backend's run of one case: its result, and its output while a later case may need it.
-struct BackendRun {
-  BackendResult result;
-  std::optional<Tensor> output;        // set when the backend gave the op's format and shape
-  std::vector<std::int64_t> deciding;  // the elements the verdict rests on
-};
-
-BackendResult started(const Case& c, const Backend& b) {
-  BackendResult r;
-  r.backend = b.name();
-  r.claim = b.claim();
-  r.expectation = c.expectation_for(r.backend).str();
-  return r;
-}
-
-// Runs `backend_op` on `b` and judges the output under the case's expectation. `oracle_op` is the
-// op the reference `ref` was evaluated from. They are one op, except for a case that takes operands
-// from other cases: there the oracle's op holds the oracle's outputs of those cases and the
-// backend's op this backend's own (`propagated` then names what the difference explains).
-BackendRun judge(const Case& c, const OpRequest& oracle_op, const OpRequest& backend_op, const Reference& ref,
-                 Backend& b, const RunOptions& opt, const std::vector<InputVariation>& propagated) {
-  BackendRun run;
-  BackendResult& r = run.result;
-  r = started(c, b);
-  const Expectation ex = c.expectation_for(r.backend);
-  // availability() and supports() are the backend's code too: what they throw is this pair's
-  // CRASH (or TIMEOUT, for an exec runner that hangs), not the end of the run.
-  Availability av, sup;
-  std::optional<CallResult> asked = fault_of([&] { av = b.availability(); });
-  if (!asked && av.available) asked = fault_of([&] { sup = b.supports(backend_op); });
-  if (asked) {
-    r.verdict = asked->verdict;
-    r.reason = asked->reason;
-    return run;
-  }
-  if (!av.available) {
-    r.verdict = Verdict::skip;
-    r.reason = av.reason;
-    return run;
-  }
-  if (!sup.available) {
-    r.verdict = Verdict::skip;
-    r.reason = sup.reason;
-    return run;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  const bool fork = (opt.isolate || opt.timeout_seconds > 0) && !b.contains_faults();
-  CallResult call = fork ? call_isolated(b, backend_op, opt.timeout_seconds) : call_in_process(b, backend_op);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!call.out) {
-    r.verdict = call.verdict;
-    r.reason = call.reason;
-    return run;
-  }
-  const Tensor& out = *call.out;
-  Judgement j = judge_output(ex, c.spec.name, r.claim, backend_op, ref, out, opt.max_worst);
-  r.verdict = j.pass ? Verdict::pass : Verdict::fail;
-  r.reason = std::move(j.reason);
-  if (!j.shape_ok) {
-    r.fingerprint = "shape";
-    return run;
-  }
-  r.metrics = std::move(j.metrics);
-  r.claim_mismatches = j.claim_mismatches;
-  if (opt.attribute_causes) attribute_causes(oracle_op, c.spec, ref, out, j.mismatches, r, propagated);
-  const Metrics& m = r.metrics;
-  std::vector<std::int64_t> deciding = std::move(j.deciding);
-  if (r.verdict == Verdict::fail) r.fingerprint = fingerprint(deciding);
-  if (!r.causes.empty()) {
-    r.reason += "; reproduced by " + r.causes.front().cause + " (" + std::to_string(r.causes.front().count) + "/" +
-                std::to_string(m.mismatches()) + ")";
-  }
-  run.output = std::move(call.out);
-  run.deciding = std::move(deciding);
-  return run;
-}
 
 std::string granularity_of(const OpRequest& op) {
   if (const auto* q = std::get_if<QuantizeOp>(&op)) return std::string(name(q->params.granularity()));
@@ -265,13 +31,6 @@ std::string granularity_of(const OpRequest& op) {
   if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op))
     return "weights " + std::string(name(w->b.params.granularity()));
   return "weights " + std::string(name(std::get<QConv2dOp>(op).weight.params.granularity()));
-}
-
-std::string now_utc() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
 }
 
 // How two cases' outputs compare against what `a` states about them.
@@ -405,7 +164,7 @@ const BackendRun& SuiteRunner::ran(const Case& c, std::size_t i) {
   CaseRun& run = evaluated(c);
   if (run.backends[i]) return *run.backends[i];
   Backend& b = *backends_[i];
-  if (c.links.empty()) return run.backends[i].emplace(judge(c, run.op, c.op, run.ref, b, opt_, {}));
+  if (c.links.empty()) return run.backends[i].emplace(run_and_judge(c, run.op, c.op, run.ref, b, opt_, {}));
   // This backend's own outputs of the producers: a rounding of its own at an earlier case
   // propagates into this one, as in the lowered graph.
   OpRequest own = c.op;
@@ -440,7 +199,7 @@ const BackendRun& SuiteRunner::ran(const Case& c, std::size_t i) {
     skipped.result.reason = missing;
     return run.backends[i].emplace(std::move(skipped));
   }
-  return run.backends[i].emplace(judge(c, run.op, own, run.ref, b, opt_, propagated));
+  return run.backends[i].emplace(run_and_judge(c, run.op, own, run.ref, b, opt_, propagated));
 }
 
 CaseResult SuiteRunner::report(const Case& c, std::size_t& done, std::size_t total) {
@@ -658,44 +417,6 @@ Case standalone_case(const Case& c, const Suite& s) {
     bind_operand(op, l.field, evaluate(producer.op, producer.spec).expected);
   }
   return standalone(c, op);
-}
-
-RunMetadata collect_metadata() {
-  RunMetadata m;
-  m.tool_version = QCONFORM_VERSION;
-  m.git_revision = QCONFORM_GIT_REVISION;
-#if defined(__clang__)
-  m.compiler = "clang " __clang_version__;
-#elif defined(__GNUC__)
-  m.compiler = "gcc " __VERSION__;
-#endif
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) == 0) m.host = host;
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      m.cpu = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  struct F {
-    const char* name;
-    bool on;
-  };
-  const F feats[] = {{"sse4.1", __builtin_cpu_supports("sse4.1") != 0},
-                     {"avx2", __builtin_cpu_supports("avx2") != 0},
-                     {"fma", __builtin_cpu_supports("fma") != 0},
-                     {"f16c", __builtin_cpu_supports("f16c") != 0},
-                     {"avx512f", __builtin_cpu_supports("avx512f") != 0},
-                     {"avx512bw", __builtin_cpu_supports("avx512bw") != 0},
-                     {"avx512vnni", __builtin_cpu_supports("avx512vnni") != 0}};
-  for (const F& f : feats)
-    if (f.on) m.cpu_features.push_back(f.name);
-#endif
-  m.started_at = now_utc();
-  return m;
 }
 
 }  // namespace qc

@@ -6,16 +6,12 @@
 #include "backends/hip/hip_compat.hpp"
 #include "backends/hip/kernels.hpp"
 #include "backends/hip/plan.hpp"
+#include "qconform/child_process.hpp"
 
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -170,59 +166,17 @@ DeviceProbe unavailable(const std::string& why) { return {{false, "GPU probe: " 
 
 // Asks the runtime in a forked child, so that this process never initialises it.
 DeviceProbe probe_in_child() {
-  int fds[2];
-  if (::pipe(fds) != 0) return unavailable(std::string("pipe failed: ") + std::strerror(errno));
-  std::fflush(nullptr);  // nothing buffered is written twice
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return unavailable(std::string("fork failed: ") + std::strerror(errno));
-  }
-  if (pid == 0) {  // the prober: answer, then leave without running the parent's exit handlers
-    ::close(fds[0]);
-    const std::string answer = serialize(probe_device());
-    std::size_t done = 0;
-    while (done < answer.size()) {
-      const ssize_t w = ::write(fds[1], answer.data() + done, answer.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) ::_exit(1);
-      done += static_cast<std::size_t>(w);
-    }
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string answer;
-  bool timed_out = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kProbeTimeoutMs);
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    pollfd pfd{fds[0], POLLIN, 0};
-    const int ready = left > 0 ? ::poll(&pfd, 1, static_cast<int>(left)) : 0;
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) {
-      timed_out = true;
-      break;
-    }
-    char chunk[4096];
-    const ssize_t n = ::read(fds[0], chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    answer.append(chunk, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  if (timed_out) ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out) return unavailable("no answer within " + std::to_string(kProbeTimeoutMs / 1000) + " s");
-  if (WIFSIGNALED(status))
-    return unavailable("the probing process died of signal " + std::to_string(WTERMSIG(status)) + " (" +
-                       ::strsignal(WTERMSIG(status)) + ")");
-  if (const std::optional<DeviceProbe> p = deserialize(answer)) return *p;
-  return unavailable("the probing process exited with status " +
-                     std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + " without an answer");
+  const ChildResult c = run_in_child(
+      [](int fd) {
+        const std::string answer = serialize(probe_device());
+        return write_all(fd, answer.data(), answer.size()) ? 0 : 1;
+      },
+      kProbeTimeoutMs / 1000.0);
+  if (!c.started) return unavailable(c.error);
+  if (c.timed_out) return unavailable("no answer within " + std::to_string(kProbeTimeoutMs / 1000) + " s");
+  if (c.signal) return unavailable("the probing process died of " + signal_text(c.signal));
+  if (const std::optional<DeviceProbe> p = deserialize(c.answer)) return *p;
+  return unavailable("the probing process exited with status " + std::to_string(c.exit_status) + " without an answer");
 }
 
 // The device as this process's own runtime sees it (initialising the runtime here): for run().

@@ -1,0 +1,77 @@
+#include "harness/judge.hpp"
+
+#include "harness/compare.hpp"
+#include "harness/isolation.hpp"
+#include "harness/verdict.hpp"
+
+#include <chrono>
+
+namespace qc {
+
+BackendResult started(const Case& c, const Backend& b) {
+  BackendResult r;
+  r.backend = b.name();
+  r.claim = b.claim();
+  r.expectation = c.expectation_for(r.backend).str();
+  return r;
+}
+
+BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequest& backend_op, const Reference& ref,
+                         Backend& b, const RunOptions& opt, const std::vector<InputVariation>& propagated) {
+  BackendRun run;
+  BackendResult& r = run.result;
+  r = started(c, b);
+  const Expectation ex = c.expectation_for(r.backend);
+  // availability() and supports() are the backend's code too: what they throw is this pair's
+  // CRASH (or TIMEOUT, for an exec runner that hangs), not the end of the run.
+  Availability av, sup;
+  std::optional<CallResult> asked = fault_of([&] { av = b.availability(); });
+  if (!asked && av.available) asked = fault_of([&] { sup = b.supports(backend_op); });
+  if (asked) {
+    r.verdict = asked->verdict;
+    r.reason = asked->reason;
+    return run;
+  }
+  if (!av.available) {
+    r.verdict = Verdict::skip;
+    r.reason = av.reason;
+    return run;
+  }
+  if (!sup.available) {
+    r.verdict = Verdict::skip;
+    r.reason = sup.reason;
+    return run;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool fork = (opt.isolate || opt.timeout_seconds > 0) && !b.contains_faults();
+  CallResult call = fork ? call_isolated(b, backend_op, opt.timeout_seconds) : call_in_process(b, backend_op);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!call.out) {
+    r.verdict = call.verdict;
+    r.reason = call.reason;
+    return run;
+  }
+  const Tensor& out = *call.out;
+  Judgement j = judge_output(ex, c.spec.name, r.claim, backend_op, ref, out, opt.max_worst);
+  r.verdict = j.pass ? Verdict::pass : Verdict::fail;
+  r.reason = std::move(j.reason);
+  if (!j.shape_ok) {
+    r.fingerprint = "shape";
+    return run;
+  }
+  r.metrics = std::move(j.metrics);
+  r.claim_mismatches = j.claim_mismatches;
+  if (opt.attribute_causes) attribute_causes(oracle_op, c.spec, ref, out, j.mismatches, r, propagated);
+  const Metrics& m = r.metrics;
+  std::vector<std::int64_t> deciding = std::move(j.deciding);
+  if (r.verdict == Verdict::fail) r.fingerprint = fingerprint(deciding);
+  if (!r.causes.empty()) {
+    r.reason += "; reproduced by " + r.causes.front().cause + " (" + std::to_string(r.causes.front().count) + "/" +
+                std::to_string(m.mismatches()) + ")";
+  }
+  run.output = std::move(call.out);
+  run.deciding = std::move(deciding);
+  return run;
+}
+
+}  // namespace qc
