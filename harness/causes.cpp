@@ -10,25 +10,17 @@
 namespace qc {
 namespace {
 
-constexpr std::array kQuantizeOrders = {
-    QuantizeOrder::div_then_add_int,          QuantizeOrder::div_add_float, QuantizeOrder::recip_then_add_int,
-    QuantizeOrder::recip_add_float,           QuantizeOrder::fma_recip,     QuantizeOrder::round_then_add_float,
-    QuantizeOrder::recip_round_then_add_float};
-constexpr std::array kClamps = {Clamp::int_after, Clamp::float_before, Clamp::wrap};
-// NanRule::error turns NaN into an input error, which no backend output reproduces.
-constexpr std::array kNanRules = {NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point, NanRule::to_zero,
-                                  NanRule::to_qmax_signed_qmin_unsigned};
-constexpr std::array kDequantizeOrders = {DequantizeOrder::sub_int_then_mul, DequantizeOrder::sub_float_then_mul,
-                                          DequantizeOrder::mul_then_sub, DequantizeOrder::fma};
-constexpr std::array kMultiplierOrders = {MultiplierOrder::left_to_right, MultiplierOrder::product_then_divide,
-                                          MultiplierOrder::per_op, MultiplierOrder::reciprocal_scales,
-                                          MultiplierOrder::product_times_reciprocal};
-constexpr std::array kDerivations = {MultiplierDerivation::tflite,        MultiplierDerivation::tflite_single_round,
-                                     MultiplierDerivation::fp32_mantissa, MultiplierDerivation::qnnpack_q31,
-                                     MultiplierDerivation::tosa_scale32,  MultiplierDerivation::tosa_scale16,
-                                     MultiplierDerivation::glow,          MultiplierDerivation::fbgemm};
-constexpr std::array kZeroPointAdds = {ZeroPointAdd::int_after_rounding, ZeroPointAdd::float_before_rounding};
-constexpr std::array kZeroPointCorrections = {ZeroPointCorrection::subtract_first, ZeroPointCorrection::compensate};
+// Every value of each dimension, from its table (qconform/enum_table.hpp); NaN: the rules an output
+// can show (NanRule::error turns NaN into an input error, which no backend output reproduces).
+constexpr auto kQuantizeOrders = table_values<QuantizeOrder>();
+constexpr auto kClamps = table_values<Clamp>();
+constexpr auto kNanRules = kOutputNanRules;
+constexpr auto kIntCasts = table_values<IntCast>();
+constexpr auto kDequantizeOrders = table_values<DequantizeOrder>();
+constexpr auto kMultiplierOrders = table_values<MultiplierOrder>();
+constexpr auto kDerivations = table_values<MultiplierDerivation>();
+constexpr auto kZeroPointAdds = table_values<ZeroPointAdd>();
+constexpr auto kZeroPointCorrections = table_values<ZeroPointCorrection>();
 
 // The float formats an implementation plausibly computes in (the spec's own one is skipped by
 // the caller when it resolves to the same choice).
@@ -105,7 +97,7 @@ void quantize_changes(Builder& b, DType input) {
   for (NanRule n : kNanRules)
     b.quantize(input, "nan", std::string(name(n)), "maps NaN " + std::string(name(n)), std::string(name(cur.nan)),
                [n](QuantizePolicy& q) { q.nan = n; });
-  for (IntCast c : {IntCast::exact, IntCast::x86_int32, IntCast::x86_int64})
+  for (IntCast c : kIntCasts)
     b.quantize(input, "cast", std::string(name(c)), "converts to an integer as " + std::string(name(c)),
                std::string(name(cur.cast)), [c](QuantizePolicy& q) { q.cast = c; });
   b.quantize(input, "narrow_range", cur.narrow_range ? "false" : "true",

@@ -68,13 +68,9 @@ bool reproduces(const std::vector<QuantizeProbe>& probes, const QuantizePolicy& 
   return true;
 }
 
-constexpr std::array kOrders = {
-    QuantizeOrder::div_then_add_int,          QuantizeOrder::div_add_float, QuantizeOrder::recip_then_add_int,
-    QuantizeOrder::recip_add_float,           QuantizeOrder::fma_recip,     QuantizeOrder::round_then_add_float,
-    QuantizeOrder::recip_round_then_add_float};
-constexpr std::array kClamps = {Clamp::int_after, Clamp::float_before, Clamp::wrap};
-constexpr std::array kNans = {NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point, NanRule::to_zero,
-                              NanRule::to_qmax_signed_qmin_unsigned};
+constexpr auto kOrders = table_values<QuantizeOrder>();
+constexpr auto kClamps = table_values<Clamp>();
+constexpr auto kNans = kOutputNanRules;
 
 std::vector<ComputeFormat> compute_choices() {
   using K = ComputeFormat::Kind;

@@ -9,15 +9,7 @@
 
 namespace qc {
 
-std::string_view name(ZeroPointCorrection z) {
-  switch (z) {
-    case ZeroPointCorrection::subtract_first:
-      return "subtract_first";
-    case ZeroPointCorrection::compensate:
-      return "compensate";
-  }
-  return "?";
-}
+std::string_view name(ZeroPointCorrection z) { return table_name(z); }
 
 PairedAccumulation paired_accumulation(Accumulation acc, PairRule pairs, DType a, DType b, bool zero_points) {
   if (acc != Accumulation::int16_pair_saturate) return {acc};
@@ -43,17 +35,7 @@ void shift_signed_activations(std::vector<std::int32_t>& a, std::vector<std::int
   for (std::int64_t& z : a_zero_points) z += 128;
 }
 
-std::string_view name(PairRule r) {
-  switch (r) {
-    case PairRule::u8s8_whole_k:
-      return "u8s8_whole_k";
-    case PairRule::x8s8_avx2_k_blocks:
-      return "x8s8_avx2_k_blocks";
-    case PairRule::x8s8_avx512_k_blocks:
-      return "x8s8_avx512_k_blocks";
-  }
-  return "?";
-}
+std::string_view name(PairRule r) { return table_name(r); }
 
 std::vector<std::int64_t> pair_block_starts(PairRule r, std::int64_t depth) {
   std::vector<std::int64_t> starts{0};
@@ -69,15 +51,7 @@ std::vector<std::int64_t> pair_block_starts(PairRule r, std::int64_t depth) {
   return starts;
 }
 
-std::string_view name(ConvDepthOrder o) {
-  switch (o) {
-    case ConvDepthOrder::c_kh_kw:
-      return "c_kh_kw";
-    case ConvDepthOrder::kh_kw_c:
-      return "kh_kw_c";
-  }
-  return "?";
-}
+std::string_view name(ConvDepthOrder o) { return table_name(o); }
 
 bool IntGemmProblem::any_zero_point() const {
   auto nonzero = [](std::int64_t z) { return z != 0; };

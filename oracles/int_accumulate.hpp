@@ -19,6 +19,7 @@
 #include "oracles/exact.hpp"
 #include "oracles/policy.hpp"  // Accumulation
 #include "qconform/dtype.hpp"
+#include "qconform/enum_table.hpp"
 #include "qconform/ops.hpp"  // IntRange
 
 #include <array>
@@ -71,6 +72,13 @@ enum class ZeroPointCorrection : std::uint8_t {
   // what vpmaddubsw multiplies). Equal to subtract_first whenever nothing overflows.
   compensate,
 };
+inline constexpr EnumEntry<ZeroPointCorrection> kZeroPointCorrectionTable[] = {
+    {ZeroPointCorrection::subtract_first, "subtract_first"},
+    {ZeroPointCorrection::compensate, "compensate"},
+};
+constexpr std::span<const EnumEntry<ZeroPointCorrection>> enum_table(ZeroPointCorrection) {
+  return kZeroPointCorrectionTable;
+}
 std::string_view name(ZeroPointCorrection z);
 
 // The order of a convolution's dot product over one filter (qconv2d.hpp): the K of the GEMM its
@@ -85,7 +93,12 @@ enum class ConvDepthOrder : std::uint8_t {
   // one tap with the first of the next (measured: onnxruntime-node 1.30, MLAS AVX2 kernel).
   kh_kw_c,
 };
-inline constexpr std::array<ConvDepthOrder, 2> kAllConvDepthOrders = {ConvDepthOrder::c_kh_kw, ConvDepthOrder::kh_kw_c};
+inline constexpr EnumEntry<ConvDepthOrder> kConvDepthOrderTable[] = {
+    {ConvDepthOrder::c_kh_kw, "c_kh_kw"},
+    {ConvDepthOrder::kh_kw_c, "kh_kw_c"},
+};
+constexpr std::span<const EnumEntry<ConvDepthOrder>> enum_table(ConvDepthOrder) { return kConvDepthOrderTable; }
+inline constexpr auto kAllConvDepthOrders = table_values<ConvDepthOrder>();
 std::string_view name(ConvDepthOrder o);
 
 // How an int16_pair_saturate kernel (vpmaddubsw: unsigned bytes times signed bytes, adjacent
@@ -105,8 +118,13 @@ enum class PairRule : std::uint8_t {
   x8s8_avx2_k_blocks,
   x8s8_avx512_k_blocks,
 };
-inline constexpr std::array<PairRule, 3> kAllPairRules = {PairRule::u8s8_whole_k, PairRule::x8s8_avx2_k_blocks,
-                                                          PairRule::x8s8_avx512_k_blocks};
+inline constexpr EnumEntry<PairRule> kPairRuleTable[] = {
+    {PairRule::u8s8_whole_k, "u8s8_whole_k"},
+    {PairRule::x8s8_avx2_k_blocks, "x8s8_avx2_k_blocks"},
+    {PairRule::x8s8_avx512_k_blocks, "x8s8_avx512_k_blocks"},
+};
+constexpr std::span<const EnumEntry<PairRule>> enum_table(PairRule) { return kPairRuleTable; }
+inline constexpr auto kAllPairRules = table_values<PairRule>();
 std::string_view name(PairRule r);
 
 // Where the pairs restart along a dot product of length K (the first block starts at 0).

@@ -63,344 +63,61 @@ std::optional<ComputeFormat> parse_compute_format(std::string_view s) {
   return std::nullopt;
 }
 
-std::string_view name(QuantizeOrder o) {
-  switch (o) {
-    case QuantizeOrder::div_then_add_int:
-      return "div_then_add_int";
-    case QuantizeOrder::div_add_float:
-      return "div_add_float";
-    case QuantizeOrder::recip_then_add_int:
-      return "recip_then_add_int";
-    case QuantizeOrder::recip_add_float:
-      return "recip_add_float";
-    case QuantizeOrder::fma_recip:
-      return "fma_recip";
-    case QuantizeOrder::round_then_add_float:
-      return "round_then_add_float";
-    case QuantizeOrder::recip_round_then_add_float:
-      return "recip_round_then_add_float";
-  }
-  return "?";
-}
+std::string_view name(QuantizeOrder o) { return table_name(o); }
 
-std::string_view formula(QuantizeOrder o) {
-  switch (o) {
-    case QuantizeOrder::div_then_add_int:
-      return "round(x/s) + zp";
-    case QuantizeOrder::div_add_float:
-      return "round(x/s + zp)";
-    case QuantizeOrder::recip_then_add_int:
-      return "round(x*(1/s)) + zp";
-    case QuantizeOrder::recip_add_float:
-      return "round(x*(1/s) + zp)";
-    case QuantizeOrder::fma_recip:
-      return "round(fma(x, 1/s, zp))";
-    case QuantizeOrder::round_then_add_float:
-      return "round(x/s) +. zp";
-    case QuantizeOrder::recip_round_then_add_float:
-      return "round(x*(1/s)) +. zp";
-  }
-  return "?";
-}
+std::string_view formula(QuantizeOrder o) { return table_description(o); }
 
-std::optional<QuantizeOrder> parse_quantize_order(std::string_view s) {
-  for (auto o : {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float, QuantizeOrder::recip_then_add_int,
-                 QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip, QuantizeOrder::round_then_add_float,
-                 QuantizeOrder::recip_round_then_add_float})
-    if (name(o) == s || formula(o) == s) return o;
+std::optional<QuantizeOrder> parse_quantize_order(std::string_view s) {  // its name or its formula
+  for (const EnumEntry<QuantizeOrder>& e : enum_table(QuantizeOrder{}))
+    if (e.name == s || e.description == s) return e.value;
   return std::nullopt;
 }
 
-std::string_view name(Clamp c) {
-  switch (c) {
-    case Clamp::int_after:
-      return "int_after";
-    case Clamp::float_before:
-      return "float_before";
-    case Clamp::wrap:
-      return "wrap";
-  }
-  return "?";
-}
+std::string_view name(Clamp c) { return table_name(c); }
 
-std::optional<Clamp> parse_clamp(std::string_view s) {
-  for (auto c : {Clamp::int_after, Clamp::float_before, Clamp::wrap})
-    if (name(c) == s) return c;
-  return std::nullopt;
-}
+std::optional<Clamp> parse_clamp(std::string_view s) { return table_parse<Clamp>(s); }
 
-std::string_view name(NanRule n) {
-  switch (n) {
-    case NanRule::unspecified:
-      return "unspecified";
-    case NanRule::to_qmin:
-      return "qmin";
-    case NanRule::to_qmax:
-      return "qmax";
-    case NanRule::to_zero_point:
-      return "zero_point";
-    case NanRule::to_zero:
-      return "zero";
-    case NanRule::error:
-      return "error";
-    case NanRule::to_qmax_signed_qmin_unsigned:
-      return "qmax_signed_qmin_unsigned";
-  }
-  return "?";
-}
+std::string_view name(NanRule n) { return table_name(n); }
 
-std::optional<NanRule> parse_nan_rule(std::string_view s) {
-  for (auto n : {NanRule::unspecified, NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point, NanRule::to_zero,
-                 NanRule::error, NanRule::to_qmax_signed_qmin_unsigned})
-    if (name(n) == s) return n;
-  return std::nullopt;
-}
+std::optional<NanRule> parse_nan_rule(std::string_view s) { return table_parse<NanRule>(s); }
 
-std::string_view name(IntCast c) {
-  switch (c) {
-    case IntCast::exact:
-      return "exact";
-    case IntCast::x86_int32:
-      return "x86_int32";
-    case IntCast::x86_int64:
-      return "x86_int64";
-  }
-  return "?";
-}
+std::string_view name(IntCast c) { return table_name(c); }
 
-std::optional<IntCast> parse_int_cast(std::string_view s) {
-  for (auto c : {IntCast::exact, IntCast::x86_int32, IntCast::x86_int64})
-    if (name(c) == s) return c;
-  return std::nullopt;
-}
+std::optional<IntCast> parse_int_cast(std::string_view s) { return table_parse<IntCast>(s); }
 
-std::string_view name(DequantizeOrder o) {
-  switch (o) {
-    case DequantizeOrder::sub_int_then_mul:
-      return "sub_int_then_mul";
-    case DequantizeOrder::sub_float_then_mul:
-      return "sub_float_then_mul";
-    case DequantizeOrder::mul_then_sub:
-      return "mul_then_sub";
-    case DequantizeOrder::fma:
-      return "fma";
-  }
-  return "?";
-}
+std::string_view name(DequantizeOrder o) { return table_name(o); }
 
-std::string_view formula(DequantizeOrder o) {
-  switch (o) {
-    case DequantizeOrder::sub_int_then_mul:
-      return "(q - zp) * s, integer subtraction";
-    case DequantizeOrder::sub_float_then_mul:
-      return "(float(q) - float(zp)) * s";
-    case DequantizeOrder::mul_then_sub:
-      return "q*s - zp*s";
-    case DequantizeOrder::fma:
-      return "fma(q, s, -(zp*s))";
-  }
-  return "?";
-}
+std::string_view formula(DequantizeOrder o) { return table_description(o); }
 
-std::optional<DequantizeOrder> parse_dequantize_order(std::string_view s) {
-  for (auto o : {DequantizeOrder::sub_int_then_mul, DequantizeOrder::sub_float_then_mul, DequantizeOrder::mul_then_sub,
-                 DequantizeOrder::fma})
-    if (name(o) == s) return o;
-  return std::nullopt;
-}
+std::optional<DequantizeOrder> parse_dequantize_order(std::string_view s) { return table_parse<DequantizeOrder>(s); }
 
 // ---- Requantize and accumulation names ----------------------------------------------------------
 
-std::string_view name(RequantizeScheme s) {
-  switch (s) {
-    case RequantizeScheme::ideal:
-      return "ideal";
-    case RequantizeScheme::float_multiplier:
-      return "float_multiplier";
-    case RequantizeScheme::gemmlowp_double:
-      return "gemmlowp_double";
-    case RequantizeScheme::tflite_single:
-      return "tflite_single";
-    case RequantizeScheme::tflite_int64:
-      return "tflite_int64";
-    case RequantizeScheme::tosa_single:
-      return "tosa_single";
-    case RequantizeScheme::tosa_double:
-      return "tosa_double";
-    case RequantizeScheme::tosa_scale16:
-      return "tosa_scale16";
-    case RequantizeScheme::xnnpack_rndnu:
-      return "xnnpack_rndnu";
-    case RequantizeScheme::xnnpack_fp32:
-      return "xnnpack_fp32";
-    case RequantizeScheme::qnnpack_precise:
-      return "qnnpack_precise";
-    case RequantizeScheme::qnnpack_q31:
-      return "qnnpack_q31";
-    case RequantizeScheme::glow_int32:
-      return "glow_int32";
-    case RequantizeScheme::stablehlo_truncate:
-      return "stablehlo_truncate";
-    case RequantizeScheme::fbgemm_fixed_point:
-      return "fbgemm_fixed_point";
-    case RequantizeScheme::gemmlowp_scalar:
-      return "gemmlowp_scalar";
-  }
-  return "?";
-}
+std::string_view name(RequantizeScheme s) { return table_name(s); }
 
-std::string_view describe(RequantizeScheme s) {
-  switch (s) {
-    case RequantizeScheme::ideal:
-      return "round(acc * s_in*s_w/s_out) on exact rationals";
-    case RequantizeScheme::float_multiplier:
-      return "multiplier and product in IEEE formats, in a stated order";
-    case RequantizeScheme::gemmlowp_double:
-      return "RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x * 2^ls, M), rs): round half up, then half away";
-    case RequantizeScheme::gemmlowp_scalar:
-      return "RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(ShiftLeft(x, ls), M), rs), ShiftLeft saturating "
-             "(gemmlowp's scalar output stage)";
-    case RequantizeScheme::tflite_single:
-      return "(x*M + 2^(30-shift)) >> (31-shift) in int64: round half up";
-    case RequantizeScheme::tflite_int64:
-      return "int64 x, 16-bit reduced multiplier, (x*M16 + 2^(14-shift)) >> (15-shift)";
-    case RequantizeScheme::tosa_single:
-      return "TOSA apply_scale_32, SINGLE_ROUND";
-    case RequantizeScheme::tosa_double:
-      return "TOSA apply_scale_32, DOUBLE_ROUND";
-    case RequantizeScheme::tosa_scale16:
-      return "TOSA apply_scale_16 (int16 multiplier)";
-    case RequantizeScheme::xnnpack_rndnu:
-      return "(acc*M24 + 2^(s-1)) >> s from the f32 scale's bits: round half up, exact";
-    case RequantizeScheme::xnnpack_fp32:
-      return "lrintf(clamp((float)acc * scale, qmin-zp, qmax-zp)) + zp";
-    case RequantizeScheme::qnnpack_precise:
-      return "|acc|*M24 >> s rounded half up, sign restored: round half away, exact";
-    case RequantizeScheme::qnnpack_q31:
-      return "Q31 high multiply (round half up), then a round-half-away shift";
-    case RequantizeScheme::glow_int32:
-      return "((((x >> pre) * S) + 2^(post-1)) >> post) + offset in int32 (wraps)";
-    case RequantizeScheme::stablehlo_truncate:
-      return "f32(acc) * f32 scale, convert to i32 (truncates), + zp, narrowing convert";
-    case RequantizeScheme::fbgemm_fixed_point:
-      return "zp + ((acc*M + 2^(rs-1)) >> rs) in int64: round half up";
-  }
-  return "?";
-}
+std::string_view describe(RequantizeScheme s) { return table_description(s); }
 
-std::optional<RequantizeScheme> parse_requantize_scheme(std::string_view s) {
-  for (RequantizeScheme r : kAllRequantizeSchemes)
-    if (name(r) == s) return r;
-  return std::nullopt;
-}
+std::optional<RequantizeScheme> parse_requantize_scheme(std::string_view s) { return table_parse<RequantizeScheme>(s); }
 
-std::string_view name(MultiplierOrder o) {
-  switch (o) {
-    case MultiplierOrder::left_to_right:
-      return "left_to_right";
-    case MultiplierOrder::product_then_divide:
-      return "product_then_divide";
-    case MultiplierOrder::per_op:
-      return "per_op";
-    case MultiplierOrder::reciprocal_scales:
-      return "reciprocal_scales";
-    case MultiplierOrder::product_times_reciprocal:
-      return "product_times_reciprocal";
-  }
-  return "?";
-}
+std::string_view name(MultiplierOrder o) { return table_name(o); }
 
-std::optional<MultiplierOrder> parse_multiplier_order(std::string_view s) {
-  for (auto o : {MultiplierOrder::left_to_right, MultiplierOrder::product_then_divide, MultiplierOrder::per_op,
-                 MultiplierOrder::reciprocal_scales, MultiplierOrder::product_times_reciprocal})
-    if (name(o) == s) return o;
-  return std::nullopt;
-}
+std::optional<MultiplierOrder> parse_multiplier_order(std::string_view s) { return table_parse<MultiplierOrder>(s); }
 
-std::string_view name(MultiplierDerivation d) {
-  switch (d) {
-    case MultiplierDerivation::tflite:
-      return "tflite";
-    case MultiplierDerivation::tflite_single_round:
-      return "tflite_single_round";
-    case MultiplierDerivation::fp32_mantissa:
-      return "fp32_mantissa";
-    case MultiplierDerivation::qnnpack_q31:
-      return "qnnpack_q31";
-    case MultiplierDerivation::tosa_scale32:
-      return "tosa_scale32";
-    case MultiplierDerivation::tosa_scale16:
-      return "tosa_scale16";
-    case MultiplierDerivation::glow:
-      return "glow";
-    case MultiplierDerivation::fbgemm:
-      return "fbgemm";
-  }
-  return "?";
-}
+std::string_view name(MultiplierDerivation d) { return table_name(d); }
 
 std::optional<MultiplierDerivation> parse_multiplier_derivation(std::string_view s) {
-  for (auto d :
-       {MultiplierDerivation::tflite, MultiplierDerivation::tflite_single_round, MultiplierDerivation::fp32_mantissa,
-        MultiplierDerivation::qnnpack_q31, MultiplierDerivation::tosa_scale32, MultiplierDerivation::tosa_scale16,
-        MultiplierDerivation::glow, MultiplierDerivation::fbgemm})
-    if (name(d) == s) return d;
-  return std::nullopt;
+  return table_parse<MultiplierDerivation>(s);
 }
 
-std::string_view name(ZeroPointAdd z) {
-  switch (z) {
-    case ZeroPointAdd::int_after_rounding:
-      return "int_after_rounding";
-    case ZeroPointAdd::float_before_rounding:
-      return "float_before_rounding";
-  }
-  return "?";
-}
+std::string_view name(ZeroPointAdd z) { return table_name(z); }
 
-std::optional<ZeroPointAdd> parse_zero_point_add(std::string_view s) {
-  for (auto z : {ZeroPointAdd::int_after_rounding, ZeroPointAdd::float_before_rounding})
-    if (name(z) == s) return z;
-  return std::nullopt;
-}
+std::optional<ZeroPointAdd> parse_zero_point_add(std::string_view s) { return table_parse<ZeroPointAdd>(s); }
 
-std::string_view name(Accumulation a) {
-  switch (a) {
-    case Accumulation::exact:
-      return "exact";
-    case Accumulation::int32_wrap:
-      return "int32_wrap";
-    case Accumulation::int32_saturate:
-      return "int32_saturate";
-    case Accumulation::int64:
-      return "int64";
-    case Accumulation::int16_pair_saturate:
-      return "int16_pair_saturate";
-  }
-  return "?";
-}
+std::string_view name(Accumulation a) { return table_name(a); }
 
-std::string_view describe(Accumulation a) {
-  switch (a) {
-    case Accumulation::exact:
-      return "arbitrary precision";
-    case Accumulation::int32_wrap:
-      return "int32, two's-complement wrap";
-    case Accumulation::int32_saturate:
-      return "int32, saturating adds in index order";
-    case Accumulation::int64:
-      return "int64, two's-complement wrap";
-    case Accumulation::int16_pair_saturate:
-      return "u8 x s8 pairs (2j, 2j+1) summed and saturated to int16 (vpmaddubsw), then added in int32";
-  }
-  return "?";
-}
+std::string_view describe(Accumulation a) { return table_description(a); }
 
-std::optional<Accumulation> parse_accumulation(std::string_view s) {
-  for (Accumulation a : kAllAccumulations)
-    if (name(a) == s) return a;
-  return std::nullopt;
-}
+std::optional<Accumulation> parse_accumulation(std::string_view s) { return table_parse<Accumulation>(s); }
 
 // ---- Requantize policies ------------------------------------------------------------------------
 

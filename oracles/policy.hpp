@@ -6,10 +6,12 @@
 
 #include "oracles/format.hpp"
 #include "oracles/rounding.hpp"
+#include "qconform/enum_table.hpp"
 
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,6 +49,16 @@ enum class QuantizeOrder : std::uint8_t {
   round_then_add_float,        // round(x / s) + zp, the add in the compute format (MLAS scalar, MIGraphX GPU)
   recip_round_then_add_float,  // round(x * (1/s)) + zp, the add in the compute format (PyTorch quantize_val)
 };
+inline constexpr EnumEntry<QuantizeOrder> kQuantizeOrderTable[] = {
+    {QuantizeOrder::div_then_add_int, "div_then_add_int", "round(x/s) + zp"},
+    {QuantizeOrder::div_add_float, "div_add_float", "round(x/s + zp)"},
+    {QuantizeOrder::recip_then_add_int, "recip_then_add_int", "round(x*(1/s)) + zp"},
+    {QuantizeOrder::recip_add_float, "recip_add_float", "round(x*(1/s) + zp)"},
+    {QuantizeOrder::fma_recip, "fma_recip", "round(fma(x, 1/s, zp))"},
+    {QuantizeOrder::round_then_add_float, "round_then_add_float", "round(x/s) +. zp"},
+    {QuantizeOrder::recip_round_then_add_float, "recip_round_then_add_float", "round(x*(1/s)) +. zp"},
+};
+constexpr std::span<const EnumEntry<QuantizeOrder>> enum_table(QuantizeOrder) { return kQuantizeOrderTable; }
 // The orders that add the zero point after rounding, in the compute format.
 inline bool adds_zp_in_float_after_rounding(QuantizeOrder o) {
   return o == QuantizeOrder::round_then_add_float || o == QuantizeOrder::recip_round_then_add_float;
@@ -60,6 +72,12 @@ enum class Clamp : std::uint8_t {
   float_before,  // clamp in the compute format before rounding (MLAS, XNNPACK, StableHLO)
   wrap,          // no clamp: two's-complement wrap of the integer (a plain cast)
 };
+inline constexpr EnumEntry<Clamp> kClampTable[] = {
+    {Clamp::int_after, "int_after"},
+    {Clamp::float_before, "float_before"},
+    {Clamp::wrap, "wrap"},
+};
+constexpr std::span<const EnumEntry<Clamp>> enum_table(Clamp) { return kClampTable; }
 std::string_view name(Clamp c);
 std::optional<Clamp> parse_clamp(std::string_view s);
 
@@ -75,6 +93,26 @@ enum class NanRule : std::uint8_t {
   // output and to qmin (0) for an unsigned one (oneDNN 2.x jit reorder: saturate_f32).
   to_qmax_signed_qmin_unsigned,
 };
+inline constexpr EnumEntry<NanRule> kNanRuleTable[] = {
+    {NanRule::unspecified, "unspecified"},
+    {NanRule::to_qmin, "qmin"},
+    {NanRule::to_qmax, "qmax"},
+    {NanRule::to_zero_point, "zero_point"},
+    {NanRule::to_zero, "zero"},
+    {NanRule::error, "error"},
+    {NanRule::to_qmax_signed_qmin_unsigned, "qmax_signed_qmin_unsigned"},
+};
+constexpr std::span<const EnumEntry<NanRule>> enum_table(NanRule) { return kNanRuleTable; }
+// The rules a backend's output can show: every rule but `unspecified` (it names no value) and
+// `error` (it gives no output). What causes and infer try.
+constexpr auto output_nan_rules() {
+  std::array<NanRule, std::size(kNanRuleTable) - 2> rules{};
+  std::size_t k = 0;
+  for (const EnumEntry<NanRule>& e : kNanRuleTable)
+    if (e.value != NanRule::unspecified && e.value != NanRule::error) rules[k++] = e.value;
+  return rules;
+}
+inline constexpr auto kOutputNanRules = output_nan_rules();
 std::string_view name(NanRule n);
 std::optional<NanRule> parse_nan_rule(std::string_view s);
 
@@ -88,6 +126,12 @@ enum class IntCast : std::uint8_t {
   x86_int32,  // a cast to int32 on x86: NaN, +-inf and values outside int32 give INT32_MIN
   x86_int64,  // a cast to int64 on x86: NaN, +-inf and values outside int64 give INT64_MIN
 };
+inline constexpr EnumEntry<IntCast> kIntCastTable[] = {
+    {IntCast::exact, "exact"},
+    {IntCast::x86_int32, "x86_int32"},
+    {IntCast::x86_int64, "x86_int64"},
+};
+constexpr std::span<const EnumEntry<IntCast>> enum_table(IntCast) { return kIntCastTable; }
 std::string_view name(IntCast c);
 std::optional<IntCast> parse_int_cast(std::string_view s);
 
@@ -120,6 +164,13 @@ enum class DequantizeOrder : std::uint8_t {
   mul_then_sub,        // q*s - zp*s
   fma,                 // fma(q, s, -(zp*s))
 };
+inline constexpr EnumEntry<DequantizeOrder> kDequantizeOrderTable[] = {
+    {DequantizeOrder::sub_int_then_mul, "sub_int_then_mul", "(q - zp) * s, integer subtraction"},
+    {DequantizeOrder::sub_float_then_mul, "sub_float_then_mul", "(float(q) - float(zp)) * s"},
+    {DequantizeOrder::mul_then_sub, "mul_then_sub", "q*s - zp*s"},
+    {DequantizeOrder::fma, "fma", "fma(q, s, -(zp*s))"},
+};
+constexpr std::span<const EnumEntry<DequantizeOrder>> enum_table(DequantizeOrder) { return kDequantizeOrderTable; }
 std::string_view name(DequantizeOrder o);
 std::string_view formula(DequantizeOrder o);
 std::optional<DequantizeOrder> parse_dequantize_order(std::string_view s);
@@ -151,13 +202,35 @@ enum class RequantizeScheme : std::uint8_t {
   fbgemm_fixed_point,  // zp + ((acc*M + 2^(rs-1)) >> rs), FBGEMM RequantizeFixedPoint
   gemmlowp_scalar,     // gemmlowp's own output stage, scalar: as gemmlowp_double, the pre-shift saturating
 };
-inline constexpr std::array<RequantizeScheme, 16> kAllRequantizeSchemes = {
-    RequantizeScheme::ideal,          RequantizeScheme::float_multiplier,   RequantizeScheme::gemmlowp_double,
-    RequantizeScheme::tflite_single,  RequantizeScheme::tflite_int64,       RequantizeScheme::tosa_single,
-    RequantizeScheme::tosa_double,    RequantizeScheme::tosa_scale16,       RequantizeScheme::xnnpack_rndnu,
-    RequantizeScheme::xnnpack_fp32,   RequantizeScheme::qnnpack_precise,    RequantizeScheme::qnnpack_q31,
-    RequantizeScheme::glow_int32,     RequantizeScheme::stablehlo_truncate, RequantizeScheme::fbgemm_fixed_point,
-    RequantizeScheme::gemmlowp_scalar};
+inline constexpr EnumEntry<RequantizeScheme> kRequantizeSchemeTable[] = {
+    {RequantizeScheme::ideal, "ideal", "round(acc * s_in*s_w/s_out) on exact rationals"},
+    {RequantizeScheme::float_multiplier, "float_multiplier",
+     "multiplier and product in IEEE formats, in a stated order"},
+    {RequantizeScheme::gemmlowp_double, "gemmlowp_double",
+     "RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x * 2^ls, M), rs): round half up, then half away"},
+    {RequantizeScheme::tflite_single, "tflite_single", "(x*M + 2^(30-shift)) >> (31-shift) in int64: round half up"},
+    {RequantizeScheme::tflite_int64, "tflite_int64",
+     "int64 x, 16-bit reduced multiplier, (x*M16 + 2^(14-shift)) >> (15-shift)"},
+    {RequantizeScheme::tosa_single, "tosa_single", "TOSA apply_scale_32, SINGLE_ROUND"},
+    {RequantizeScheme::tosa_double, "tosa_double", "TOSA apply_scale_32, DOUBLE_ROUND"},
+    {RequantizeScheme::tosa_scale16, "tosa_scale16", "TOSA apply_scale_16 (int16 multiplier)"},
+    {RequantizeScheme::xnnpack_rndnu, "xnnpack_rndnu",
+     "(acc*M24 + 2^(s-1)) >> s from the f32 scale's bits: round half up, exact"},
+    {RequantizeScheme::xnnpack_fp32, "xnnpack_fp32", "lrintf(clamp((float)acc * scale, qmin-zp, qmax-zp)) + zp"},
+    {RequantizeScheme::qnnpack_precise, "qnnpack_precise",
+     "|acc|*M24 >> s rounded half up, sign restored: round half away, exact"},
+    {RequantizeScheme::qnnpack_q31, "qnnpack_q31", "Q31 high multiply (round half up), then a round-half-away shift"},
+    {RequantizeScheme::glow_int32, "glow_int32", "((((x >> pre) * S) + 2^(post-1)) >> post) + offset in int32 (wraps)"},
+    {RequantizeScheme::stablehlo_truncate, "stablehlo_truncate",
+     "f32(acc) * f32 scale, convert to i32 (truncates), + zp, narrowing convert"},
+    {RequantizeScheme::fbgemm_fixed_point, "fbgemm_fixed_point",
+     "zp + ((acc*M + 2^(rs-1)) >> rs) in int64: round half up"},
+    {RequantizeScheme::gemmlowp_scalar, "gemmlowp_scalar",
+     "RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(ShiftLeft(x, ls), M), rs), ShiftLeft saturating "
+     "(gemmlowp's scalar output stage)"},
+};
+constexpr std::span<const EnumEntry<RequantizeScheme>> enum_table(RequantizeScheme) { return kRequantizeSchemeTable; }
+inline constexpr auto kAllRequantizeSchemes = table_values<RequantizeScheme>();
 std::string_view name(RequantizeScheme s);
 std::string_view describe(RequantizeScheme s);
 std::optional<RequantizeScheme> parse_requantize_scheme(std::string_view s);
@@ -172,6 +245,14 @@ enum class MultiplierOrder : std::uint8_t {
                         // PyTorch's onednn engine)
   product_times_reciprocal,  // (s_in * s_w) * (1/s_out) (PyTorch's qnnpack engine, generate_requantization_scales)
 };
+inline constexpr EnumEntry<MultiplierOrder> kMultiplierOrderTable[] = {
+    {MultiplierOrder::left_to_right, "left_to_right"},
+    {MultiplierOrder::product_then_divide, "product_then_divide"},
+    {MultiplierOrder::per_op, "per_op"},
+    {MultiplierOrder::reciprocal_scales, "reciprocal_scales"},
+    {MultiplierOrder::product_times_reciprocal, "product_times_reciprocal"},
+};
+constexpr std::span<const EnumEntry<MultiplierOrder>> enum_table(MultiplierOrder) { return kMultiplierOrderTable; }
 std::string_view name(MultiplierOrder o);
 std::optional<MultiplierOrder> parse_multiplier_order(std::string_view s);
 
@@ -186,6 +267,19 @@ enum class MultiplierDerivation : std::uint8_t {
   glow,                 // Glow quantizeScaleOffset32To8 (pre-shift, integer scale, post-shift)
   fbgemm,               // FBGEMM ChooseRequantizationMultiplier (float doubling/halving, RNE to Q31)
 };
+inline constexpr EnumEntry<MultiplierDerivation> kMultiplierDerivationTable[] = {
+    {MultiplierDerivation::tflite, "tflite"},
+    {MultiplierDerivation::tflite_single_round, "tflite_single_round"},
+    {MultiplierDerivation::fp32_mantissa, "fp32_mantissa"},
+    {MultiplierDerivation::qnnpack_q31, "qnnpack_q31"},
+    {MultiplierDerivation::tosa_scale32, "tosa_scale32"},
+    {MultiplierDerivation::tosa_scale16, "tosa_scale16"},
+    {MultiplierDerivation::glow, "glow"},
+    {MultiplierDerivation::fbgemm, "fbgemm"},
+};
+constexpr std::span<const EnumEntry<MultiplierDerivation>> enum_table(MultiplierDerivation) {
+  return kMultiplierDerivationTable;
+}
 std::string_view name(MultiplierDerivation d);
 std::optional<MultiplierDerivation> parse_multiplier_derivation(std::string_view s);
 
@@ -194,6 +288,11 @@ enum class ZeroPointAdd : std::uint8_t {
   int_after_rounding,     // round(acc * m) + zp in integers
   float_before_rounding,  // round(acc * m + zp), the addition in product_format (oneDNN, Glow interpreter, TVM FP)
 };
+inline constexpr EnumEntry<ZeroPointAdd> kZeroPointAddTable[] = {
+    {ZeroPointAdd::int_after_rounding, "int_after_rounding"},
+    {ZeroPointAdd::float_before_rounding, "float_before_rounding"},
+};
+constexpr std::span<const EnumEntry<ZeroPointAdd>> enum_table(ZeroPointAdd) { return kZeroPointAddTable; }
 std::string_view name(ZeroPointAdd z);
 std::optional<ZeroPointAdd> parse_zero_point_add(std::string_view s);
 
@@ -237,9 +336,16 @@ enum class Accumulation : std::uint8_t {
   int64,                // int64, wrapping
   int16_pair_saturate,  // x86 vpmaddubsw + vpmaddwd + vpaddd: u8 x s8 pairs saturated to int16
 };
-inline constexpr std::array<Accumulation, 5> kAllAccumulations = {Accumulation::exact, Accumulation::int32_wrap,
-                                                                  Accumulation::int32_saturate, Accumulation::int64,
-                                                                  Accumulation::int16_pair_saturate};
+inline constexpr EnumEntry<Accumulation> kAccumulationTable[] = {
+    {Accumulation::exact, "exact", "arbitrary precision"},
+    {Accumulation::int32_wrap, "int32_wrap", "int32, two's-complement wrap"},
+    {Accumulation::int32_saturate, "int32_saturate", "int32, saturating adds in index order"},
+    {Accumulation::int64, "int64", "int64, two's-complement wrap"},
+    {Accumulation::int16_pair_saturate, "int16_pair_saturate",
+     "u8 x s8 pairs (2j, 2j+1) summed and saturated to int16 (vpmaddubsw), then added in int32"},
+};
+constexpr std::span<const EnumEntry<Accumulation>> enum_table(Accumulation) { return kAccumulationTable; }
+inline constexpr auto kAllAccumulations = table_values<Accumulation>();
 std::string_view name(Accumulation a);
 std::string_view describe(Accumulation a);
 std::optional<Accumulation> parse_accumulation(std::string_view s);

@@ -166,45 +166,9 @@ std::int64_t int_min(DType t, bool narrow_range) {
 }
 
 std::int64_t int_max(DType t) { return info(t).int_max; }
-std::string_view name(RoundingMode m) {
-  switch (m) {
-    case RoundingMode::rne:
-      return "rne";
-    case RoundingMode::rna:
-      return "rna";
-    case RoundingMode::rhu:
-      return "rhu";
-    case RoundingMode::rhd:
-      return "rhd";
-    case RoundingMode::rtz:
-      return "rtz";
-    case RoundingMode::floor:
-      return "floor";
-    case RoundingMode::ceil:
-      return "ceil";
-  }
-  return "?";
-}
+std::string_view name(RoundingMode m) { return table_name(m); }
 
-std::string_view describe(RoundingMode m) {
-  switch (m) {
-    case RoundingMode::rne:
-      return "round to nearest, ties to even";
-    case RoundingMode::rna:
-      return "round to nearest, ties away from zero";
-    case RoundingMode::rhu:
-      return "round to nearest, ties toward +inf (floor(x+0.5))";
-    case RoundingMode::rhd:
-      return "round to nearest, ties toward -inf (ceil(x-0.5))";
-    case RoundingMode::rtz:
-      return "toward zero (truncate)";
-    case RoundingMode::floor:
-      return "toward -inf (floor)";
-    case RoundingMode::ceil:
-      return "toward +inf (ceil)";
-  }
-  return "?";
-}
+std::string_view describe(RoundingMode m) { return table_description(m); }
 
 std::optional<RoundingMode> parse_rounding_mode(std::string_view s) {
   for (RoundingMode m : kAllRoundingModes)

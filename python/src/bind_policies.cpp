@@ -76,50 +76,27 @@ std::string policy_repr(const qc::Spec& s) {
 
 void bind_policies(py::module_& m) {
   using namespace qc;
-  bind_enum<QuantizeOrder>(m, "QuantizeOrder",
-                           {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float,
-                            QuantizeOrder::recip_then_add_int, QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip,
-                            QuantizeOrder::round_then_add_float, QuantizeOrder::recip_round_then_add_float},
-                           "The order of quantize's operations.")
+  bind_enum<QuantizeOrder>(m, "QuantizeOrder", "The order of quantize's operations.")
       .def_property_readonly("formula", [](QuantizeOrder o) { return std::string(formula(o)); });
-  bind_enum<Clamp>(m, "Clamp", {Clamp::int_after, Clamp::float_before, Clamp::wrap}, "Where quantize saturates.");
-  bind_enum<NanRule>(m, "NanRule",
-                     {NanRule::unspecified, NanRule::to_qmin, NanRule::to_qmax, NanRule::to_zero_point,
-                      NanRule::to_zero, NanRule::error, NanRule::to_qmax_signed_qmin_unsigned},
-                     "What quantize makes of NaN.");
-  bind_enum<IntCast>(m, "IntCast", {IntCast::exact, IntCast::x86_int32, IntCast::x86_int64},
+  bind_enum<Clamp>(m, "Clamp", "Where quantize saturates.");
+  bind_enum<NanRule>(m, "NanRule", "What quantize makes of NaN.");
+  bind_enum<IntCast>(m, "IntCast",
                      "How quantize's rounded value becomes an integer (an x86 cast: NaN, inf and overflow give the "
                      "most negative integer).");
-  bind_enum<DequantizeOrder>(m, "DequantizeOrder",
-                             {DequantizeOrder::sub_int_then_mul, DequantizeOrder::sub_float_then_mul,
-                              DequantizeOrder::mul_then_sub, DequantizeOrder::fma},
-                             "The order of dequantize's operations.")
+  bind_enum<DequantizeOrder>(m, "DequantizeOrder", "The order of dequantize's operations.")
       .def_property_readonly("formula", [](DequantizeOrder o) { return std::string(formula(o)); });
-  bind_enum<RequantizeScheme>(m, "RequantizeScheme", {kAllRequantizeSchemes.begin(), kAllRequantizeSchemes.end()},
-                              "A requantization scheme.")
+  bind_enum<RequantizeScheme>(m, "RequantizeScheme", "A requantization scheme.")
       .def_property_readonly("description", [](RequantizeScheme r) { return std::string(describe(r)); });
-  bind_enum<MultiplierOrder>(
-      m, "MultiplierOrder",
-      {MultiplierOrder::left_to_right, MultiplierOrder::product_then_divide, MultiplierOrder::per_op,
-       MultiplierOrder::reciprocal_scales, MultiplierOrder::product_times_reciprocal},
-      "How the requantize multiplier s_in*s_w/s_out is formed.");
-  bind_enum<MultiplierDerivation>(
-      m, "MultiplierDerivation",
-      {MultiplierDerivation::tflite, MultiplierDerivation::tflite_single_round, MultiplierDerivation::fp32_mantissa,
-       MultiplierDerivation::qnnpack_q31, MultiplierDerivation::tosa_scale32, MultiplierDerivation::tosa_scale16,
-       MultiplierDerivation::glow, MultiplierDerivation::fbgemm},
-      "How a fixed-point scheme derives its integer multiplier.");
-  bind_enum<ZeroPointAdd>(m, "ZeroPointAdd", {ZeroPointAdd::int_after_rounding, ZeroPointAdd::float_before_rounding},
-                          "Where requantize adds the output zero point.");
-  bind_enum<Accumulation>(m, "Accumulation", {kAllAccumulations.begin(), kAllAccumulations.end()},
-                          "How a GEMM's integer products add up.")
+  bind_enum<MultiplierOrder>(m, "MultiplierOrder", "How the requantize multiplier s_in*s_w/s_out is formed.");
+  bind_enum<MultiplierDerivation>(m, "MultiplierDerivation",
+                                  "How a fixed-point scheme derives its integer multiplier.");
+  bind_enum<ZeroPointAdd>(m, "ZeroPointAdd", "Where requantize adds the output zero point.");
+  bind_enum<Accumulation>(m, "Accumulation", "How a GEMM's integer products add up.")
       .def_property_readonly("description", [](Accumulation a) { return std::string(describe(a)); });
-  bind_enum<ZeroPointCorrection>(m, "ZeroPointCorrection",
-                                 {ZeroPointCorrection::subtract_first, ZeroPointCorrection::compensate},
-                                 "How GEMM/conv zero points enter the accumulation.");
-  bind_enum<ConvDepthOrder>(m, "ConvDepthOrder", {kAllConvDepthOrders.begin(), kAllConvDepthOrders.end()},
+  bind_enum<ZeroPointCorrection>(m, "ZeroPointCorrection", "How GEMM/conv zero points enter the accumulation.");
+  bind_enum<ConvDepthOrder>(m, "ConvDepthOrder",
                             "The order of a convolution's dot product over one filter (OIHW or NHWC im2col).");
-  bind_enum<PairRule>(m, "PairRule", {kAllPairRules.begin(), kAllPairRules.end()},
+  bind_enum<PairRule>(m, "PairRule",
                       "How an int16-pair (vpmaddubsw) kernel forms its pairs: MLAS's u8 x s8 along the whole K, or "
                       "oneDNN's GEMM driver (s8 sources shifted to u8, pairs restarting at its K blocks per ISA).");
   bind_enum<QParamsRecipe>(

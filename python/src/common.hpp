@@ -15,6 +15,7 @@
 #include "oracles/qgemm.hpp"
 #include "oracles/requantize.hpp"
 #include "oracles/weight_only.hpp"
+#include "qconform/enum_table.hpp"
 #include "qconform/error.hpp"
 #include "qconform/ops.hpp"
 #include "qconform/tensor.hpp"
@@ -129,6 +130,14 @@ py::enum_<E> bind_enum(py::module_& m, const char* python_name, const std::vecto
   // Assigned, not def()'d: def() would chain it after pybind11's own __str__ as an overload.
   e.attr("__str__") = py::cpp_function([](E v) { return std::string(name(v)); }, py::name("__str__"), py::is_method(e));
   return e;
+}
+
+// The same for an enum with a table (qconform/enum_table.hpp): its members are the table's values,
+// in table order.
+template <class E>
+py::enum_<E> bind_enum(py::module_& m, const char* python_name, const char* doc) {
+  const auto values = qc::table_values<E>();
+  return bind_enum<E>(m, python_name, std::vector<E>(values.begin(), values.end()), doc);
 }
 
 // ---- Ops ---------------------------------------------------------------------------------------

@@ -270,6 +270,28 @@ TEST(CaseWriter, TheSchemaNamesEveryInt4Packing) {
   EXPECT_EQ(in_schema, named);
 }
 
+// The schema's lists of a spec's choices are the enums' tables (qconform/enum_table.hpp), in order.
+template <class E>
+std::vector<std::string> table_names() {
+  std::vector<std::string> v;
+  for (const EnumEntry<E>& e : enum_table(E{})) v.emplace_back(e.name);
+  return v;
+}
+
+TEST(CaseWriter, TheSchemaListsEachSpecChoiceFromItsTable) {
+  std::ifstream f(fs::path(QCONFORM_SOURCE_DIR) / "cases" / "case.schema.json");
+  const json schema = json::parse(f);
+  const json& spec = schema["$defs"]["spec"]["oneOf"][1]["properties"];
+  const auto listed = [&](const json& property) { return property["enum"].get<std::vector<std::string>>(); };
+  EXPECT_EQ(listed(spec["order"]), table_names<QuantizeOrder>());
+  EXPECT_EQ(listed(spec["rounding"]), table_names<RoundingMode>());
+  EXPECT_EQ(listed(spec["clamp"]), table_names<Clamp>());
+  EXPECT_EQ(listed(spec["nan"]), table_names<NanRule>());
+  EXPECT_EQ(listed(spec["cast"]), table_names<IntCast>());
+  EXPECT_EQ(listed(spec["dequantize"]["properties"]["order"]), table_names<DequantizeOrder>());
+  EXPECT_EQ(listed(spec["accumulation"]), table_names<Accumulation>());
+}
+
 TEST(CaseWriter, QConv2dNhwcGroupsPaddingAndBias) {
   QConv2dOp c;
   std::vector<double> x(1 * 4 * 4 * 2);

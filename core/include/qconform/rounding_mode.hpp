@@ -3,9 +3,12 @@
 // oracles/rounding.hpp.
 #pragma once
 
+#include "qconform/enum_table.hpp"
+
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace qc {
@@ -19,10 +22,18 @@ enum class RoundingMode : std::uint8_t {
   floor,  // toward -inf
   ceil,   // toward +inf
 };
+inline constexpr EnumEntry<RoundingMode> kRoundingModeTable[] = {
+    {RoundingMode::rne, "rne", "round to nearest, ties to even"},
+    {RoundingMode::rna, "rna", "round to nearest, ties away from zero"},
+    {RoundingMode::rhu, "rhu", "round to nearest, ties toward +inf (floor(x+0.5))"},
+    {RoundingMode::rhd, "rhd", "round to nearest, ties toward -inf (ceil(x-0.5))"},
+    {RoundingMode::rtz, "rtz", "toward zero (truncate)"},
+    {RoundingMode::floor, "floor", "toward -inf (floor)"},
+    {RoundingMode::ceil, "ceil", "toward +inf (ceil)"},
+};
+constexpr std::span<const EnumEntry<RoundingMode>> enum_table(RoundingMode) { return kRoundingModeTable; }
 
-inline constexpr std::array<RoundingMode, 7> kAllRoundingModes = {
-    RoundingMode::rne, RoundingMode::rna,   RoundingMode::rhu, RoundingMode::rhd,
-    RoundingMode::rtz, RoundingMode::floor, RoundingMode::ceil};
+inline constexpr auto kAllRoundingModes = table_values<RoundingMode>();
 
 std::string_view name(RoundingMode m);
 std::string_view describe(RoundingMode m);
