@@ -107,8 +107,7 @@ Reference linear_reference(QLinearResult r, DType out) {
 // The exact real result (the weights' exact values (q - zp) * s), correctly rounded; the
 // implementation is judged by the TOSA dot-product bound since the summation order is free.
 Reference evaluate_weight_only(const WeightOnlyGemmOp& op, const Spec& spec) {
-  const WeightOnlyPolicy pol{spec.quantize_for(DType::f32), std::nullopt, spec.dequantize};
-  auto r = std::make_shared<WeightOnlyResult>(weight_only_gemm(op, pol));
+  auto r = std::make_shared<WeightOnlyResult>(weight_only_gemm(op, weight_only_policy(spec)));
   Reference ref{r->y, r->labels, std::vector<std::uint8_t>(static_cast<std::size_t>(r->y.size()), 1), r->y, {}, {}};
   const DotProductCheck check{TosaDotProductRevision::ksb, tosa_kernel_size_bound(r->kernel_size, r->nonzero_bias), -1,
                               op.out};
@@ -121,6 +120,10 @@ Reference evaluate_weight_only(const WeightOnlyGemmOp& op, const Spec& spec) {
 }
 
 }  // namespace
+
+WeightOnlyPolicy weight_only_policy(const Spec& spec) {
+  return {spec.quantize_for(DType::f32), std::nullopt, spec.dequantize};
+}
 
 QGemmPolicy qgemm_policy(const Spec& spec, DType a, LinearOp op) {
   QGemmPolicy p;

@@ -36,6 +36,10 @@ Reference evaluate(const OpRequest& op, const Spec& spec);
 enum class LinearOp : std::uint8_t { gemm, conv };
 QGemmPolicy qgemm_policy(const Spec& spec, DType a, LinearOp op);
 
+// The weight-only GEMM policy a spec defines: its f32 quantize (for the activations' reference),
+// no dynamic rule, its dequantize.
+WeightOnlyPolicy weight_only_policy(const Spec& spec);
+
 // Decimal and hex-float text of a double ("NaN", "+inf", "-0" for the specials).
 std::string describe_value(double v);
 

@@ -614,8 +614,7 @@ void bind_oracle(py::module_& m) {
         qc::WeightOnlyResult r;
         {
           py::gil_scoped_release release;
-          r = qc::weight_only_gemm(op,
-                                   qc::WeightOnlyPolicy{spec.quantize_for(DType::f32), std::nullopt, spec.dequantize});
+          r = qc::weight_only_gemm(op, qc::weight_only_policy(spec));
         }
         auto shared = std::make_shared<qc::WeightOnlyResult>(std::move(r));
         return oracle_result(std::move(shared->y), &shared->labels, labels, form, [&](std::int64_t i) {
