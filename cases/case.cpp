@@ -1,5 +1,7 @@
 #include "cases/case.hpp"
 
+#include "cases/spec_fields.hpp"
+
 #include "cases/generators.hpp"
 #include "oracles/choose_qparams.hpp"
 #include "oracles/int4.hpp"
@@ -294,19 +296,32 @@ void set_enum(const json& obj, const char* key, const std::string& prefix, const
   target = *parsed;
 }
 
-void set_bool(const json& obj, const char* key, const std::string& prefix, const Where& w, bool& target) {
-  if (!obj.contains(key)) return;
-  if (!obj[key].is_boolean()) w.fail(prefix + key, "expected true or false");
-  target = obj[key].get<bool>();
+// obj[key], one of E's names (qconform/enum_table.hpp), or `fallback` where the key is absent; `what`
+// names the choice in the message: "unknown <what> 'x' (a, b, c)".
+template <class E>
+E enum_field(const json& obj, const char* key, E fallback, const Where& w, const char* what) {
+  if (!obj.contains(key)) return fallback;
+  const std::string v = obj[key].is_string() ? obj[key].get<std::string>() : obj[key].dump();
+  if (const auto e = table_parse<E>(v)) return *e;
+  w.fail(key, "unknown " + std::string(what) + " '" + v + "' (" + table_names<E>() + ")");
 }
 
-void set_clip(const json& obj, const std::string& prefix, const Where& w,
-              std::optional<std::pair<std::int64_t, std::int64_t>>& target) {
-  if (!obj.contains("clip")) return;
-  const json& c = obj["clip"];
-  if (!c.is_array() || c.size() != 2) w.fail(prefix + "clip", "expected [low, high]");
-  target = std::pair{integer(c[0], w, prefix + "clip[0]"), integer(c[1], w, prefix + "clip[1]")};
-  if (target->first > target->second) w.fail(prefix + "clip", "low > high");
+// The policy fields of `obj` (cases/spec_fields.hpp), in the table's order, into `p`.
+template <class P>
+void read_fields(const json& obj, std::span<const SpecField<P>> fields, P& p, const std::string& prefix,
+                 const Where& w) {
+  for (const SpecField<P>& f : fields) {
+    const std::string key(f.name);
+    if (!obj.contains(key)) continue;
+    if (const std::string error = f.read(obj[key], p); !error.empty()) w.fail(prefix + key, error);
+  }
+}
+
+template <class P>
+std::set<std::string> field_names(std::span<const SpecField<P>> fields) {
+  std::set<std::string> names;
+  for (const SpecField<P>& f : fields) names.emplace(f.name);
+  return names;
 }
 
 Spec load_spec(const json& j, const Where& w) {
@@ -316,58 +331,31 @@ Spec load_spec(const json& j, const Where& w) {
     return *p;
   }
   if (!j.is_object()) w.fail("spec", "expected a preset name or an object {\"preset\": ..., overrides}");
-  check_fields(j,
-               {"preset", "order", "compute", "rounding", "clamp", "narrow_range", "clip", "nan", "cast", "dequantize",
-                "requantize", "accumulation", "qparams"},
-               w, "spec.");
+  std::set<std::string> allowed = field_names(quantize_fields());
+  allowed.insert({"preset", "dequantize", "requantize", "accumulation", "qparams"});
+  check_fields(j, allowed, w, "spec.");
   Spec s = j.contains("preset") ? load_spec(j["preset"], w) : *find_preset("onnx");
   s.name += "+custom";
   s.description = "explicit policy: " + j.dump();
   const std::string p = "spec.";
   // Quantize overrides sit at the top level and apply to every quantize path of the preset.
-  auto apply = [&](QuantizePolicy& q) {
-    set_enum(j, "order", p, w, parse_quantize_order, q.order);
-    set_enum(j, "compute", p, w, parse_compute_format, q.compute);
-    set_enum(j, "rounding", p, w, parse_rounding_mode, q.rounding);
-    set_enum(j, "clamp", p, w, parse_clamp, q.clamp);
-    set_enum(j, "nan", p, w, parse_nan_rule, q.nan);
-    set_enum(j, "cast", p, w, parse_int_cast, q.cast);
-    set_bool(j, "narrow_range", p, w, q.narrow_range);
-    set_clip(j, p, w, q.clip);
-  };
-  apply(s.quantize);
-  if (s.quantize_half_input) apply(*s.quantize_half_input);
+  read_fields(j, quantize_fields(), s.quantize, p, w);
+  if (s.quantize_half_input) read_fields(j, quantize_fields(), *s.quantize_half_input, p, w);
   if (j.contains("dequantize")) {
     const json& d = j["dequantize"];
     const std::string dp = "spec.dequantize.";
     if (!d.is_object()) w.fail("spec.dequantize", "expected an object");
-    check_fields(d, {"order", "compute"}, w, dp);
-    set_enum(d, "order", dp, w, parse_dequantize_order, s.dequantize.order);
-    set_enum(d, "compute", dp, w, parse_compute_format, s.dequantize.compute);
+    check_fields(d, field_names(dequantize_fields()), w, dp);
+    read_fields(d, dequantize_fields(), s.dequantize, dp, w);
   }
   if (j.contains("requantize")) {
     const json& r = j["requantize"];
     const std::string rp = "spec.requantize.";
     if (!r.is_object()) w.fail("spec.requantize", "expected an object");
-    check_fields(r,
-                 {"scheme", "multiplier_order", "multiplier_format", "derivation", "product_format", "zero_point",
-                  "rounding", "clamp", "narrow_range", "clip"},
-                 w, rp);
+    check_fields(r, field_names(requantize_fields()), w, rp);
+    // A scheme brings its source's own defaults, then the other fields override them.
     RequantizePolicy& q = s.requantize;
-    if (r.contains("scheme")) {  // a scheme brings its source's own defaults, then the overrides apply
-      RequantizeScheme scheme = q.scheme;
-      set_enum(r, "scheme", rp, w, parse_requantize_scheme, scheme);
-      q = requantize_policy_for(scheme);
-    }
-    set_enum(r, "multiplier_order", rp, w, parse_multiplier_order, q.multiplier_order);
-    set_enum(r, "multiplier_format", rp, w, parse_compute_format, q.multiplier_format);
-    set_enum(r, "derivation", rp, w, parse_multiplier_derivation, q.derivation);
-    set_enum(r, "product_format", rp, w, parse_compute_format, q.product_format);
-    set_enum(r, "zero_point", rp, w, parse_zero_point_add, q.zero_point);
-    set_enum(r, "rounding", rp, w, parse_rounding_mode, q.rounding);
-    set_enum(r, "clamp", rp, w, parse_clamp, q.clamp);
-    set_bool(r, "narrow_range", rp, w, q.narrow_range);
-    set_clip(r, rp, w, q.clip);
+    read_fields(r, requantize_fields(), q, rp, w);
     if (scheme_uses_derivation(q.scheme) && !scheme_accepts(q.scheme, q.derivation))
       w.fail(rp + "derivation",
              "scheme " + std::string(name(q.scheme)) + " cannot use derivation " + std::string(name(q.derivation)));
@@ -529,20 +517,14 @@ ActivationOperand load_activation(const json& j, const char* key, const Spec& sp
   a.format = is_int(a.values.dtype()) ? a.values.dtype()
                                       : (o.contains("format") ? dtype(o["format"], w, "format") : DType::u8);
   if (!is_int(a.format)) w.fail("format", "must be an integer format");
-  const std::string mode =
-      o.contains("quantize") && o["quantize"].is_string() ? o["quantize"].get<std::string>() : "static";
-  if (mode == "static") {
-    a.quantization = ActivationQuantization::static_params;
+  a.quantization = enum_field(o, "quantize", ActivationQuantization::static_params, w, "mode");
+  if (a.quantization == ActivationQuantization::static_params) {
     a.params = load_quant_params(o, a.values.shape(), a.format, w);
-  } else if (mode == "dynamic_per_tensor" || mode == "dynamic_per_row") {
+  } else {
     if (is_int(a.values.dtype())) w.fail("quantize", "dynamic quantization needs float values");
-    a.quantization = mode == "dynamic_per_row" ? ActivationQuantization::dynamic_per_row
-                                               : ActivationQuantization::dynamic_per_tensor;
     auto rule = find_qparams_preset(spec.qparams);
     if (!rule) cw.fail("spec", "its parameter-choice rule '" + spec.qparams + "' is unknown");
     a.rule = *rule;
-  } else {
-    w.fail("quantize", "unknown mode '" + mode + "' (static, dynamic_per_tensor, dynamic_per_row)");
   }
   return a;
 }
@@ -591,37 +573,23 @@ OutputStage load_output_stage(const json& j, const Where& cw) {
   const Where w = nested(cw, "output");
   check_fields(o, {"kind", "dtype", "scale", "zero_point", "activation", "scale_dtype"}, w, "");
   OutputStage s;
-  const std::string kind = o.contains("kind") && o["kind"].is_string() ? o["kind"].get<std::string>() : "";
-  if (kind == "int32") {
-    s.kind = OutputKind::int32;
+  if (!o.contains("kind")) w.fail("kind", "missing (" + table_names<OutputKind>() + ")");
+  s.kind = enum_field(o, "kind", OutputKind::int32, w, "output kind");
+  if (s.kind == OutputKind::int32) {
     s.format = DType::i32;
-  } else if (kind == "dequantized") {
-    s.kind = OutputKind::dequantized;
+  } else if (s.kind == OutputKind::dequantized) {
     s.format = o.contains("dtype") ? dtype(o["dtype"], w, "dtype") : DType::f32;
     if (!is_float(s.format)) w.fail("dtype", "a dequantized output needs a float format");
-  } else if (kind == "requantized") {
-    s.kind = OutputKind::requantized;
+  } else {
     s.format = o.contains("dtype") ? dtype(o["dtype"], w, "dtype") : DType::i8;
     if (!is_int(s.format)) w.fail("dtype", "a requantized output needs an integer format");
     s.scale = load_scales(o, "scale", DType::f32, w).at(0);
     s.zero_point = o.contains("zero_point") ? integer(o["zero_point"], w, "zero_point") : 0;
     if (s.zero_point < int_min(s.format) || s.zero_point > int_max(s.format))
       w.fail("zero_point", std::to_string(s.zero_point) + " is outside " + std::string(name(s.format)));
-    const std::string act =
-        o.contains("activation") && o["activation"].is_string() ? o["activation"].get<std::string>() : "none";
-    FusedActivation fa = FusedActivation::none;
-    if (act == "relu")
-      fa = FusedActivation::relu;
-    else if (act == "relu6")
-      fa = FusedActivation::relu6;
-    else if (act == "relu_n1_to_1")
-      fa = FusedActivation::relu_n1_to_1;
-    else if (act != "none")
-      w.fail("activation", "unknown activation '" + act + "' (none, relu, relu6, relu_n1_to_1)");
+    const FusedActivation fa = enum_field(o, "activation", FusedActivation::none, w, "activation");
     if (fa != FusedActivation::none)
       s.clamp = fused_activation_range(fa, static_cast<float>(s.scale), s.zero_point, s.format);
-  } else {
-    w.fail("kind", kind.empty() ? "missing (int32, dequantized, requantized)" : "unknown output kind '" + kind + "'");
   }
   return s;
 }
@@ -638,11 +606,7 @@ std::vector<std::int64_t> int_list(const json& j, const char* key, std::size_t n
 
 // The layout of a GEMM's weights "b": [K, N] (k_by_n, the default) or [N, K] (n_by_k).
 WeightLayout load_weight_layout(const json& j, const Where& w) {
-  if (!j["b"].contains("layout")) return WeightLayout::k_by_n;
-  const std::string l = j["b"]["layout"].is_string() ? j["b"]["layout"].get<std::string>() : "";
-  if (l == "k_by_n") return WeightLayout::k_by_n;
-  if (l == "n_by_k") return WeightLayout::n_by_k;
-  nested(w, "b").fail("layout", "unknown layout '" + l + "' (k_by_n, n_by_k)");
+  return enum_field(j["b"], "layout", WeightLayout::k_by_n, nested(w, "b"), "layout");
 }
 
 OpRequest load_qgemm(const json& j, const Spec& spec, const Where& w) {
@@ -684,15 +648,7 @@ OpRequest load_weight_only(const json& j, const Where& w) {
 OpRequest load_qconv2d(const json& j, const Spec& spec, const Where& w) {
   QConv2dOp c;
   c.input = load_activation(j, "input", spec, w);
-  if (j["input"].contains("layout")) {
-    const std::string l = j["input"]["layout"].is_string() ? j["input"]["layout"].get<std::string>() : "";
-    if (l == "nchw")
-      c.layout = ConvLayout::nchw;
-    else if (l == "nhwc")
-      c.layout = ConvLayout::nhwc;
-    else
-      nested(w, "input").fail("layout", "unknown layout '" + l + "' (nchw, nhwc)");
-  }
+  c.layout = enum_field(j["input"], "layout", ConvLayout::nchw, nested(w, "input"), "layout");
   c.weight = load_weights(j, "weight", w);
   c.bias = load_bias(j, w);
   const auto stride = int_list(j, "stride", 2, 1, w);
@@ -701,15 +657,7 @@ OpRequest load_qconv2d(const json& j, const Spec& spec, const Where& w) {
   c.geometry = Conv2dGeometry{stride[0], stride[1], pad[0],
                               pad[1],    pad[2],    pad[3],
                               dil[0],    dil[1],    j.contains("groups") ? integer(j["groups"], w, "groups") : 1};
-  if (j.contains("padding_value")) {
-    const std::string v = j["padding_value"].is_string() ? j["padding_value"].get<std::string>() : "";
-    if (v == "real_zero")
-      c.padding = ConvPadding::real_zero;
-    else if (v == "quantized_zero")
-      c.padding = ConvPadding::quantized_zero;
-    else
-      w.fail("padding_value", "unknown '" + v + "' (real_zero, quantized_zero)");
-  }
+  c.padding = enum_field(j, "padding_value", ConvPadding::real_zero, w, "padding value");
   c.output = load_output_stage(j, w);
   try {
     (void)resolve_conv2d(c.input.values.shape(), c.layout, c.weight.shape, c.geometry);

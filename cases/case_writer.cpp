@@ -1,5 +1,7 @@
 #include "cases/case_writer.hpp"
 
+#include "cases/spec_fields.hpp"
+
 #include "oracles/choose_qparams.hpp"
 #include "oracles/int4.hpp"
 #include "qconform/error.hpp"
@@ -32,39 +34,28 @@ namespace {
 // The top-level quantize overrides that turn `base` into `q`: only the fields that differ, or all of
 // them. The loader applies them to the preset's half-input policy too, so which of the two
 // reproduces a preset with a separate half-input path depends on the spec (spec_to_json tries both).
-json quantize_overrides(const QuantizePolicy& q, const QuantizePolicy& base, bool all) {
+// The fields of `p` (cases/spec_fields.hpp) that differ from `base`, or all of them. A field without
+// a value (an unset clip) is not written: an override can set a clip but not remove one, which
+// parse_spec's check catches.
+template <class P>
+json policy_fields(std::span<const SpecField<P>> fields, const P& p, const P& base, bool all) {
   json j = json::object();
-  if (all || q.order != base.order) j["order"] = name(q.order);
-  if (all || q.compute != base.compute) j["compute"] = to_string(q.compute);
-  if (all || q.rounding != base.rounding) j["rounding"] = name(q.rounding);
-  if (all || q.clamp != base.clamp) j["clamp"] = name(q.clamp);
-  if (all || q.nan != base.nan) j["nan"] = name(q.nan);
-  if (all || q.cast != base.cast) j["cast"] = name(q.cast);
-  if (all || q.narrow_range != base.narrow_range) j["narrow_range"] = q.narrow_range;
-  // A clip can be set but not removed by an override; parse_spec's check catches that case.
-  if ((all || q.clip != base.clip) && q.clip) j["clip"] = {q.clip->first, q.clip->second};
+  for (const SpecField<P>& f : fields) {
+    json v = f.write(p);
+    if (!v.is_null() && (all || v != f.write(base))) j[std::string(f.name)] = std::move(v);
+  }
   return j;
 }
 
-json dequantize_json(const DequantizePolicy& d) {
-  return {{"order", name(d.order)}, {"compute", to_string(d.compute)}};
+json quantize_overrides(const QuantizePolicy& q, const QuantizePolicy& base, bool all) {
+  return policy_fields(quantize_fields(), q, base, all);
 }
 
-// Every field: "scheme" first resets the policy to the scheme's source defaults, and the explicit
-// fields then set each one, so the result does not depend on those defaults.
-json requantize_json(const RequantizePolicy& r) {
-  json j = {{"scheme", name(r.scheme)},
-            {"multiplier_order", name(r.multiplier_order)},
-            {"multiplier_format", to_string(r.multiplier_format)},
-            {"derivation", name(r.derivation)},
-            {"product_format", to_string(r.product_format)},
-            {"zero_point", name(r.zero_point)},
-            {"rounding", name(r.rounding)},
-            {"clamp", name(r.clamp)},
-            {"narrow_range", r.narrow_range}};
-  if (r.clip) j["clip"] = {r.clip->first, r.clip->second};
-  return j;
-}
+json dequantize_json(const DequantizePolicy& d) { return policy_fields(dequantize_fields(), d, d, true); }
+
+// Every field: "scheme" resets the policy to the scheme's source defaults, and the loader then sets
+// each explicit field, so the result does not depend on those defaults.
+json requantize_json(const RequantizePolicy& r) { return policy_fields(requantize_fields(), r, r, true); }
 
 // ---- Tensors ---------------------------------------------------------------------------------
 
@@ -140,8 +131,7 @@ json activation_json(const ActivationOperand& a, const Spec& spec, const std::st
       if (!rule || !(*rule == a.rule))
         throw InputError(field + ": a dynamic activation's parameter rule must be the spec's qparams preset '" +
                          spec.qparams + "' to be written");
-      o["quantize"] =
-          a.quantization == ActivationQuantization::dynamic_per_row ? "dynamic_per_row" : "dynamic_per_tensor";
+      o["quantize"] = name(a.quantization);
       break;
     }
   }
@@ -162,7 +152,7 @@ json weights_json(const QWeights& w, WeightLayout layout, const std::string& fie
     if (is_float(w.values.dtype())) o["format"] = name(w.format);
   }
   params_json(o, w.params);
-  if (layout == WeightLayout::n_by_k) o["layout"] = "n_by_k";
+  if (layout != WeightLayout::k_by_n) o["layout"] = name(layout);
   if (w.packing) o["packing"] = packing_name(*w.packing, w.shape, field);
   return o;
 }
@@ -170,19 +160,20 @@ json weights_json(const QWeights& w, WeightLayout layout, const std::string& fie
 json output_json(const OutputStage& s, const std::string& field) {
   switch (s.kind) {
     case OutputKind::int32:
-      return {{"kind", "int32"}};
+      return {{"kind", name(s.kind)}};
     case OutputKind::dequantized:
-      return {{"kind", "dequantized"}, {"dtype", name(s.format)}};
+      return {{"kind", name(s.kind)}, {"dtype", name(s.format)}};
     case OutputKind::requantized:
       break;
   }
   // The loader reads the output scale into f32 and the fused activation by name.
   if (static_cast<double>(static_cast<float>(s.scale)) != s.scale)
     throw InputError(field + ".scale: " + std::to_string(s.scale) + " is not an f32 value");
-  json o = {{"kind", "requantized"}, {"dtype", name(s.format)}, {"scale", s.scale}, {"zero_point", s.zero_point}};
+  json o = {{"kind", name(s.kind)}, {"dtype", name(s.format)}, {"scale", s.scale}, {"zero_point", s.zero_point}};
   if (s.clamp) {
     std::string act;
-    for (FusedActivation a : {FusedActivation::relu, FusedActivation::relu6, FusedActivation::relu_n1_to_1}) {
+    for (FusedActivation a : table_values<FusedActivation>()) {
+      if (a == FusedActivation::none) continue;
       try {
         if (fused_activation_range(a, static_cast<float>(s.scale), s.zero_point, s.format) == *s.clamp) {
           act = std::string(name(a));

@@ -14,19 +14,7 @@
 
 namespace qc {
 
-std::string_view name(FusedActivation a) {
-  switch (a) {
-    case FusedActivation::none:
-      return "none";
-    case FusedActivation::relu:
-      return "relu";
-    case FusedActivation::relu6:
-      return "relu6";
-    case FusedActivation::relu_n1_to_1:
-      return "relu_n1_to_1";
-  }
-  return "?";
-}
+std::string_view name(FusedActivation a) { return table_name(a); }
 
 Rational exact_element(const Tensor& t, std::int64_t i) {
   if (is_int(t.dtype())) return Rational(t.get_int(i));

@@ -65,6 +65,13 @@ std::vector<Rational> dequantized_values(const QuantizedOperand& x, std::optiona
 // ---- Output ----------------------------------------------------------------------------------
 
 enum class FusedActivation : std::uint8_t { none, relu, relu6, relu_n1_to_1 };
+inline constexpr EnumEntry<FusedActivation> kFusedActivationTable[] = {
+    {FusedActivation::none, "none"},
+    {FusedActivation::relu, "relu"},
+    {FusedActivation::relu6, "relu6"},
+    {FusedActivation::relu_n1_to_1, "relu_n1_to_1"},
+};
+constexpr std::span<const EnumEntry<FusedActivation>> enum_table(FusedActivation) { return kFusedActivationTable; }
 std::string_view name(FusedActivation a);
 
 // The output integer range of a fused activation. tensorflow/lite/kernels/kernel_util.cc::

@@ -21,9 +21,6 @@
 namespace qc {
 namespace {
 
-constexpr std::array kVerdicts = {Verdict::pass, Verdict::fail,  Verdict::xfail,  Verdict::xpass,
-                                  Verdict::skip, Verdict::crash, Verdict::timeout};
-
 std::string esc(const std::string& s) { return xml_escape(s); }
 
 std::string lower(std::string_view s) {
@@ -330,7 +327,7 @@ class Renderer {
       o_ << "<p class=\"banner ok\" id=\"outcome\">No result fails the run (" << total << " results)</p>";
     }
     o_ << "<ul class=\"legend\" id=\"legend\">";
-    for (Verdict v : kVerdicts) {
+    for (Verdict v : kAllVerdicts) {
       const std::int64_t n = counts[v];
       o_ << "<li" << (n ? "" : " class=\"zero\"") << " data-verdict=\"" << name(v) << "\"><span class=\"badge "
          << verdict_class(v) << "\">" << name(v) << "</span><span class=\"n\">" << n << "</span><span class=\"muted\">"

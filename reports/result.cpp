@@ -2,37 +2,9 @@
 
 namespace qc {
 
-std::string_view name(Verdict v) {
-  switch (v) {
-    case Verdict::pass:
-      return "PASS";
-    case Verdict::fail:
-      return "FAIL";
-    case Verdict::xfail:
-      return "XFAIL";
-    case Verdict::xpass:
-      return "XPASS";
-    case Verdict::skip:
-      return "SKIP";
-    case Verdict::crash:
-      return "CRASH";
-    case Verdict::timeout:
-      return "TIMEOUT";
-  }
-  return "?";
-}
+std::string_view name(Verdict v) { return table_name(v); }
 
-std::string_view name(AgreementStatus s) {
-  switch (s) {
-    case AgreementStatus::holds:
-      return "holds";
-    case AgreementStatus::broken:
-      return "broken";
-    case AgreementStatus::unchecked:
-      return "unchecked";
-  }
-  return "?";
-}
+std::string_view name(AgreementStatus s) { return table_name(s); }
 
 std::map<std::string, std::int64_t> RunReport::verdict_counts() const {
   std::map<std::string, std::int64_t> m;

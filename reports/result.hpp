@@ -3,6 +3,7 @@
 #pragma once
 
 #include "oracles/labels.hpp"
+#include "qconform/enum_table.hpp"
 
 #include <array>
 #include <cstdint>
@@ -13,6 +14,17 @@
 namespace qc {
 
 enum class Verdict : std::uint8_t { pass, fail, xfail, xpass, skip, crash, timeout };
+inline constexpr EnumEntry<Verdict> kVerdictTable[] = {
+    {Verdict::pass, "PASS", "the outputs meet the expectation"},
+    {Verdict::fail, "FAIL", "they do not"},
+    {Verdict::xfail, "XFAIL", "they do not, as a baseline records"},
+    {Verdict::xpass, "XPASS", "they do, where a baseline records a failure"},
+    {Verdict::skip, "SKIP", "the backend does not run the case"},
+    {Verdict::crash, "CRASH", "the backend died or threw"},
+    {Verdict::timeout, "TIMEOUT", "the backend ran past its time limit"},
+};
+constexpr std::span<const EnumEntry<Verdict>> enum_table(Verdict) { return kVerdictTable; }
+inline constexpr auto kAllVerdicts = table_values<Verdict>();
 std::string_view name(Verdict v);  // "PASS", "FAIL", ...
 
 // One element the backend got wrong, with everything needed to understand it.
@@ -71,7 +83,13 @@ enum class AgreementStatus : std::uint8_t {
   broken,     // they do not: the backend's result is a FAIL
   unchecked,  // one of the two cases has no output there (a SKIP, a crash)
 };
-std::string_view name(AgreementStatus s);  // "holds", "broken", "unchecked"
+inline constexpr EnumEntry<AgreementStatus> kAgreementStatusTable[] = {
+    {AgreementStatus::holds, "holds"},
+    {AgreementStatus::broken, "broken"},
+    {AgreementStatus::unchecked, "unchecked"},
+};
+constexpr std::span<const EnumEntry<AgreementStatus>> enum_table(AgreementStatus) { return kAgreementStatusTable; }
+std::string_view name(AgreementStatus s);
 
 struct AgreementCheck {
   std::string assertion;     // "same_outputs_as" or "differs_from"

@@ -6,113 +6,23 @@
 
 namespace qc {
 
-std::string_view name(QParamsRecipe r) {
-  switch (r) {
-    case QParamsRecipe::onnx_ort:
-      return "onnx_ort";
-    case QParamsRecipe::gemmlowp:
-      return "gemmlowp";
-    case QParamsRecipe::fbgemm:
-      return "fbgemm";
-    case QParamsRecipe::pytorch_aten:
-      return "pytorch_aten";
-    case QParamsRecipe::pytorch_observer:
-      return "pytorch_observer";
-    case QParamsRecipe::xnnpack_qd8:
-      return "xnnpack_qd8";
-    case QParamsRecipe::glow:
-      return "glow";
-  }
-  return "?";
-}
+std::string_view name(QParamsRecipe r) { return table_name(r); }
 
-std::string_view name(QParamsScheme s) {
-  switch (s) {
-    case QParamsScheme::asymmetric:
-      return "asymmetric";
-    case QParamsScheme::symmetric:
-      return "symmetric";
-    case QParamsScheme::symmetric_unsigned:
-      return "symmetric_unsigned";
-    case QParamsScheme::power_of_two:
-      return "power_of_two";
-  }
-  return "?";
-}
+std::string_view name(QParamsScheme s) { return table_name(s); }
 
-std::string_view name(ZeroPointChoice z) {
-  switch (z) {
-    case ZeroPointChoice::from_min:
-      return "from_min";
-    case ZeroPointChoice::smaller_error:
-      return "smaller_error";
-    case ZeroPointChoice::smaller_error_difference:
-      return "smaller_error_difference";
-    case ZeroPointChoice::xnnpack_sign_rule:
-      return "xnnpack_sign_rule";
-  }
-  return "?";
-}
+std::string_view name(ZeroPointChoice z) { return table_name(z); }
 
-std::string_view name(ReduceRange r) {
-  switch (r) {
-    case ReduceRange::none:
-      return "none";
-    case ReduceRange::ort_int8:
-      return "ort_int8";
-    case ReduceRange::halve:
-      return "halve";
-  }
-  return "?";
-}
+std::string_view name(ReduceRange r) { return table_name(r); }
 
-std::string_view name(NibbleOrder o) { return o == NibbleOrder::low_first ? "low_first" : "high_first"; }
-std::string_view name(OddLength o) { return o == OddLength::pad ? "pad" : "reject"; }
-std::string_view name(OutOfRange o) {
-  switch (o) {
-    case OutOfRange::reject:
-      return "reject";
-    case OutOfRange::clip:
-      return "clip";
-    case OutOfRange::wrap:
-      return "wrap";
-  }
-  return "?";
-}
+std::string_view name(NibbleOrder o) { return table_name(o); }
+std::string_view name(OddLength o) { return table_name(o); }
+std::string_view name(OutOfRange o) { return table_name(o); }
 
-std::string_view name(ActivationQuantization q) {
-  switch (q) {
-    case ActivationQuantization::static_params:
-      return "static";
-    case ActivationQuantization::dynamic_per_tensor:
-      return "dynamic_per_tensor";
-    case ActivationQuantization::dynamic_per_row:
-      return "dynamic_per_row";
-  }
-  return "?";
-}
+std::string_view name(ActivationQuantization q) { return table_name(q); }
 
-std::string_view name(OutputKind k) {
-  switch (k) {
-    case OutputKind::int32:
-      return "int32";
-    case OutputKind::dequantized:
-      return "dequantized";
-    case OutputKind::requantized:
-      return "requantized";
-  }
-  return "?";
-}
+std::string_view name(OutputKind k) { return table_name(k); }
 
-std::string_view name(WeightLayout l) {
-  switch (l) {
-    case WeightLayout::k_by_n:
-      return "k_by_n";
-    case WeightLayout::n_by_k:
-      return "n_by_k";
-  }
-  return "?";
-}
+std::string_view name(WeightLayout l) { return table_name(l); }
 
 GemmShape gemm_shape(const Shape& a_shape, const Shape& b_shape, WeightLayout layout) {
   if (a_shape.size() < 2) throw InputError("qgemm: A must be [batch..., M, K] (rank >= 2), got " + shape_str(a_shape));
@@ -131,25 +41,9 @@ GemmShape gemm_shape(const Shape& a_shape, const Shape& b_shape, WeightLayout la
   return d;
 }
 
-std::string_view name(ConvLayout l) {
-  switch (l) {
-    case ConvLayout::nchw:
-      return "nchw";
-    case ConvLayout::nhwc:
-      return "nhwc";
-  }
-  return "?";
-}
+std::string_view name(ConvLayout l) { return table_name(l); }
 
-std::string_view name(ConvPadding p) {
-  switch (p) {
-    case ConvPadding::real_zero:
-      return "real_zero";
-    case ConvPadding::quantized_zero:
-      return "quantized_zero";
-  }
-  return "?";
-}
+std::string_view name(ConvPadding p) { return table_name(p); }
 
 Shape Conv2dShape::output_shape() const {
   return layout == ConvLayout::nchw ? Shape{batch, out_channels, out_height, out_width}

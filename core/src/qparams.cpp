@@ -6,17 +6,7 @@
 
 namespace qc {
 
-std::string_view name(Granularity g) {
-  switch (g) {
-    case Granularity::per_tensor:
-      return "per_tensor";
-    case Granularity::per_axis:
-      return "per_axis";
-    case Granularity::blocked:
-      return "blocked";
-  }
-  return "?";
-}
+std::string_view name(Granularity g) { return table_name(g); }
 
 Granularity QuantParams::granularity() const {
   if (block_size > 0) return Granularity::blocked;

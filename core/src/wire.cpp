@@ -182,14 +182,11 @@ class Decoder {
     return out;
   }
   template <class E>
-  E enumerated(const json& o, const char* key, const std::string& where, std::initializer_list<E> values) const {
+  E enumerated(const json& o, const char* key, const std::string& where) const {
     const std::string s = str(o, key, where);
-    std::string known;
-    for (E v : values) {
-      if (name(v) == s) return v;
-      known += (known.empty() ? "" : ", ") + std::string(name(v));
-    }
-    throw InputError("request: field '" + where + key + "': unknown value '" + s + "' (known: " + known + ")");
+    if (const auto v = table_parse<E>(s)) return *v;
+    throw InputError("request: field '" + where + key + "': unknown value '" + s + "' (known: " + table_names<E>() +
+                     ")");
   }
   DType dtype(const json& o, const char* key, const std::string& where) const {
     const std::string s = str(o, key, where);
@@ -234,22 +231,15 @@ class Decoder {
     const json& j = at(o, key, where);
     const std::string w = where + key + ".";
     QParamsRule r;
-    r.recipe = enumerated(
-        j, "recipe", w,
-        {QParamsRecipe::onnx_ort, QParamsRecipe::gemmlowp, QParamsRecipe::fbgemm, QParamsRecipe::pytorch_aten,
-         QParamsRecipe::pytorch_observer, QParamsRecipe::xnnpack_qd8, QParamsRecipe::glow});
-    r.scheme = enumerated(j, "scheme", w,
-                          {QParamsScheme::asymmetric, QParamsScheme::symmetric, QParamsScheme::symmetric_unsigned,
-                           QParamsScheme::power_of_two});
+    r.recipe = enumerated<QParamsRecipe>(j, "recipe", w);
+    r.scheme = enumerated<QParamsScheme>(j, "scheme", w);
     r.include_zero = boolean(j, "include_zero", w);
-    r.zero_point = enumerated(j, "zero_point", w,
-                              {ZeroPointChoice::from_min, ZeroPointChoice::smaller_error,
-                               ZeroPointChoice::smaller_error_difference, ZeroPointChoice::xnnpack_sign_rule});
+    r.zero_point = enumerated<ZeroPointChoice>(j, "zero_point", w);
     const std::string nudge = str(j, "nudge", w);
     const auto m = parse_rounding_mode(nudge);
     if (!m) throw InputError("request: field '" + w + "nudge': unknown rounding mode '" + nudge + "'");
     r.nudge = *m;
-    r.reduce_range = enumerated(j, "reduce_range", w, {ReduceRange::none, ReduceRange::ort_int8, ReduceRange::halve});
+    r.reduce_range = enumerated<ReduceRange>(j, "reduce_range", w);
     r.narrow_range = boolean(j, "narrow_range", w);
     r.scale_floor = number(j, "scale_floor", w);
     r.arithmetic = dtype(j, "arithmetic", w);
@@ -263,9 +253,7 @@ class Decoder {
     a.values = tensor(j, "values", w);
     a.format = dtype(j, "format", w);
     a.params = params(j, "params", w);
-    a.quantization = enumerated(j, "quantization", w,
-                                {ActivationQuantization::static_params, ActivationQuantization::dynamic_per_tensor,
-                                 ActivationQuantization::dynamic_per_row});
+    a.quantization = enumerated<ActivationQuantization>(j, "quantization", w);
     a.rule = rule(j, "rule", w);
     return a;
   }
@@ -280,10 +268,10 @@ class Decoder {
     if (!p.is_null()) {
       const std::string pw = w + "packing.";
       Int4Packing k;
-      k.nibbles = enumerated(p, "nibbles", pw, {NibbleOrder::low_first, NibbleOrder::high_first});
+      k.nibbles = enumerated<NibbleOrder>(p, "nibbles", pw);
       k.axis = opt_int(p, "axis", pw);
-      k.odd = enumerated(p, "odd", pw, {OddLength::pad, OddLength::reject});
-      k.out_of_range = enumerated(p, "out_of_range", pw, {OutOfRange::reject, OutOfRange::clip, OutOfRange::wrap});
+      k.odd = enumerated<OddLength>(p, "odd", pw);
+      k.out_of_range = enumerated<OutOfRange>(p, "out_of_range", pw);
       q.packing = k;
     }
     // The logical shape, always set as the case loader sets it (backends read it unpacked too).
@@ -299,7 +287,7 @@ class Decoder {
     const json& j = at(o, "output", "");
     const std::string w = "output.";
     OutputStage s;
-    s.kind = enumerated(j, "kind", w, {OutputKind::int32, OutputKind::dequantized, OutputKind::requantized});
+    s.kind = enumerated<OutputKind>(j, "kind", w);
     s.format = dtype(j, "format", w);
     s.scale = number(j, "scale", w);
     s.zero_point = integer(j, "zero_point", w);
@@ -312,9 +300,7 @@ class Decoder {
     return s;
   }
 
-  WeightLayout layout(const json& o) const {
-    return enumerated(o, "b_layout", "", {WeightLayout::k_by_n, WeightLayout::n_by_k});
-  }
+  WeightLayout layout(const json& o) const { return enumerated<WeightLayout>(o, "b_layout", ""); }
 
   Conv2dGeometry geometry(const json& o) const {
     const json& j = at(o, "geometry", "");
@@ -381,11 +367,11 @@ OpRequest decode_op(const std::string& text, std::vector<Tensor> tensors) {
   if (op == "qconv2d") {
     QConv2dOp c;
     c.input = d.activation(j, "input");
-    c.layout = d.enumerated(j, "layout", "", {ConvLayout::nchw, ConvLayout::nhwc});
+    c.layout = d.enumerated<ConvLayout>(j, "layout", "");
     c.weight = d.weights(j, "weight");
     c.bias = d.optional_tensor(j, "bias", "");
     c.geometry = d.geometry(j);
-    c.padding = d.enumerated(j, "padding", "", {ConvPadding::real_zero, ConvPadding::quantized_zero});
+    c.padding = d.enumerated<ConvPadding>(j, "padding", "");
     c.output = d.output(j);
     return c;
   }

@@ -154,11 +154,7 @@ void bind_formats(py::module_& m) {
   for (qc::RoundingMode r : qc::kAllRoundingModes) modes.append(r);
   m.attr("rounding_modes") = modes;
 
-  py::enum_<qc::Label> lab(m, "Label", "Where an element lies relative to the hazards (oracles/labels.hpp).");
-  for (qc::Label l : {qc::Label::clear, qc::Label::near_tie, qc::Label::tie, qc::Label::saturated, qc::Label::special})
-    lab.value(std::string(qc::name(l)).c_str(), l);
-  lab.attr("__str__") =
-      py::cpp_function([](qc::Label l) { return std::string(qc::name(l)); }, py::name("__str__"), py::is_method(lab));
+  bind_enum<qc::Label>(m, "Label", "Where an element lies relative to the hazards (oracles/labels.hpp).");
   m.attr("NEAR_TIE_DISTANCE") = qc::kNearTieDistance;
 
   m.def(

@@ -82,18 +82,18 @@ qc::ActivationOperand make_activation(const py::handle& values, const py::handle
   qc::ActivationOperand a;
   a.values = to_tensor(values, optional_dtype_arg(dtype, "Activation: dtype"), "Activation: values");
   a.format = qc::is_int(a.values.dtype()) ? a.values.dtype() : dtype_arg(format, "Activation: format");
-  if (quantize == "static") {
+  const auto mode = qc::table_parse<qc::ActivationQuantization>(quantize);
+  if (!mode)
+    throw InputError("Activation: unknown quantize mode '" + quantize + "' (" +
+                     qc::table_names<qc::ActivationQuantization>() + ")");
+  a.quantization = *mode;
+  if (a.quantization == qc::ActivationQuantization::static_params) {
     if (scale.is_none()) throw InputError("Activation: static quantization needs a scale");
     a.params = quant_params(scale, zero_point, axis, block_size, scale_dtype, a.values.shape(), a.format, "Activation");
-  } else if (quantize == "dynamic_per_tensor" || quantize == "dynamic_per_row") {
+  } else {
     if (!scale.is_none())
       throw InputError("Activation: dynamic quantization chooses its own scale (the policy's qparams rule)");
     if (qc::is_int(a.values.dtype())) throw InputError("Activation: dynamic quantization needs float values");
-    a.quantization = quantize == "dynamic_per_row" ? qc::ActivationQuantization::dynamic_per_row
-                                                   : qc::ActivationQuantization::dynamic_per_tensor;
-  } else {
-    throw InputError("Activation: unknown quantize mode '" + quantize +
-                     "' (static, dynamic_per_tensor, dynamic_per_row)");
   }
   return a;
 }
@@ -134,9 +134,10 @@ qc::OutputStage requantized_output(const py::handle& dtype, double scale, std::i
   if (zero_point < qc::int_min(s.format) || zero_point > qc::int_max(s.format))
     throw InputError("Output: zero_point " + std::to_string(zero_point) + " is outside " +
                      std::string(qc::name(s.format)));
-  auto act = parse_by_name(activation, {qc::FusedActivation::none, qc::FusedActivation::relu,
-                                        qc::FusedActivation::relu6, qc::FusedActivation::relu_n1_to_1});
-  if (!act) throw InputError("Output: unknown activation '" + activation + "' (none, relu, relu6, relu_n1_to_1)");
+  const auto act = qc::table_parse<qc::FusedActivation>(activation);
+  if (!act)
+    throw InputError("Output: unknown activation '" + activation + "' (" + qc::table_names<qc::FusedActivation>() +
+                     ")");
   if (*act != qc::FusedActivation::none)
     s.clamp = qc::fused_activation_range(*act, static_cast<float>(s.scale), s.zero_point, s.format);
   return s;
@@ -271,12 +272,7 @@ qc::QGemmOp make_qgemm(const qc::ActivationOperand& a, const qc::QWeights& b, co
   qc::QGemmOp g;
   g.a = a;
   g.b = b;
-  g.b_layout = enum_arg<qc::WeightLayout>(
-      b_layout,
-      [](std::string_view s) {
-        return parse_by_name(s, {qc::WeightLayout::k_by_n, qc::WeightLayout::n_by_k});
-      },
-      "b_layout");
+  g.b_layout = enum_arg<qc::WeightLayout>(b_layout, "b_layout");
   g.bias = optional_tensor(bias, std::nullopt, "bias");
   g.output = output_arg(output);
   (void)qc::gemm_shape(g.a.values.shape(), g.b.shape, g.b_layout);
@@ -290,18 +286,8 @@ qc::QConv2dOp make_qconv2d(const qc::ActivationOperand& input, const qc::QWeight
   qc::QConv2dOp c;
   c.input = input;
   c.weight = weight;
-  c.layout = enum_arg<qc::ConvLayout>(
-      layout,
-      [](std::string_view s) {
-        return parse_by_name(s, {qc::ConvLayout::nchw, qc::ConvLayout::nhwc});
-      },
-      "layout");
-  c.padding = enum_arg<qc::ConvPadding>(
-      padding_value,
-      [](std::string_view s) {
-        return parse_by_name(s, {qc::ConvPadding::real_zero, qc::ConvPadding::quantized_zero});
-      },
-      "padding_value");
+  c.layout = enum_arg<qc::ConvLayout>(layout, "layout");
+  c.padding = enum_arg<qc::ConvPadding>(padding_value, "padding_value");
   if (stride.size() != 2 || padding.size() != 4 || dilation.size() != 2)
     throw InputError("qconv2d: stride (h, w), padding (top, left, bottom, right), dilation (h, w)");
   c.geometry = qc::Conv2dGeometry{stride[0],  stride[1],   padding[0],  padding[1], padding[2],
@@ -318,12 +304,7 @@ qc::WeightOnlyGemmOp make_weight_only(const py::handle& a, const qc::QWeights& b
   w.a = to_tensor(a, optional_dtype_arg(a_dtype, "weight_only_gemm: a_dtype"), "weight_only_gemm: a");
   if (!qc::is_float(w.a.dtype())) throw InputError("weight_only_gemm: activations are floats");
   w.b = b;
-  w.b_layout = enum_arg<qc::WeightLayout>(
-      b_layout,
-      [](std::string_view s) {
-        return parse_by_name(s, {qc::WeightLayout::k_by_n, qc::WeightLayout::n_by_k});
-      },
-      "b_layout");
+  w.b_layout = enum_arg<qc::WeightLayout>(b_layout, "b_layout");
   w.bias = optional_tensor(bias, std::nullopt, "weight_only_gemm: bias");
   if (w.bias && !qc::is_float(w.bias->dtype())) throw InputError("weight_only_gemm: the bias is a float tensor");
   w.out = dtype_arg(dtype, "weight_only_gemm: dtype");
@@ -335,27 +316,16 @@ qc::WeightOnlyGemmOp make_weight_only(const py::handle& a, const qc::QWeights& b
 }  // namespace
 
 void bind_oracle(py::module_& m) {
-  bind_enum<qc::Granularity>(m, "Granularity",
-                             {qc::Granularity::per_tensor, qc::Granularity::per_axis, qc::Granularity::blocked},
-                             "Per tensor, per axis, or blocked parameters.");
-  bind_enum<qc::WeightLayout>(m, "WeightLayout", {qc::WeightLayout::k_by_n, qc::WeightLayout::n_by_k},
-                              "A GEMM's weights as [K, N] or [N, K].");
-  bind_enum<qc::ConvLayout>(m, "ConvLayout", {qc::ConvLayout::nchw, qc::ConvLayout::nhwc}, "NCHW or NHWC.");
-  bind_enum<qc::ConvPadding>(m, "ConvPadding", {qc::ConvPadding::real_zero, qc::ConvPadding::quantized_zero},
-                             "What a padded convolution tap holds.");
-  bind_enum<qc::OutputKind>(m, "OutputKind",
-                            {qc::OutputKind::int32, qc::OutputKind::dequantized, qc::OutputKind::requantized},
-                            "The output stage of qgemm/qconv2d.");
-  bind_enum<qc::ActivationQuantization>(
-      m, "ActivationQuantization",
-      {qc::ActivationQuantization::static_params, qc::ActivationQuantization::dynamic_per_tensor,
-       qc::ActivationQuantization::dynamic_per_row},
-      "Static or dynamic (DRQ) activation quantization.");
-  bind_enum<qc::NibbleOrder>(m, "NibbleOrder", {qc::NibbleOrder::low_first, qc::NibbleOrder::high_first},
-                             "Which nibble holds the first of two int4 values.");
-  bind_enum<qc::OddLength>(m, "OddLength", {qc::OddLength::pad, qc::OddLength::reject}, "An odd count of int4 values.");
-  bind_enum<qc::OutOfRange>(m, "OutOfRange", {qc::OutOfRange::reject, qc::OutOfRange::clip, qc::OutOfRange::wrap},
-                            "Values outside the 4-bit range.");
+  bind_enum<qc::Granularity>(m, "Granularity", "Per tensor, per axis, or blocked parameters.");
+  bind_enum<qc::WeightLayout>(m, "WeightLayout", "A GEMM's weights as [K, N] or [N, K].");
+  bind_enum<qc::ConvLayout>(m, "ConvLayout", "NCHW or NHWC.");
+  bind_enum<qc::ConvPadding>(m, "ConvPadding", "What a padded convolution tap holds.");
+  bind_enum<qc::OutputKind>(m, "OutputKind", "The output stage of qgemm/qconv2d.");
+  bind_enum<qc::ActivationQuantization>(m, "ActivationQuantization",
+                                        "Static or dynamic (DRQ) activation quantization.");
+  bind_enum<qc::NibbleOrder>(m, "NibbleOrder", "Which nibble holds the first of two int4 values.");
+  bind_enum<qc::OddLength>(m, "OddLength", "An odd count of int4 values.");
+  bind_enum<qc::OutOfRange>(m, "OutOfRange", "Values outside the 4-bit range.");
 
   py::class_<qc::QuantParams>(m, "QuantParams", "Scales and zero points: per tensor, per axis or blocked.")
       .def(py::init([](const py::handle& scale, const py::handle& zero_point, const py::handle& axis,
@@ -401,25 +371,10 @@ void bind_oracle(py::module_& m) {
       .def(py::init([](const py::handle& nibbles, std::optional<int> axis, const py::handle& odd,
                        const py::handle& out_of_range) {
              qc::Int4Packing p;
-             p.nibbles = enum_arg<qc::NibbleOrder>(
-                 nibbles,
-                 [](std::string_view s) {
-                   return parse_by_name(s, {qc::NibbleOrder::low_first, qc::NibbleOrder::high_first});
-                 },
-                 "nibbles");
+             p.nibbles = enum_arg<qc::NibbleOrder>(nibbles, "nibbles");
              p.axis = axis;
-             p.odd = enum_arg<qc::OddLength>(
-                 odd,
-                 [](std::string_view s) {
-                   return parse_by_name(s, {qc::OddLength::pad, qc::OddLength::reject});
-                 },
-                 "odd");
-             p.out_of_range = enum_arg<qc::OutOfRange>(
-                 out_of_range,
-                 [](std::string_view s) {
-                   return parse_by_name(s, {qc::OutOfRange::reject, qc::OutOfRange::clip, qc::OutOfRange::wrap});
-                 },
-                 "out_of_range");
+             p.odd = enum_arg<qc::OddLength>(odd, "odd");
+             p.out_of_range = enum_arg<qc::OutOfRange>(out_of_range, "out_of_range");
              return p;
            }),
            py::arg("nibbles") = "low_first", py::arg("axis") = py::none(), py::arg("odd") = "pad",

@@ -99,21 +99,10 @@ void bind_policies(py::module_& m) {
   bind_enum<PairRule>(m, "PairRule",
                       "How an int16-pair (vpmaddubsw) kernel forms its pairs: MLAS's u8 x s8 along the whole K, or "
                       "oneDNN's GEMM driver (s8 sources shifted to u8, pairs restarting at its K blocks per ISA).");
-  bind_enum<QParamsRecipe>(
-      m, "QParamsRecipe",
-      {QParamsRecipe::onnx_ort, QParamsRecipe::gemmlowp, QParamsRecipe::fbgemm, QParamsRecipe::pytorch_aten,
-       QParamsRecipe::pytorch_observer, QParamsRecipe::xnnpack_qd8, QParamsRecipe::glow},
-      "Whose parameter-choice code a rule follows.");
-  bind_enum<QParamsScheme>(m, "QParamsScheme",
-                           {QParamsScheme::asymmetric, QParamsScheme::symmetric, QParamsScheme::symmetric_unsigned,
-                            QParamsScheme::power_of_two},
-                           "Asymmetric, symmetric, or power-of-two scales.");
-  bind_enum<ZeroPointChoice>(m, "ZeroPointChoice",
-                             {ZeroPointChoice::from_min, ZeroPointChoice::smaller_error,
-                              ZeroPointChoice::smaller_error_difference, ZeroPointChoice::xnnpack_sign_rule},
-                             "How a rule picks the zero point.");
-  bind_enum<ReduceRange>(m, "ReduceRange", {ReduceRange::none, ReduceRange::ort_int8, ReduceRange::halve},
-                         "Reduced integer ranges.");
+  bind_enum<QParamsRecipe>(m, "QParamsRecipe", "Whose parameter-choice code a rule follows.");
+  bind_enum<QParamsScheme>(m, "QParamsScheme", "Asymmetric, symmetric, or power-of-two scales.");
+  bind_enum<ZeroPointChoice>(m, "ZeroPointChoice", "How a rule picks the zero point.");
+  bind_enum<ReduceRange>(m, "ReduceRange", "Reduced integer ranges.");
 
   py::class_<ComputeFormat>(m, "ComputeFormat", "The format intermediates are rounded to (exact, f64, fixed64:N, ...).")
       .def(py::init([](const std::string& s) {
@@ -183,38 +172,13 @@ void bind_policies(py::module_& m) {
                const std::string key = k.cast<std::string>();
                const std::string where = "QParamsRule: " + key;
                if (key == "recipe")
-                 r.recipe = enum_arg<QParamsRecipe>(
-                     v,
-                     [](std::string_view s) {
-                       return parse_by_name(s, {QParamsRecipe::onnx_ort, QParamsRecipe::gemmlowp, QParamsRecipe::fbgemm,
-                                                QParamsRecipe::pytorch_aten, QParamsRecipe::pytorch_observer,
-                                                QParamsRecipe::xnnpack_qd8, QParamsRecipe::glow});
-                     },
-                     where);
+                 r.recipe = enum_arg<QParamsRecipe>(v, where);
                else if (key == "scheme")
-                 r.scheme = enum_arg<QParamsScheme>(
-                     v,
-                     [](std::string_view s) {
-                       return parse_by_name(s, {QParamsScheme::asymmetric, QParamsScheme::symmetric,
-                                                QParamsScheme::symmetric_unsigned, QParamsScheme::power_of_two});
-                     },
-                     where);
+                 r.scheme = enum_arg<QParamsScheme>(v, where);
                else if (key == "zero_point")
-                 r.zero_point = enum_arg<ZeroPointChoice>(
-                     v,
-                     [](std::string_view s) {
-                       return parse_by_name(
-                           s, {ZeroPointChoice::from_min, ZeroPointChoice::smaller_error,
-                               ZeroPointChoice::smaller_error_difference, ZeroPointChoice::xnnpack_sign_rule});
-                     },
-                     where);
+                 r.zero_point = enum_arg<ZeroPointChoice>(v, where);
                else if (key == "reduce_range")
-                 r.reduce_range = enum_arg<ReduceRange>(
-                     v,
-                     [](std::string_view s) {
-                       return parse_by_name(s, {ReduceRange::none, ReduceRange::ort_int8, ReduceRange::halve});
-                     },
-                     where);
+                 r.reduce_range = enum_arg<ReduceRange>(v, where);
                else if (key == "nudge")
                  r.nudge = enum_arg<RoundingMode>(v, parse_rounding_mode, where);
                else if (key == "include_zero")

@@ -22,9 +22,6 @@ py::array_t<std::int64_t> int_array(const std::array<std::int64_t, N>& a) {
   return out;
 }
 
-constexpr qc::Label kLabels[] = {qc::Label::clear, qc::Label::near_tie, qc::Label::tie, qc::Label::saturated,
-                                 qc::Label::special};
-
 std::filesystem::path path_arg(const py::handle& h) {
   return py::str(py::module_::import("os").attr("fspath")(h)).cast<std::string>();
 }
@@ -32,10 +29,7 @@ std::filesystem::path path_arg(const py::handle& h) {
 }  // namespace
 
 void bind_results(py::module_& m) {
-  bind_enum<qc::Verdict>(m, "Verdict",
-                         {qc::Verdict::pass, qc::Verdict::fail, qc::Verdict::xfail, qc::Verdict::xpass,
-                          qc::Verdict::skip, qc::Verdict::crash, qc::Verdict::timeout},
-                         "A (case, backend) verdict: PASS, FAIL, XFAIL, XPASS, SKIP, CRASH, TIMEOUT.");
+  bind_enum<qc::Verdict>(m, "Verdict", "A (case, backend) verdict: PASS, FAIL, XFAIL, XPASS, SKIP, CRASH, TIMEOUT.");
 
   py::class_<qc::ElementDiff>(m, "ElementDiff", "One element a backend got wrong, with its operands and exact value.")
       .def_readonly("index", &qc::ElementDiff::index)
@@ -86,7 +80,7 @@ void bind_results(py::module_& m) {
           "labels",
           [](const qc::Metrics& x) {
             py::dict d;
-            for (qc::Label l : kLabels) {
+            for (qc::Label l : qc::table_values<qc::Label>()) {
               const auto i = static_cast<std::size_t>(l);
               py::dict e;
               e["total"] = x.label_total[i];

@@ -112,12 +112,13 @@ E enum_arg(const py::handle& h, Parse parse, const std::string& where) {
                        py::str(py::type::of(h)).cast<std::string>());
 }
 
-// The enum value whose C++ name is `s` (for enums without a parse function of their own).
+// The same for an enum with a table (qconform/enum_table.hpp), whose names it parses.
 template <class E>
-std::optional<E> parse_by_name(std::string_view s, std::initializer_list<E> values) {
-  for (E v : values)
-    if (name(v) == s) return v;
-  return std::nullopt;
+E enum_arg(const py::handle& h, const std::string& where) {
+  if (py::isinstance<py::str>(h) && !qc::table_parse<E>(h.cast<std::string>()))
+    throw qc::InputError(where + ": unknown value '" + h.cast<std::string>() + "' (" + qc::table_names<E>() + ")");
+  return enum_arg<E>(
+      h, [](std::string_view s) { return qc::table_parse<E>(s); }, where);
 }
 
 // A qconform enum whose members are the C++ names (qc::name(value)), and whose str() is that name,

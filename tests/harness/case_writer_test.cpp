@@ -4,6 +4,7 @@
 #include "cases/case_writer.hpp"
 
 #include "cases/case.hpp"
+#include "cases/spec_fields.hpp"
 #include "harness/evaluate.hpp"
 #include "oracles/int4.hpp"
 #include "qconform/error.hpp"
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <set>
 
 namespace qc {
 namespace {
@@ -272,7 +274,7 @@ TEST(CaseWriter, TheSchemaNamesEveryInt4Packing) {
 
 // The schema's lists of a spec's choices are the enums' tables (qconform/enum_table.hpp), in order.
 template <class E>
-std::vector<std::string> table_names() {
+std::vector<std::string> names_in_table() {
   std::vector<std::string> v;
   for (const EnumEntry<E>& e : enum_table(E{})) v.emplace_back(e.name);
   return v;
@@ -283,13 +285,48 @@ TEST(CaseWriter, TheSchemaListsEachSpecChoiceFromItsTable) {
   const json schema = json::parse(f);
   const json& spec = schema["$defs"]["spec"]["oneOf"][1]["properties"];
   const auto listed = [&](const json& property) { return property["enum"].get<std::vector<std::string>>(); };
-  EXPECT_EQ(listed(spec["order"]), table_names<QuantizeOrder>());
-  EXPECT_EQ(listed(spec["rounding"]), table_names<RoundingMode>());
-  EXPECT_EQ(listed(spec["clamp"]), table_names<Clamp>());
-  EXPECT_EQ(listed(spec["nan"]), table_names<NanRule>());
-  EXPECT_EQ(listed(spec["cast"]), table_names<IntCast>());
-  EXPECT_EQ(listed(spec["dequantize"]["properties"]["order"]), table_names<DequantizeOrder>());
-  EXPECT_EQ(listed(spec["accumulation"]), table_names<Accumulation>());
+  EXPECT_EQ(listed(spec["order"]), names_in_table<QuantizeOrder>());
+  EXPECT_EQ(listed(spec["rounding"]), names_in_table<RoundingMode>());
+  EXPECT_EQ(listed(spec["clamp"]), names_in_table<Clamp>());
+  EXPECT_EQ(listed(spec["nan"]), names_in_table<NanRule>());
+  EXPECT_EQ(listed(spec["cast"]), names_in_table<IntCast>());
+  EXPECT_EQ(listed(spec["dequantize"]["properties"]["order"]), names_in_table<DequantizeOrder>());
+  EXPECT_EQ(listed(spec["accumulation"]), names_in_table<Accumulation>());
+}
+
+// The schema's spec fields are the field tables' (cases/spec_fields.hpp), which the loader and the
+// writer both use.
+TEST(CaseWriter, TheSchemaListsEachSpecFieldFromItsTable) {
+  std::ifstream f(fs::path(QCONFORM_SOURCE_DIR) / "cases" / "case.schema.json");
+  const json spec = json::parse(f)["$defs"]["spec"]["oneOf"][1]["properties"];
+  const auto keys = [](const json& properties) {
+    std::set<std::string> k;
+    for (const auto& [key, _] : properties.items()) k.insert(key);
+    return k;
+  };
+  const auto names = [](auto fields) {
+    std::set<std::string> n;
+    for (const auto& field : fields) n.emplace(field.name);
+    return n;
+  };
+  std::set<std::string> top = names(quantize_fields());
+  top.insert({"preset", "dequantize", "requantize", "accumulation", "qparams"});
+  EXPECT_EQ(keys(spec), top);
+  EXPECT_EQ(keys(spec["dequantize"]["properties"]), names(dequantize_fields()));
+  EXPECT_EQ(keys(spec["requantize"]["properties"]), names(requantize_fields()));
+}
+
+TEST(CaseWriter, TheSchemaListsEachOpChoiceFromItsTable) {
+  std::ifstream f(fs::path(QCONFORM_SOURCE_DIR) / "cases" / "case.schema.json");
+  const json defs = json::parse(f)["$defs"];
+  const auto listed = [&](const json& property) { return property["enum"].get<std::vector<std::string>>(); };
+  EXPECT_EQ(listed(defs["case"]["properties"]["padding_value"]), names_in_table<ConvPadding>());
+  EXPECT_EQ(listed(defs["operand"]["properties"]["quantize"]), names_in_table<ActivationQuantization>());
+  std::vector<std::string> layouts = names_in_table<WeightLayout>();  // one "layout" for weights and inputs
+  for (const std::string& l : names_in_table<ConvLayout>()) layouts.push_back(l);
+  EXPECT_EQ(listed(defs["operand"]["properties"]["layout"]), layouts);
+  EXPECT_EQ(listed(defs["output_stage"]["properties"]["kind"]), names_in_table<OutputKind>());
+  EXPECT_EQ(listed(defs["output_stage"]["properties"]["activation"]), names_in_table<FusedActivation>());
 }
 
 TEST(CaseWriter, QConv2dNhwcGroupsPaddingAndBias) {

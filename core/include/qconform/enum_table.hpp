@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace qc {
@@ -54,6 +55,14 @@ constexpr auto table_values() {
   std::array<E, t.size()> values{};
   for (std::size_t i = 0; i < t.size(); ++i) values[i] = t[i].value;
   return values;
+}
+
+// Every name, in table order, joined by ", " (for messages that list the choices).
+template <class E>
+std::string table_names() {
+  std::string s;
+  for (const EnumEntry<E>& e : enum_table(E{})) (s += s.empty() ? "" : ", ") += e.name;
+  return s;
 }
 
 }  // namespace qc

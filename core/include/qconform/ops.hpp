@@ -6,6 +6,7 @@
 #pragma once
 
 #include "qconform/dtype.hpp"
+#include "qconform/enum_table.hpp"
 #include "qconform/qparams.hpp"
 #include "qconform/rounding_mode.hpp"
 #include "qconform/tensor.hpp"
@@ -30,6 +31,22 @@ struct IntRange {
 enum class NibbleOrder : std::uint8_t { low_first, high_first };
 enum class OddLength : std::uint8_t { pad, reject };
 enum class OutOfRange : std::uint8_t { reject, clip, wrap };
+inline constexpr EnumEntry<NibbleOrder> kNibbleOrderTable[] = {
+    {NibbleOrder::low_first, "low_first", "the first value in the low nibble (ONNX)"},
+    {NibbleOrder::high_first, "high_first", "the first value in the high nibble"},
+};
+constexpr std::span<const EnumEntry<NibbleOrder>> enum_table(NibbleOrder) { return kNibbleOrderTable; }
+inline constexpr EnumEntry<OddLength> kOddLengthTable[] = {
+    {OddLength::pad, "pad", "an odd count is padded with a zero nibble"},
+    {OddLength::reject, "reject", "an odd count is an error"},
+};
+constexpr std::span<const EnumEntry<OddLength>> enum_table(OddLength) { return kOddLengthTable; }
+inline constexpr EnumEntry<OutOfRange> kOutOfRangeTable[] = {
+    {OutOfRange::reject, "reject", "a value outside the int4 range is an error"},
+    {OutOfRange::clip, "clip", "a value outside the int4 range saturates"},
+    {OutOfRange::wrap, "wrap", "a value outside the int4 range keeps its low four bits"},
+};
+constexpr std::span<const EnumEntry<OutOfRange>> enum_table(OutOfRange) { return kOutOfRangeTable; }
 
 std::string_view name(NibbleOrder o);
 std::string_view name(OddLength o);
@@ -56,6 +73,16 @@ enum class QParamsRecipe : std::uint8_t {
   xnnpack_qd8,       // XNNPACK xnn_qd8_asymmetric_quantization_params (qdu8 for u8)
   glow,              // Glow quantization::chooseQuantizationParams
 };
+inline constexpr EnumEntry<QParamsRecipe> kQParamsRecipeTable[] = {
+    {QParamsRecipe::onnx_ort, "onnx_ort"},
+    {QParamsRecipe::gemmlowp, "gemmlowp"},
+    {QParamsRecipe::fbgemm, "fbgemm"},
+    {QParamsRecipe::pytorch_aten, "pytorch_aten"},
+    {QParamsRecipe::pytorch_observer, "pytorch_observer"},
+    {QParamsRecipe::xnnpack_qd8, "xnnpack_qd8"},
+    {QParamsRecipe::glow, "glow"},
+};
+constexpr std::span<const EnumEntry<QParamsRecipe>> enum_table(QParamsRecipe) { return kQParamsRecipeTable; }
 std::string_view name(QParamsRecipe r);
 
 enum class QParamsScheme : std::uint8_t {
@@ -66,6 +93,13 @@ enum class QParamsScheme : std::uint8_t {
   power_of_two,        // scale a power of two (FBGEMM force_scale_power_of_two, Glow
                        // SymmetricWithPower2Scale, which is also symmetric)
 };
+inline constexpr EnumEntry<QParamsScheme> kQParamsSchemeTable[] = {
+    {QParamsScheme::asymmetric, "asymmetric"},
+    {QParamsScheme::symmetric, "symmetric"},
+    {QParamsScheme::symmetric_unsigned, "symmetric_unsigned"},
+    {QParamsScheme::power_of_two, "power_of_two"},
+};
+constexpr std::span<const EnumEntry<QParamsScheme>> enum_table(QParamsScheme) { return kQParamsSchemeTable; }
 std::string_view name(QParamsScheme s);
 
 enum class ZeroPointChoice : std::uint8_t {
@@ -75,6 +109,13 @@ enum class ZeroPointChoice : std::uint8_t {
   smaller_error_difference,  // the same choice made on |q| - |r/s| (ATen's quirk)
   xnnpack_sign_rule,         // qmin - min*r if (qmin + min*r) + (qmax + max*r) > 0, else qmax - max*r
 };
+inline constexpr EnumEntry<ZeroPointChoice> kZeroPointChoiceTable[] = {
+    {ZeroPointChoice::from_min, "from_min"},
+    {ZeroPointChoice::smaller_error, "smaller_error"},
+    {ZeroPointChoice::smaller_error_difference, "smaller_error_difference"},
+    {ZeroPointChoice::xnnpack_sign_rule, "xnnpack_sign_rule"},
+};
+constexpr std::span<const EnumEntry<ZeroPointChoice>> enum_table(ZeroPointChoice) { return kZeroPointChoiceTable; }
 std::string_view name(ZeroPointChoice z);
 
 enum class ReduceRange : std::uint8_t {
@@ -82,6 +123,12 @@ enum class ReduceRange : std::uint8_t {
   ort_int8,  // int8 only: [-64, 64] (ORT GetQuantizationParameter<int8_t, ReduceRange=true>)
   halve,     // qmin/2, qmax/2 truncating: int8 [-64, 63], uint8 [0, 127] (PyTorch)
 };
+inline constexpr EnumEntry<ReduceRange> kReduceRangeTable[] = {
+    {ReduceRange::none, "none"},
+    {ReduceRange::ort_int8, "ort_int8"},
+    {ReduceRange::halve, "halve"},
+};
+constexpr std::span<const EnumEntry<ReduceRange>> enum_table(ReduceRange) { return kReduceRangeTable; }
 std::string_view name(ReduceRange r);
 
 struct QParamsRule {
@@ -106,6 +153,14 @@ enum class ActivationQuantization : std::uint8_t {
   dynamic_per_tensor,  // DRQ: one (scale, zero point) from the tensor's min/max under `rule`
   dynamic_per_row,     // DRQ: one per row of the [rows, K] view, rows = the product of all but the last dim
 };
+inline constexpr EnumEntry<ActivationQuantization> kActivationQuantizationTable[] = {
+    {ActivationQuantization::static_params, "static"},
+    {ActivationQuantization::dynamic_per_tensor, "dynamic_per_tensor"},
+    {ActivationQuantization::dynamic_per_row, "dynamic_per_row"},
+};
+constexpr std::span<const EnumEntry<ActivationQuantization>> enum_table(ActivationQuantization) {
+  return kActivationQuantizationTable;
+}
 std::string_view name(ActivationQuantization q);
 
 // The activation (A of a GEMM, the input of a convolution): float values quantized by the path,
@@ -134,6 +189,12 @@ inline const Shape& logical_shape(const QWeights& w) { return w.packing ? w.shap
 // ---- Output stage (oracles/qlinear.hpp) --------------------------------------------------------
 
 enum class OutputKind : std::uint8_t { int32, dequantized, requantized };
+inline constexpr EnumEntry<OutputKind> kOutputKindTable[] = {
+    {OutputKind::int32, "int32"},
+    {OutputKind::dequantized, "dequantized"},
+    {OutputKind::requantized, "requantized"},
+};
+constexpr std::span<const EnumEntry<OutputKind>> enum_table(OutputKind) { return kOutputKindTable; }
 std::string_view name(OutputKind k);
 
 struct OutputStage {
@@ -150,6 +211,11 @@ enum class WeightLayout : std::uint8_t {
   k_by_n,  // B is [K, N]
   n_by_k,  // B is [N, K], "transposed"
 };
+inline constexpr EnumEntry<WeightLayout> kWeightLayoutTable[] = {
+    {WeightLayout::k_by_n, "k_by_n"},
+    {WeightLayout::n_by_k, "n_by_k"},
+};
+constexpr std::span<const EnumEntry<WeightLayout>> enum_table(WeightLayout) { return kWeightLayoutTable; }
 std::string_view name(WeightLayout l);
 
 struct QGemmOp {
@@ -173,6 +239,16 @@ GemmShape gemm_shape(const Shape& a, const Shape& b, WeightLayout layout);
 
 enum class ConvLayout : std::uint8_t { nchw, nhwc };
 enum class ConvPadding : std::uint8_t { real_zero, quantized_zero };
+inline constexpr EnumEntry<ConvLayout> kConvLayoutTable[] = {
+    {ConvLayout::nchw, "nchw"},
+    {ConvLayout::nhwc, "nhwc"},
+};
+constexpr std::span<const EnumEntry<ConvLayout>> enum_table(ConvLayout) { return kConvLayoutTable; }
+inline constexpr EnumEntry<ConvPadding> kConvPaddingTable[] = {
+    {ConvPadding::real_zero, "real_zero"},
+    {ConvPadding::quantized_zero, "quantized_zero"},
+};
+constexpr std::span<const EnumEntry<ConvPadding>> enum_table(ConvPadding) { return kConvPaddingTable; }
 std::string_view name(ConvLayout l);
 std::string_view name(ConvPadding p);
 

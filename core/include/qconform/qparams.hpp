@@ -3,6 +3,7 @@
 #pragma once
 
 #include "qconform/dtype.hpp"
+#include "qconform/enum_table.hpp"
 #include "qconform/tensor.hpp"
 
 #include <cstdint>
@@ -13,6 +14,12 @@
 namespace qc {
 
 enum class Granularity : std::uint8_t { per_tensor, per_axis, blocked };
+inline constexpr EnumEntry<Granularity> kGranularityTable[] = {
+    {Granularity::per_tensor, "per_tensor"},
+    {Granularity::per_axis, "per_axis"},
+    {Granularity::blocked, "blocked"},
+};
+constexpr std::span<const EnumEntry<Granularity>> enum_table(Granularity) { return kGranularityTable; }
 std::string_view name(Granularity g);
 
 struct QuantParams {
