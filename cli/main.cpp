@@ -24,9 +24,11 @@
 
 #include <unistd.h>
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -41,6 +43,30 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kExitInput = 2;
+
+// A run between its first backend call and its written reports. A backend that calls exit() in
+// this process (a kernel's error path, a library's abort handler that exits 0) would otherwise end
+// the run with its status, 0 included, and no report: the exit handler turns that into exit 1 with
+// a message. (_exit and signals bypass exit handlers; --isolate turns those into CRASH verdicts.)
+struct RunInFlight {
+  pid_t pid = 0;  // the harness's own process: a forked backend child inherits the handler
+  bool active = false;
+  std::size_t done = 0, total = 0;
+  std::string last;  // the last finished (case, backend)
+};
+RunInFlight g_run;
+
+void exit_during_run() {
+  if (!g_run.active || ::getpid() != g_run.pid) return;
+  std::fprintf(
+      stderr,
+      "qconform: a backend ended the process (exit) during the run, after %zu of %zu results%s%s; no report "
+      "was written (the previous one is untouched; results.partial.jsonl holds the finished results); run with "
+      "--isolate to make this a CRASH verdict\n",
+      g_run.done, g_run.total, g_run.last.empty() ? "" : ", the last ", g_run.last.c_str());
+  std::fflush(stderr);
+  ::_exit(1);
+}
 
 std::vector<fs::path> case_paths(const std::vector<std::string>& args) {
   if (args.empty()) return {qc::default_cases_dir()};
@@ -240,8 +266,7 @@ void print_summary(const qc::RunReport& r, const Style& st, std::ostream& os) {
     }
   }
   if (hidden) os << "  ... and " << hidden << " more (see the report)\n";
-  const qc::Verdict order[] = {qc::Verdict::pass, qc::Verdict::fail,  qc::Verdict::xfail,  qc::Verdict::xpass,
-                               qc::Verdict::skip, qc::Verdict::crash, qc::Verdict::timeout};
+  const auto& order = qc::kAllVerdicts;
   std::map<std::string, std::map<qc::Verdict, int>> table;
   std::vector<std::string> names;
   for (const auto& c : r.cases)
@@ -391,14 +416,25 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   opt.isolate = a.isolate;
   opt.timeout_seconds = a.timeout;
   if (!a.no_reproducers) opt.reproducer_dir = (fs::path(a.report_dir) / "reproducers").string();
-  // Results stream to DIR/results.jsonl as they complete, so an interrupted run keeps what it
-  // finished; the reports themselves are replaced only at the end, atomically.
-  fs::create_directories(a.report_dir);
-  std::ofstream stream(fs::path(a.report_dir) / "results.jsonl", std::ios::trunc);
+  // Results stream to DIR/results.partial.jsonl as they complete, so an interrupted run keeps what
+  // it finished; at the end it becomes DIR/results.jsonl together with the reports, so a run that
+  // stops early leaves the previous set (results.jsonl included) as it was.
+  std::error_code dir_error;
+  fs::create_directories(a.report_dir, dir_error);
+  if (dir_error || !fs::is_directory(a.report_dir))
+    throw qc::InputError("--report-dir " + a.report_dir + ": not a folder that can be created (" +
+                         (dir_error ? dir_error.message() : std::string("it is a file")) + ")");
+  const fs::path partial = fs::path(a.report_dir) / "results.partial.jsonl";
+  std::ofstream stream(partial, std::ios::trunc);
+  if (!stream) throw qc::InputError(partial.string() + ": cannot write it");
   const bool quiet = a.quiet;
-  opt.progress = [tty, quiet, &stream, &st](const qc::CaseResult& c, const qc::BackendResult& b, std::size_t done,
-                                            std::size_t total) {
+  opt.progress = [tty, quiet, &stream, &st, &partial](const qc::CaseResult& c, const qc::BackendResult& b,
+                                                      std::size_t done, std::size_t total) {
     stream << qc::jsonl_line(c, b) << std::flush;
+    if (!stream) throw qc::InputError(partial.string() + ": cannot write it: " + std::strerror(errno));
+    g_run.done = done;
+    g_run.total = total;
+    g_run.last = c.id + " on " + b.backend;
     if (quiet) return;
     if (tty) {  // one redrawn line: a bar, the count and the current case
       constexpr int kWidth = 30;
@@ -413,10 +449,24 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
     }
     (void)st;
   };
-  qc::RunReport report = qc::run_cases(suites, backends, opt);
-  for (int i = 0; i < argc; ++i) report.meta.command_line.emplace_back(argv[i]);
-  report.meta.shard = shard;
-  qc::write_reports(report, a.report_dir);
+  static const bool registered = std::atexit(exit_during_run) == 0;
+  if (!registered) throw std::runtime_error("cannot register the run's exit handler");
+  struct InFlight {  // the run's backend calls and report writing; an exception ends it too
+    InFlight() {
+      g_run.pid = ::getpid();
+      g_run.active = true;
+    }
+    ~InFlight() { g_run.active = false; }
+  };
+  qc::RunReport report;
+  {
+    const InFlight in_flight;
+    report = qc::run_cases(suites, backends, opt);
+    for (int i = 0; i < argc; ++i) report.meta.command_line.emplace_back(argv[i]);
+    report.meta.shard = shard;
+    stream.close();
+    qc::write_reports(report, a.report_dir, partial);
+  }
   if (!a.quiet) print_summary(report, st, std::cout);
   std::cout << "reports: " << (fs::path(a.report_dir) / "report.json").string() << ", "
             << (fs::path(a.report_dir) / "report.html").string() << ", "
@@ -445,10 +495,12 @@ int cmd_baseline(const std::string& report_path, const std::string& out, bool up
   return 0;
 }
 
-int cmd_report(const std::vector<std::string>& inputs, const std::string& out_dir) {
+// `report` re-renders one report, or merges several; `merge` always merges, so that one shard of
+// several is refused as the incomplete set it is.
+int cmd_report(const std::vector<std::string>& inputs, const std::string& out_dir, bool merge) {
   std::vector<qc::RunReport> parts;
   for (const auto& p : inputs) parts.push_back(qc::load_report(p));
-  const qc::RunReport r = parts.size() == 1 ? parts.front() : qc::merge_reports(parts);
+  const qc::RunReport r = parts.size() == 1 && !merge ? parts.front() : qc::merge_reports(parts);
   qc::write_reports(r, out_dir);
   std::cout << "reports: " << (fs::path(out_dir) / "report.json").string() << ", "
             << (fs::path(out_dir) / "report.html").string() << ", " << (fs::path(out_dir) / "report.junit.xml").string()
@@ -638,9 +690,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> report_inputs;
   std::string report_out = "qconform-report";
   CLI::App* report = app.add_subcommand("report", "re-render the reports (HTML, JUnit) from report.json");
-  report->add_option("reports", report_inputs, "report.json files (several: merged)")->required();
+  report->add_option("reports", report_inputs, "report.json files (several: the shards of one run, merged)")
+      ->required();
   report->add_option("--report-dir,-o", report_out, "output folder")->capture_default_str();
-  CLI::App* merge = app.add_subcommand("merge", "join the reports of qconform run --shard i/n into one");
+  CLI::App* merge =
+      app.add_subcommand("merge", "join the reports of qconform run --shard i/n into one (all n of them)");
   merge->add_option("reports", report_inputs, "the shards' report.json files")->required();
   merge->add_option("--report-dir,-o", report_out, "output folder")->capture_default_str();
 
@@ -690,7 +744,7 @@ int main(int argc, char** argv) {
   try {
     if (*run) return cmd_run(ra, argc, argv);
     if (*baseline) return cmd_baseline(baseline_report, baseline_out, baseline_update);
-    if (*report || *merge) return cmd_report(report_inputs, report_out);
+    if (*report || *merge) return cmd_report(report_inputs, report_out, merge->parsed());
     if (*list) {
       load_custom_presets(list_preset_files);
       return cmd_list(topic, list_paths);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 
 namespace qc {
@@ -21,15 +22,12 @@ std::array<std::int64_t, 5> histogram_from(const json& h) {
 std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 Verdict verdict_from(const std::string& s) {
-  for (Verdict v :
-       {Verdict::pass, Verdict::fail, Verdict::xfail, Verdict::xpass, Verdict::skip, Verdict::crash, Verdict::timeout})
-    if (name(v) == s) return v;
+  if (const auto v = table_parse<Verdict>(s)) return *v;
   throw std::out_of_range("unknown verdict '" + s + "'");
 }
 
 Label label_from(const std::string& s) {
-  for (int l = 0; l < kLabelCount; ++l)
-    if (name(static_cast<Label>(l)) == s) return static_cast<Label>(l);
+  if (const auto l = table_parse<Label>(s)) return *l;
   throw std::out_of_range("unknown label '" + s + "'");
 }
 
@@ -71,8 +69,7 @@ Metrics metrics_from(const json& j) {
 }
 
 AgreementStatus agreement_status_from(const std::string& s) {
-  for (AgreementStatus a : {AgreementStatus::holds, AgreementStatus::broken, AgreementStatus::unchecked})
-    if (name(a) == s) return a;
+  if (const auto a = table_parse<AgreementStatus>(s)) return *a;
   throw std::out_of_range("unknown agreement status '" + s + "'");
 }
 
@@ -188,23 +185,38 @@ RunReport merge_reports(const std::vector<RunReport>& parts) {
   if (parts.empty()) throw InputError("merge: no reports given");
   // Shards hold contiguous ranges of the global case order (qconform run --shard), so the merged
   // order is the shards' order by index.
-  std::vector<const RunReport*> order;
-  for (const RunReport& p : parts) order.push_back(&p);
-  auto index_of = [](const RunReport* r) {
-    const auto slash = r->meta.shard.find('/');
-    return slash == std::string::npos ? 0 : std::stoi(r->meta.shard.substr(0, slash));
+  // A merge is complete or refused: every part is shard i/n of one sharding and each i from 1 to n
+  // is there once, since a merge of fewer would read as a complete run.
+  const auto shard_of = [](const RunReport& r) {
+    const std::string& s = r.meta.shard;
+    const auto slash = s.find('/');
+    int i = 0, n = 0;
+    const auto whole = [](std::string_view t, int& v) {
+      const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      return !t.empty() && ec == std::errc() && end == t.data() + t.size();
+    };
+    if (slash == std::string::npos || !whole(std::string_view(s).substr(0, slash), i) ||
+        !whole(std::string_view(s).substr(slash + 1), n) || n < 1 || i < 1 || i > n)
+      throw InputError("merge: a report " + (s.empty() ? std::string("without a shard") : "of shard '" + s + "'") +
+                       " is not part of a sharded run (qconform run --shard i/n)");
+    return std::pair{i, n};
   };
-  std::string count;
-  for (const RunReport* r : order) {
-    const auto slash = r->meta.shard.find('/');
-    const std::string n = slash == std::string::npos ? "" : r->meta.shard.substr(slash + 1);
-    if (r != order.front() && n != count)
-      throw InputError("merge: the reports come from different shardings ('" + order.front()->meta.shard + "' and '" +
-                       r->meta.shard + "')");
-    count = n;
+  const int count = shard_of(parts.front()).second;
+  std::vector<const RunReport*> order(static_cast<std::size_t>(count), nullptr);
+  for (const RunReport& p : parts) {
+    const auto [i, n] = shard_of(p);
+    if (n != count)
+      throw InputError("merge: the reports come from different shardings ('" + parts.front().meta.shard + "' and '" +
+                       p.meta.shard + "')");
+    if (order[static_cast<std::size_t>(i - 1)]) throw InputError("merge: shard " + p.meta.shard + " is given twice");
+    order[static_cast<std::size_t>(i - 1)] = &p;
   }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](const RunReport* a, const RunReport* b) { return index_of(a) < index_of(b); });
+  std::string missing;
+  for (int i = 1; i <= count; ++i)
+    if (!order[static_cast<std::size_t>(i - 1)])
+      missing += (missing.empty() ? "" : ", ") + std::to_string(i) + "/" + std::to_string(count);
+  if (!missing.empty())
+    throw InputError("merge: shard " + missing + " is missing: the merged report would be incomplete");
   RunReport out;
   out.meta = order.front()->meta;
   out.meta.shard.clear();

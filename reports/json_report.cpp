@@ -1,9 +1,15 @@
 #include "reports/writers.hpp"
 
+#include "qconform/error.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <optional>
 
 namespace qc {
 
@@ -151,24 +157,68 @@ json to_json(const RunReport& r) {
           {"cases", cases}};
 }
 
-void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
-  namespace fs = std::filesystem;
-  if (path.has_parent_path()) fs::create_directories(path.parent_path());
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-    out << content;
-    out.flush();
-    if (!out) throw std::runtime_error("error while writing " + tmp.string());
+namespace {
+
+namespace fs = std::filesystem;
+
+// `content` into a new file beside `path` (its name + ".tmp.PID"), complete on disk or removed:
+// the temporary's path, or an InputError naming `path` and the system's reason (a full disk, a
+// folder that is a file, no permission).
+fs::path stage(const fs::path& path, const std::string& content) {
+  std::error_code ec;
+  if (path.has_parent_path()) {
+    fs::create_directories(path.parent_path(), ec);
+    if (ec) throw InputError(path.string() + ": cannot create its folder: " + ec.message());
   }
-  fs::rename(tmp, path);
+  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw InputError(path.string() + ": cannot write it: " + std::strerror(errno));
+  const bool written = std::fwrite(content.data(), 1, content.size(), f) == content.size();
+  const int write_errno = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!written || !closed) {
+    const int e = written ? errno : write_errno;
+    fs::remove(tmp, ec);
+    throw InputError(path.string() + ": cannot write it: " + std::strerror(e));
+  }
+  return tmp;
 }
 
-void write_reports(const RunReport& r, const std::filesystem::path& dir) {
-  write_file_atomic(dir / "report.json", to_json(r).dump(2) + "\n");
-  write_file_atomic(dir / "report.html", render_html(r));
-  write_file_atomic(dir / "report.junit.xml", render_junit(r));
+void replace(const fs::path& tmp, const fs::path& path) {
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw InputError(path.string() + ": cannot replace it: " + ec.message());
+  }
+}
+
+}  // namespace
+
+void write_file_atomic(const std::filesystem::path& path, const std::string& content) {
+  replace(stage(path, content), path);
+}
+
+void write_reports(const RunReport& r, const std::filesystem::path& dir,
+                   const std::optional<std::filesystem::path>& results) {
+  // Every file is staged complete before any is replaced, so a write that fails (a full disk, a
+  // folder that is a file) leaves the previous set as it was and no temporary behind; what is left
+  // are renames within one folder, which need no space.
+  const std::pair<const char*, std::string> files[] = {{"report.json", to_json(r).dump(2) + "\n"},
+                                                       {"report.html", render_html(r)},
+                                                       {"report.junit.xml", render_junit(r)}};
+  for (const auto& [name, content] : files)
+    if (fs::is_directory(dir / name)) throw InputError((dir / name).string() + ": is a folder, not a report file");
+  std::vector<fs::path> staged;
+  try {
+    for (const auto& [name, content] : files) staged.push_back(stage(dir / name, content));
+  } catch (...) {
+    std::error_code ec;
+    for (const fs::path& t : staged) fs::remove(t, ec);
+    throw;
+  }
+  for (std::size_t i = 0; i < staged.size(); ++i) replace(staged[i], dir / files[i].first);
+  if (results) replace(*results, dir / "results.jsonl");
 }
 
 }  // namespace qc

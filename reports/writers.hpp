@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 
 namespace qc {
@@ -19,8 +20,13 @@ std::string render_junit(const RunReport& r);
 // One line of the results stream (DIR/results.jsonl): a case with one backend's result.
 std::string jsonl_line(const CaseResult& c, const BackendResult& b);
 
+// Writes `path` whole or not at all (a temporary beside it, then a rename); a failure is an
+// InputError naming `path` and the reason, and leaves the previous file as it was.
 void write_file_atomic(const std::filesystem::path& path, const std::string& content);
-// Writes DIR/report.json, DIR/report.html and DIR/report.junit.xml.
-void write_reports(const RunReport& r, const std::filesystem::path& dir);
+// Replaces DIR/report.json, DIR/report.html and DIR/report.junit.xml together: all three are written
+// before any is replaced, so a failure leaves the previous set whole. `results`, a run's stream of
+// results (DIR/results.partial.jsonl), then becomes DIR/results.jsonl.
+void write_reports(const RunReport& r, const std::filesystem::path& dir,
+                   const std::optional<std::filesystem::path>& results = std::nullopt);
 
 }  // namespace qc

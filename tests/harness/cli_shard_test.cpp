@@ -64,6 +64,10 @@ TEST_F(CliShards, ShardsFromEitherRunnersEnvironmentMergeToTheUnshardedRun) {
       inputs += " " + (d / "report.json").string();
     }
     const fs::path merged = dir_ / (runner + "merged");
+    // Two of the three: refused (exit 2), nothing written.
+    const std::string two = inputs.substr(0, inputs.rfind(' '));
+    EXPECT_EQ(run_qconform("merge" + two + " -o " + (dir_ / (runner + "partial")).string()), 2);
+    EXPECT_FALSE(fs::exists(dir_ / (runner + "partial") / "report.json"));
     ASSERT_EQ(run_qconform("merge" + inputs + " -o " + merged.string()), 0);
     EXPECT_EQ(verdicts(merged / "report.json"), all);
     EXPECT_EQ(read_json(merged / "report.json")["cases"].size(), cases);

@@ -92,6 +92,37 @@ TEST_F(Plugin, FaultsBecomeVerdictsAndTheOtherResultsSurvive) {
   for (const auto& [id, r] : results_of(report, "plugin-wrong-size")) EXPECT_EQ(r.first, "FAIL") << id;
 }
 
+// A backend that calls exit(0) in the harness's process must not end the run with exit 0 and no
+// report: the run exits 1 naming what happened and leaves the earlier report as it was; isolated,
+// the same backend is a CRASH among the other results.
+TEST_F(Plugin, ABackendThatExitsZeroNeverPassesTheRun) {
+  const fs::path& d = dir_;
+  nlohmann::json suite = read_json(kSrc + "/cases/quantize_linear.json");
+  suite["cases"].erase(suite["cases"].begin() + 2, suite["cases"].end());
+  const std::string cases = (d / "two.json").string();
+  std::ofstream(cases) << suite.dump(1);
+  fs::create_directories(d / "out");
+  { std::ofstream(d / "out" / "report.json") << "{\"earlier\": true}\n"; }
+  const auto r =
+      run_qconform_output("run " + cases + " --plugin " + QCONFORM_TEST_PLUGIN_FAULTY +
+                          " --backend cpu-ref --backend plugin-exit0 --no-reproducers -o " + (d / "out").string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("a backend ended the process (exit)"), std::string::npos) << r.output;
+  EXPECT_EQ(read_json(d / "out" / "report.json"), nlohmann::json::parse("{\"earlier\": true}"));
+  const auto iso = run_qconform_output("run " + cases + " --plugin " + QCONFORM_TEST_PLUGIN_FAULTY +
+                                       " --backend cpu-ref --backend plugin-exit0 --isolate --no-reproducers -o " +
+                                       (d / "iso").string());
+  EXPECT_EQ(iso.code, 1) << iso.output;
+  const auto report = read_json(d / "iso" / "report.json");
+  for (const auto& [id, res] : results_of(report, "cpu-ref")) EXPECT_EQ(res.first, "PASS") << id;
+  const auto exits = results_of(report, "plugin-exit0");
+  ASSERT_EQ(exits.size(), 2u);
+  for (const auto& [id, res] : exits) {
+    EXPECT_EQ(res.first, "CRASH") << id;
+    EXPECT_NE(res.second.find("status 0"), std::string::npos) << res.second;
+  }
+}
+
 TEST_F(Plugin, ItsPresetDeclarationsAreRegisteredAndClaimable) {
   const auto r = run_qconform_output(std::string("list presets --plugin ") + QCONFORM_TEST_PLUGIN_FAULTY);
   ASSERT_EQ(r.code, 0) << r.output;

@@ -1,13 +1,15 @@
-// Backends with planted faults, for the plugin tests: each supports quantize only and fails in run.
+// Backends with planted faults, for the plugin tests: each supports quantize only and fails in run
+// (plugin-exit0 calls exit(0)).
 #include "qconform/plugin.hpp"
 
 #include <csignal>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
 namespace {
 
-enum class Fault { segv, hang, throws, wrong_size };
+enum class Fault { segv, hang, throws, wrong_size, exit0 };
 
 class Faulty : public qc::Backend {
  public:
@@ -30,6 +32,8 @@ class Faulty : public qc::Backend {
         throw std::runtime_error("the kernel refused");
       case Fault::wrong_size:
         return qc::Tensor(q.out, {q.x.size() + 1});
+      case Fault::exit0:  // an error path that ends the process "successfully"
+        std::exit(0);
     }
     return {};
   }
@@ -45,6 +49,7 @@ std::vector<std::unique_ptr<qc::Backend>> backends() {
   v.push_back(std::make_unique<Faulty>("plugin-hang", Fault::hang));
   v.push_back(std::make_unique<Faulty>("plugin-throws", Fault::throws));
   v.push_back(std::make_unique<Faulty>("plugin-wrong-size", Fault::wrong_size));
+  v.push_back(std::make_unique<Faulty>("plugin-exit0", Fault::exit0));
   return v;
 }
 

@@ -149,5 +149,51 @@ TEST(ReportRead, WhatIsNotAReadableReportIsAnInputErrorNamingTheFile) {
   std::filesystem::remove_all(dir);
 }
 
+// A merge is of a whole sharded run or refused: a merge of 2 of 3 shards would read as complete.
+TEST(ReportMerge, RefusesAnIncompleteOrInconsistentSetOfShards) {
+  const auto shard = [](const std::string& s, const std::string& id) {
+    RunReport r = sample_report();
+    r.meta.shard = s;
+    r.cases.resize(1);
+    r.cases[0].id = id;
+    return r;
+  };
+  const auto refused = [](const std::vector<RunReport>& parts) {
+    try {
+      (void)merge_reports(parts);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("merged");
+  };
+  EXPECT_EQ(merge_reports({shard("2/3", "s/b"), shard("3/3", "s/c"), shard("1/3", "s/a")}).cases.size(), 3u);
+  EXPECT_EQ(merge_reports({shard("3/3", "s/c"), shard("1/3", "s/a"), shard("2/3", "s/b")}).cases[0].id, "s/a");
+  EXPECT_NE(refused({shard("1/3", "s/a"), shard("3/3", "s/c")}).find("shard 2/3 is missing"), std::string::npos);
+  EXPECT_NE(refused({shard("1/3", "s/a")}).find("shard 2/3, 3/3 is missing"), std::string::npos);
+  EXPECT_NE(refused({shard("1/2", "s/a"), shard("1/2", "s/b")}).find("shard 1/2 is given twice"), std::string::npos);
+  EXPECT_NE(refused({shard("1/2", "s/a"), shard("2/3", "s/b")}).find("different shardings"), std::string::npos);
+  EXPECT_NE(refused({shard("", "s/a"), shard("1/1", "s/b")}).find("without a shard"), std::string::npos);
+  EXPECT_NE(refused({shard("1/2", "s/a"), shard("2x/2", "s/b")}).find("shard '2x/2'"), std::string::npos);
+  EXPECT_NE(refused({shard("1/2", "s/a"), shard("3/2", "s/b")}).find("shard '3/2'"), std::string::npos);
+}
+
+// The report schema's verdicts and agreement statuses are the enums' tables, in order.
+TEST(ReportSchema, ListsEachVerdictAndAgreementStatusFromItsTable) {
+  std::ifstream f(std::filesystem::path(QCONFORM_SOURCE_DIR) / "reports" / "report.schema.json");
+  const nlohmann::json schema = nlohmann::json::parse(f);
+  const auto names = [](const auto& table) {
+    std::vector<std::string> v;
+    for (const auto& e : table) v.emplace_back(e.name);
+    return v;
+  };
+  const nlohmann::json& defs = schema["$defs"];
+  EXPECT_EQ(defs["backend_result"]["properties"]["verdict"]["enum"].get<std::vector<std::string>>(),
+            names(kVerdictTable));
+  EXPECT_EQ(schema["properties"]["summary"]["propertyNames"]["enum"].get<std::vector<std::string>>(),
+            names(kVerdictTable));
+  EXPECT_EQ(defs["agreement"]["properties"]["status"]["enum"].get<std::vector<std::string>>(),
+            names(kAgreementStatusTable));
+}
+
 }  // namespace
 }  // namespace qc
