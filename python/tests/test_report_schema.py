@@ -1,7 +1,9 @@
 """report.json is validated against reports/report.schema.json (Debian's python3-jsonschema):
-one run that passes and one with mismatches, integer and float outputs."""
+one run that passes and one with mismatches, integer and float outputs, and the reports of the
+peers' runs (the real libraries) that ctest wrote into the build."""
 
 import json
+import os
 import pathlib
 import subprocess
 
@@ -27,8 +29,9 @@ FAILING_SUITE = {
 
 def run(args, tmp_path):
     out = tmp_path / "report"
+    # The built-in backends only: the peers' reports are checked as ctest's peer runs wrote them.
     proc = subprocess.run([str(QCONFORM), "run", *args, "--report-dir", str(out), "--quiet"],
-                          capture_output=True, text=True, check=False)
+                          capture_output=True, text=True, check=False, env={**os.environ, "QCONFORM_PEERS": ""})
     return proc, json.loads((out / "report.json").read_text()), out
 
 
@@ -61,3 +64,14 @@ def test_schema_rejects_a_broken_report():
     bad = {"schema_version": "1.0.0", "tool": "qconform", "metadata": {}, "summary": {}, "cases": []}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, SCHEMA)
+
+
+PEER_REPORTS = sorted((ROOT / "build" / "peers").glob("reports*/*/report.json"))
+
+
+@pytest.mark.skipif(not PEER_REPORTS, reason="no peer reports in build/peers (ctest's peer tests write them)")
+@pytest.mark.parametrize("path", PEER_REPORTS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_peer_reports_match_schema(path):
+    report = json.loads(path.read_text())
+    jsonschema.validate(report, SCHEMA)
+    assert report["cases"], path
