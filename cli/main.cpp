@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -385,7 +386,9 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   load_custom_presets(a.preset_files);
   auto all = all_backends();  // plugins may declare presets too
   std::vector<qc::Suite> suites = qc::load_suites(case_paths(a.paths));
-  if (a.timeout < 0) throw qc::InputError("--timeout: must be positive, got " + std::to_string(a.timeout));
+  // NaN would compare false everywhere and silently turn isolation off.
+  if (!(a.timeout >= 0) || !std::isfinite(a.timeout))
+    throw qc::InputError("--timeout: must be a finite number of seconds >= 0, got " + std::to_string(a.timeout));
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends, qc::BackendOptions{a.timeout});
   qc::check_claims(backends, "run");
   if (a.expect == "claim")

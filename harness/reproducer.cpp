@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <cstdio>
 #include <numeric>
 #include <set>
 
@@ -431,9 +433,34 @@ bool still_fails(const Case& c, const OpRequest& op, Backend& backend) {
 
 namespace {
 
+// <suite>__<case>__<backend>.json, each part in letters, digits, '-', '_' and '.'. Where that is not
+// a faithful spelling of the names (a character replaced, a part cut to its bound, a "__" inside a
+// part, which the separator makes ambiguous), a hash of the full names follows, so every (case,
+// backend) has its own file ("a/b" and "a_b" no longer share one) and no name passes the 255 bytes
+// a file name may have.
 std::filesystem::path reproducer_path(const Case& c, const Backend& b, const std::string& dir) {
-  return std::filesystem::path(dir) /
-         (file_safe(c.suite) + "__" + file_safe(c.name) + "__" + file_safe(b.name()) + ".json");
+  const std::string backend = b.name();
+  bool faithful = true;
+  const auto part = [&](const std::string& s, std::size_t bound) {
+    std::string p = file_safe(s);
+    if (p != s || p.find("__") != std::string::npos || p.empty()) faithful = false;
+    if (p.size() > bound) {
+      p.resize(bound);
+      faithful = false;
+    }
+    return p;
+  };
+  std::string name = part(c.suite, 60) + "__" + part(c.name, 100) + "__" + part(backend, 40);
+  if (!faithful) {
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the three names, each ended by a NUL
+    for (const std::string* s : {&c.suite, &c.name, &backend})
+      for (std::size_t i = 0; i <= s->size(); ++i)
+        h = (h ^ static_cast<unsigned char>(i < s->size() ? (*s)[i] : '\0')) * 1099511628211ull;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    name += "__" + std::string(hex, 12);
+  }
+  return std::filesystem::path(dir) / (name + ".json");
 }
 
 // canonical_nans: a NaN payload the format cannot spell is written as the loader's NaN rather than

@@ -151,6 +151,17 @@ TEST_F(Cli, MissingFileAndUnknownBackend) {
   EXPECT_EQ(previous_report(), "previous report");
 }
 
+// A time limit that is not a number would compare false everywhere and turn isolation off.
+TEST_F(Cli, TimeoutMustBeAFiniteNumberOfSeconds) {
+  for (const char* t : {"nan", "inf", "-1"}) {
+    const Result r = run("run " + write_case(case_with("", "")).string() + " --backend cpu-ref --timeout " + t +
+                         " --report-dir " + (dir_ / "reports").string());
+    EXPECT_EQ(r.code, 2) << t << ": " << r.output;
+    EXPECT_NE(r.output.find("--timeout"), std::string::npos) << r.output;
+    EXPECT_EQ(previous_report(), "previous report");
+  }
+}
+
 TEST_F(Cli, FailingExpectationExitsOne) {
   // A spec the cpu-ref backend does not implement (ties away from zero) at exact ties.
   const Result r = run_file(write_case(case_with("spec", R"({"preset": "onnx", "rounding": "rna"})")));

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 namespace qc {
 namespace {
@@ -90,6 +91,38 @@ TEST(Reproducer, AFailingCaseGetsAOneElementFileThatFailsAgain) {
   ASSERT_EQ(back.cases.size(), 1u);
   EXPECT_EQ(op_input(back.cases[0].op).size(), 1);
   EXPECT_TRUE(still_fails(back.cases[0], back.cases[0].op, b));
+  fs::remove_all(dir);
+}
+
+// Reproducer files are named after the case, one per (case, backend) and within a file name's 255
+// bytes: "a/b" and "a_b" used to share a file, and a 240-character name aborted the run.
+TEST(Reproducer, EveryFailingPairGetsItsOwnFileWhateverItsName) {
+  const fs::path dir = fs::temp_directory_path() / ("qconform-repro-names-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  FaultyBackend b(Fault::ties_away);
+  RunOptions opt;
+  opt.reproducer_dir = dir.string();
+  std::vector<Case> cases;
+  for (const std::string& name :
+       std::vector<std::string>{"a/b", "a_b", "a__b", std::string(240, 'x'), std::string(240, 'x') + "y", "ties"}) {
+    cases.push_back(ties_case(8));
+    cases.back().name = name;
+  }
+  const RunReport r = run_cases({Suite{"planted", "", "", cases, {}}}, {&b}, opt);
+  std::set<std::string> files;
+  for (const CaseResult& c : r.cases) {
+    const BackendResult& br = c.backends.at(0);
+    ASSERT_EQ(br.verdict, Verdict::fail) << c.id;
+    ASSERT_TRUE(fs::exists(br.reproducer)) << c.id;
+    const std::string file = fs::path(br.reproducer).filename().string();
+    EXPECT_LE(file.size(), 255u) << c.id;
+    EXPECT_TRUE(files.insert(file).second) << c.id << " shares " << file;
+    // The file holds this case's one-element unit ("<name>-element-<i>").
+    EXPECT_EQ(load_suite(br.reproducer).cases.at(0).name.rfind(c.name + "-element-", 0), 0u) << file;
+  }
+  // A name that is already a file name stays readable.
+  EXPECT_TRUE(files.contains("planted__ties__faulty-ties-away.json"));
+  EXPECT_TRUE(files.contains("planted__a_b__faulty-ties-away.json"));
   fs::remove_all(dir);
 }
 
