@@ -92,6 +92,23 @@ TEST_F(CliReportSet, AWriteThatFailsLeavesThePreviousSetAndNoTemporary) {
   EXPECT_EQ(after, before_);
 }
 
+TEST_F(CliReportSet, AReproducerThatCannotBeWrittenLeavesThePreviousSet) {
+  // cpu-ref rounds ties to even; this spec rounds them away, so the case fails and wants a
+  // reproducer, where reproducers/ is a file.
+  const std::string ties = (dir_ / "ties.json").string();
+  std::ofstream(ties) << R"({"suite": "s", "cases": [{"name": "away", "op": "quantize",
+    "input": {"dtype": "f32", "shape": [2], "data": [0.5, 2.5]}, "scale": 1.0, "zero_point": 0,
+    "output_dtype": "i8", "spec": {"preset": "onnx", "rounding": "rna"}}]})";
+  { std::ofstream(out_ / "reproducers") << "a file\n"; }
+  before_["reproducers"] = "a file\n";
+  const auto r = run_qconform_output("run " + ties + " --backend cpu-ref -q -o " + out_.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("reproducers"), std::string::npos) << r.output;
+  auto after = snapshot();
+  after.erase("results.partial.jsonl");
+  EXPECT_EQ(after, before_);
+}
+
 TEST_F(CliReportSet, AReportFileThatIsAFolderIsAnInputErrorAndNothingIsReplaced) {
   fs::remove(out_ / "report.junit.xml");
   fs::create_directory(out_ / "report.junit.xml");
