@@ -2,7 +2,8 @@
 // (linear.cpp): the operands as plain integers and the output stage. Written the way a client
 // team's reference is written: integers, a few float operations, and one rounding routine. None
 // of it calls the oracle; it uses only the vocabulary (Tensor, DType, QuantParams with
-// ParamIndexer, unpack_int4). Under the claimed preset's Numerics (numerics.hpp):
+// ParamIndexer) and its own int4 unpacking and float rounding (formats.hpp). Under the claimed
+// preset's Numerics (numerics.hpp):
 //   quantize      cpu-ref's one quantize_linear (cpu_ref.cpp), for float operands;
 //   dynamic (DRQ) ONNX DynamicQuantizeLinear's parameter rule, per tensor or per row (the rule
 //                 travels with the op; cpu-ref implements ONNX's only);
