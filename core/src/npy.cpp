@@ -4,8 +4,8 @@
 
 #include <cstring>
 #include <fstream>
-#include <regex>
-#include <sstream>
+#include <limits>
+#include <utility>
 
 namespace qc {
 namespace {
@@ -17,6 +17,119 @@ struct NpyType {
 // The NumPy dtype string of each storable format (the byte-order mark as NumPy writes it).
 constexpr NpyType kTypes[] = {{"<f8", DType::f64}, {"<f4", DType::f32}, {"<f2", DType::f16}, {"<i4", DType::i32},
                               {"<i2", DType::i16}, {"<u2", DType::u16}, {"|i1", DType::i8},  {"|u1", DType::u8}};
+
+// The header dict NumPy writes, {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }, read
+// strictly: exactly those three keys, a string, a boolean and a tuple of whole numbers; anything
+// else is an error naming the file and what is wrong (a regex read used to accept "(a, b)" or
+// "(3x,)" as shapes).
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  Shape shape;
+};
+
+class HeaderReader {
+ public:
+  HeaderReader(const std::string& text, const std::filesystem::path& file) : s_(text), file_(file) {}
+
+  NpyHeader read() {
+    NpyHeader h;
+    bool descr = false, order = false, shape = false;
+    expect('{');
+    while (true) {
+      skip();
+      if (peek() == '}') break;
+      const std::string key = quoted();
+      expect(':');
+      if (key == "descr" && !descr) {
+        h.descr = quoted();
+        descr = true;
+      } else if (key == "fortran_order" && !order) {
+        h.fortran_order = boolean();
+        order = true;
+      } else if (key == "shape" && !shape) {
+        h.shape = tuple();
+        shape = true;
+      } else {
+        fail("unexpected or repeated key '" + key + "'");
+      }
+      skip();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      skip();
+      if (peek() != '}') fail("expected ',' or '}' after '" + key + "'");
+    }
+    ++i_;
+    skip();
+    if (i_ != s_.size()) fail("text after the header's closing '}'");
+    if (!descr || !order || !shape) fail("the header needs 'descr', 'fortran_order' and 'shape'");
+    return h;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw InputError(file_.string() + ": malformed .npy header (" + what + ")");
+  }
+  void skip() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+  }
+  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  void expect(char c) {
+    skip();
+    if (peek() != c) fail(std::string("expected '") + c + "'");
+    ++i_;
+  }
+  std::string quoted() {
+    skip();
+    const char q = peek();
+    if (q != '\'' && q != '"') fail("expected a quoted string");
+    const std::size_t end = s_.find(q, i_ + 1);
+    if (end == std::string::npos) fail("an unterminated string");
+    std::string v = s_.substr(i_ + 1, end - i_ - 1);
+    i_ = end + 1;
+    return v;
+  }
+  bool boolean() {
+    skip();
+    for (const auto& [word, value] : {std::pair{"True", true}, std::pair{"False", false}}) {
+      const std::size_t n = std::strlen(word);
+      if (s_.compare(i_, n, word) == 0) {
+        i_ += n;
+        return value;
+      }
+    }
+    fail("'fortran_order' must be True or False");
+  }
+  Shape tuple() {
+    expect('(');
+    Shape shape;
+    while (true) {
+      skip();
+      if (peek() == ')') break;
+      if (peek() < '0' || peek() > '9') fail("a shape holds whole numbers");
+      std::int64_t d = 0;
+      while (peek() >= '0' && peek() <= '9') {
+        if (d > (std::numeric_limits<std::int64_t>::max() - 9) / 10) fail("a dimension too large");
+        d = d * 10 + (s_[i_++] - '0');
+      }
+      shape.push_back(d);
+      skip();
+      if (peek() == ',') {
+        ++i_;
+      } else if (peek() != ')') {
+        fail("a shape holds whole numbers separated by ','");
+      }
+    }
+    ++i_;
+    return shape;
+  }
+
+  const std::string& s_;
+  const std::filesystem::path& file_;
+  std::size_t i_ = 0;
+};
 
 const char* descr_of(DType t) {
   const DType stored = npy_storage_dtype(t);
@@ -65,20 +178,13 @@ Tensor read_npy(const std::filesystem::path& file, std::optional<DType> as) {
   std::string header(header_len, '\0');
   in.read(header.data(), header_len);
   if (!in) throw InputError(file.string() + ": truncated .npy header");
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex("'descr':\\s*'([^']+)'")))
-    throw InputError(file.string() + ": .npy header has no descr");
-  std::string descr = m[1];
+  const NpyHeader h = HeaderReader(header, file).read();
+  std::string descr = h.descr;
   if (descr == "<i1" || descr == "i1") descr = "|i1";
   if (descr == "<u1" || descr == "u1") descr = "|u1";
-  if (std::regex_search(header, std::regex("'fortran_order':\\s*True")))
+  if (h.fortran_order)
     throw InputError(file.string() + ": Fortran-order .npy arrays are not supported (save with np.ascontiguousarray)");
-  if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)")))
-    throw InputError(file.string() + ": .npy header has no shape");
-  Shape shape;
-  std::stringstream dims(m[1]);
-  for (std::string d; std::getline(dims, d, ',');)
-    if (d.find_first_of("0123456789") != std::string::npos) shape.push_back(std::stoll(d));
+  const Shape& shape = h.shape;
   std::optional<DType> t;
   for (const NpyType& n : kTypes)
     if (descr == n.descr) t = n.dtype;
@@ -88,6 +194,20 @@ Tensor read_npy(const std::filesystem::path& file, std::optional<DType> as) {
       throw InputError(file.string() + ": dtype '" + descr + "' cannot hold " + std::string(name(*as)));
     t = as;
   }
+  // The data must be in the file before anything is allocated for it (a header may claim 2^40
+  // elements).
+  const auto data_at = static_cast<std::uintmax_t>(in.tellg());
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(file, ec);
+  std::uintmax_t elements = 1;
+  for (const std::int64_t d : shape) {
+    if (d != 0 && elements > std::numeric_limits<std::uintmax_t>::max() / static_cast<std::uintmax_t>(d))
+      throw InputError(file.string() + ": .npy shape " + shape_str(shape) + " has too many elements");
+    elements *= static_cast<std::uintmax_t>(d);
+  }
+  const auto width = static_cast<std::uintmax_t>(info(*t).storage_bytes);
+  if (ec || elements > (size - data_at) / width)
+    throw InputError(file.string() + ": .npy data shorter than its shape " + shape_str(shape));
   Tensor x(*t, shape);
   in.read(reinterpret_cast<char*>(x.bytes().data()), static_cast<std::streamsize>(x.bytes().size()));
   if (!in) throw InputError(file.string() + ": .npy data shorter than its shape " + shape_str(shape));
