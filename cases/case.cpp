@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -74,6 +76,21 @@ struct Where {
     throw InputError(str() + ": field '" + prefix + field + "': " + what);
   }
 };
+
+// The most elements one tensor of a case may have: 2^28 (1 GiB of f32) unless QCONFORM_MAX_ELEMENTS
+// says otherwise, so a shape of 2^40 is an input error naming the limit, not an allocation failure.
+std::int64_t max_elements() {
+  static const std::int64_t limit = [] {
+    const char* v = std::getenv("QCONFORM_MAX_ELEMENTS");
+    if (v == nullptr || *v == '\0') return std::int64_t{1} << 28;
+    char* end = nullptr;
+    const long long n = std::strtoll(v, &end, 10);
+    if (*end != '\0' || n < 1)
+      throw InputError(std::string("QCONFORM_MAX_ELEMENTS='") + v + "': expected a whole number >= 1");
+    return static_cast<std::int64_t>(n);
+  }();
+  return limit;
+}
 
 int line_of_offset(const std::string& text, std::size_t offset) {
   return 1 + static_cast<int>(
@@ -139,6 +156,9 @@ double number(const json& v, const Where& w, const std::string& field) {
 }
 
 std::int64_t integer(const json& v, const Where& w, const std::string& field) {
+  // JSON reads 2^63 .. 2^64-1 as unsigned; taken as int64 they would wrap (2^64-1 ran as -1).
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    w.fail(field, v.dump() + " is outside the 64-bit integers");
   if (v.is_number_integer()) return v.get<std::int64_t>();
   if (v.is_number_float()) {
     const double d = v.get<double>();
@@ -273,10 +293,16 @@ Tensor load_input(const json& j, const json& c, const Where& w) {
   const DType t = dtype(j["dtype"], w, "input.dtype");
   Shape shape;
   if (!j["shape"].is_array()) w.fail("input.shape", "expected a list of dimensions");
+  std::int64_t elements = 1;
   for (std::size_t i = 0; i < j["shape"].size(); ++i) {
     const std::int64_t d = integer(j["shape"][i], w, "input.shape[" + std::to_string(i) + "]");
     if (d <= 0)
       w.fail("input.shape[" + std::to_string(i) + "]", "dimensions must be positive, got " + std::to_string(d));
+    // Checked before anything is allocated, without overflowing.
+    if (d > max_elements() / elements)
+      w.fail("input.shape", j["shape"].dump() + " has more than the limit of " + std::to_string(max_elements()) +
+                                " elements per tensor (QCONFORM_MAX_ELEMENTS raises it)");
+    elements *= d;
     shape.push_back(d);
   }
   Tensor x(t, shape);
@@ -411,6 +437,14 @@ Expectation load_expectation(const json& j, const Where& w, const std::string& f
   w.fail(field, "expected \"exact\", \"claim\", {\"max_lsb\": n} or {\"max_ulp\": n}");
 }
 
+// An "axis": an int cast would wrap 2^32 to 0, and any real axis is within a tensor's rank (the
+// validation against the shape names the rank).
+int load_axis(const json& v, const Where& w) {
+  const std::int64_t axis = integer(v, w, "axis");
+  if (axis < -64 || axis > 64) w.fail("axis", std::to_string(axis) + " is out of range for a tensor's rank");
+  return static_cast<int>(axis);
+}
+
 // Scales from the "scale" (or another) field: positive, finite, rounded into the scales' format.
 std::vector<double> load_scales(const json& j, const char* key, DType scale_dtype, const Where& w) {
   if (!j.contains(key)) w.fail(key, "missing");
@@ -450,7 +484,7 @@ QuantParams load_quant_params(const json& j, const Shape& shape, DType q, const 
   p.scale_dtype = scale_dtype_of(j, w);
   p.scales = load_scales(j, "scale", p.scale_dtype, w);
   p.zero_points = load_zero_points(j, w);
-  if (j.contains("axis")) p.axis = static_cast<int>(integer(j["axis"], w, "axis"));
+  if (j.contains("axis")) p.axis = load_axis(j["axis"], w);
   if (j.contains("block_size")) {
     p.block_size = integer(j["block_size"], w, "block_size");
     if (p.block_size <= 0) w.fail("block_size", "must be positive, got " + std::to_string(p.block_size));
@@ -503,7 +537,7 @@ OpRequest load_requantize(const json& j, const Where& w) {
   p.weight_scales = load_scales(j, "weight_scale", p.scale_dtype, w);
   p.output_scale = load_scales(j, "output_scale", p.scale_dtype, w).at(0);
   p.output_zero_points = load_zero_points(j, w);
-  if (j.contains("axis")) p.axis = static_cast<int>(integer(j["axis"], w, "axis"));
+  if (j.contains("axis")) p.axis = load_axis(j["axis"], w);
   validate(p, r.acc.shape(), r.out, w.str());
   return r;
 }

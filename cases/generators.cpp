@@ -41,6 +41,14 @@ double step_ulp(DType t, double v, int dir) {
 }  // namespace
 
 void fill_uniform(Tensor& t, std::uint64_t seed, double low, double high) {
+  if (!std::isfinite(low) || !std::isfinite(high) || !(low < high))
+    throw InputError("generator 'uniform': needs finite low < high");
+  // An integer tensor holds floor(v) for v in [low, high): every such value must fit its type.
+  if (!is_float(t.dtype()) && (std::floor(low) < static_cast<double>(int_min(t.dtype())) ||
+                               std::ceil(high) - 1 > static_cast<double>(int_max(t.dtype()))))
+    throw InputError("generator 'uniform': [" + std::to_string(low) + ", " + std::to_string(high) +
+                     ") holds values outside " + std::string(name(t.dtype())) + " [" +
+                     std::to_string(int_min(t.dtype())) + ", " + std::to_string(int_max(t.dtype())) + "]");
   SplitMix64 rng(seed);
   for (std::int64_t i = 0; i < t.size(); ++i) {
     const double v = low + (high - low) * rng.uniform01();
@@ -54,6 +62,10 @@ void fill_uniform(Tensor& t, std::uint64_t seed, double low, double high) {
 void fill_ties(Tensor& t, std::uint64_t seed, double scale, std::int64_t kmin, std::int64_t kmax) {
   if (!is_float(t.dtype())) throw InputError("generator 'ties' needs a float input dtype");
   if (kmax < kmin) throw InputError("generator 'ties': k_max < k_min");
+  // k + 1/2 is computed in double, exactly only for |k| <= 2^53; the bound also keeps the span
+  // kmax - kmin + 1 from overflowing (a span of 2^64 wrapped to 0 and divided by it).
+  constexpr std::int64_t kExact = std::int64_t{1} << 53;
+  if (kmin < -kExact || kmax > kExact) throw InputError("generator 'ties': k_min and k_max must lie within +-2^53");
   SplitMix64 rng(seed);
   const auto span = static_cast<std::uint64_t>(kmax - kmin + 1);
   for (std::int64_t i = 0; i < t.size(); i += 3) {

@@ -76,17 +76,10 @@ TEST_F(CliReportSet, AnErrorFoundMidRunLeavesThePreviousSet) {
 TEST_F(CliReportSet, AWriteThatFailsLeavesThePreviousSetAndNoTemporary) {
   // A full disk, injected: files may not grow past 512 bytes (SIGXFSZ ignored, so writes fail
   // with EFBIG as they would with ENOSPC).
-  const std::string cmd = "trap '' XFSZ; ulimit -f 1; " +
-                          qconform_command("run " + good_ + " --backend cpu-ref -q -o " + out_.string()) + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string output;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), static_cast<int>(buf.size()), p)) output += buf.data();
-  const int status = pclose(p);
-  ASSERT_TRUE(WIFEXITED(status)) << output;
-  EXPECT_EQ(WEXITSTATUS(status), 2) << output;
-  EXPECT_NE(output.find("cannot write"), std::string::npos) << output;
+  const auto r = run_shell("trap '' XFSZ; ulimit -f 1; " +
+                           qconform_command("run " + good_ + " --backend cpu-ref -q -o " + out_.string()));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("cannot write"), std::string::npos) << r.output;
   auto after = snapshot();
   after.erase("results.partial.jsonl");
   EXPECT_EQ(after, before_);
@@ -119,6 +112,18 @@ TEST_F(CliReportSet, AReportFileThatIsAFolderIsAnInputErrorAndNothingIsReplaced)
   auto after = snapshot();
   after.erase("results.partial.jsonl");
   EXPECT_EQ(after, before_);
+}
+
+TEST_F(CliReportSet, AReportFolderThatIsAFileIsAnInputError) {
+  const fs::path file = dir_ / "not-a-folder";
+  { std::ofstream(file) << "a file\n"; }
+  const auto r = run_qconform_output("run " + good_ + " --backend cpu-ref -q -o " + file.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--report-dir " + file.string()), std::string::npos) << r.output;
+  std::ifstream in(file);
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ(text, "a file");
 }
 
 }  // namespace

@@ -41,16 +41,21 @@ struct CliResult {
   std::string output;  // stdout and stderr together
 };
 
-// `qconform ARGS` with its output.
-inline CliResult run_qconform_output(const std::string& args, const std::string& env = "") {
+// A shell command line with its output (stdout and stderr).
+inline CliResult run_shell(const std::string& command) {
   CliResult r;
-  FILE* p = popen((qconform_command(args, env) + " 2>&1").c_str(), "r");
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
   if (!p) return r;
   std::array<char, 4096> buf{};
   while (std::fgets(buf.data(), static_cast<int>(buf.size()), p)) r.output += buf.data();
   const int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// `qconform ARGS` with its output.
+inline CliResult run_qconform_output(const std::string& args, const std::string& env = "") {
+  return run_shell(qconform_command(args, env));
 }
 
 inline nlohmann::json read_json(const std::filesystem::path& p) {

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -119,6 +120,38 @@ TEST_F(Cli, ShapeDoesNotMatchData) {
 TEST_F(Cli, UnknownPresetAndAxisOutOfRange) {
   expect_input_error(case_with("spec", "\"no-such-preset\""), {"field 'spec'", "unknown preset"});
   expect_input_error(case_with("axis", "3"), {"field 'axis'", "out of range"});
+}
+
+// Numbers a C++ int or int64 cannot hold were wrapped (a zero point of 2^64-1 ran as -1, an axis
+// of 2^32 as 0), and a shape of 2^40 was an allocation failure (exit 3).
+TEST_F(Cli, NumbersTooLargeForTheirFieldAreInputErrors) {
+  expect_input_error(case_with("zero_point", "18446744073709551615"),
+                     {"case 'c1'", "field 'zero_point'", "outside the 64-bit integers"});
+  expect_input_error(case_with("axis", "4294967296"), {"case 'c1'", "field 'axis'", "out of range"});
+  nlohmann::json c = nlohmann::json::parse(case_with("", ""));
+  c["cases"][0]["input"] = {{"dtype", "f32"}, {"shape", {1099511627776}}, {"generator", {{"kind", "uniform"}}}};
+  expect_input_error(c.dump(1), {"case 'c1'", "field 'input.shape'", "QCONFORM_MAX_ELEMENTS"});
+  c["cases"][0]["input"]["shape"] = {1048576, 1048576, 1048576, 1048576};  // 2^80: no overflow on the way
+  expect_input_error(c.dump(1), {"field 'input.shape'", "limit"});
+}
+
+// A generator writes only values of its tensor's type, and its parameters cannot overflow.
+TEST_F(Cli, GeneratorsStayInsideTheirType) {
+  nlohmann::json c = nlohmann::json::parse(case_with("", ""));
+  c["cases"][0]["op"] = "dequantize";
+  c["cases"][0]["output_dtype"] = "f32";
+  c["cases"][0]["input"] = {
+      {"dtype", "i8"}, {"shape", {4}}, {"generator", {{"kind", "uniform"}, {"low", -200}, {"high", 200}}}};
+  expect_input_error(c.dump(1), {"case 'c1'", "outside i8 [-128, 127]"});
+  nlohmann::json t = nlohmann::json::parse(case_with("", ""));
+  t["cases"][0]["input"] = {{"dtype", "f32"},
+                            {"shape", {4}},
+                            {"generator",
+                             {{"kind", "ties"},
+                              {"scale", 1.0},
+                              {"k_min", std::numeric_limits<std::int64_t>::min()},
+                              {"k_max", std::numeric_limits<std::int64_t>::max()}}}};
+  expect_input_error(t.dump(1), {"case 'c1'", "2^53"});
 }
 
 TEST_F(Cli, BlockSizeOfZero) {
