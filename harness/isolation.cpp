@@ -75,4 +75,9 @@ CallResult call_isolated(Backend& b, const OpRequest& op, double timeout_seconds
   }
 }
 
+CallResult call_backend(Backend& b, const OpRequest& op, const CallPolicy& policy) {
+  const bool fork = (policy.isolate || policy.timeout_seconds > 0) && !b.contains_faults();
+  return fork ? call_isolated(b, op, policy.timeout_seconds) : call_in_process(b, op);
+}
+
 }  // namespace qc

@@ -43,6 +43,15 @@ CallResult call_in_process(Backend& b, const OpRequest& op);
 // in this process.
 CallResult call_isolated(Backend& b, const OpRequest& op, double timeout_seconds);
 
+// How the harness calls a backend's run: in this process, or, with `isolate` or a time limit, in a
+// forked child (a backend that contains its faults itself, an exec runner, is called directly).
+// Every run call goes through it: the judged run, the reproducer's and shrink's checks.
+struct CallPolicy {
+  bool isolate = false;
+  double timeout_seconds = 0;  // > 0: a limit, which implies isolation
+};
+CallResult call_backend(Backend& b, const OpRequest& op, const CallPolicy& policy);
+
 // availability() for decisions outside the verdict: a backend whose availability() throws counts
 // as available here, so that its run reports the fault as the pair's verdict.
 bool is_available(const Backend& b);

@@ -43,8 +43,7 @@ BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequ
     return run;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const bool fork = (opt.isolate || opt.timeout_seconds > 0) && !b.contains_faults();
-  CallResult call = fork ? call_isolated(b, backend_op, opt.timeout_seconds) : call_in_process(b, backend_op);
+  CallResult call = call_backend(b, backend_op, CallPolicy{opt.isolate, opt.timeout_seconds});
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!call.out) {
     r.verdict = call.verdict;

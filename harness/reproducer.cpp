@@ -413,7 +413,7 @@ std::vector<OpRequest> halves(const OpRequest& op) {
   return out;
 }
 
-bool still_fails(const Case& c, const OpRequest& op, Backend& backend) {
+bool still_fails(const Case& c, const OpRequest& op, Backend& backend, const CallPolicy& call) {
   if (!backend.supports(op).available) return false;
   Reference ref;
   try {
@@ -421,12 +421,9 @@ bool still_fails(const Case& c, const OpRequest& op, Backend& backend) {
   } catch (const InputError&) {
     return false;
   }
-  Tensor out;
-  try {
-    out = backend.run(op);
-  } catch (const std::exception&) {
-    return true;  // a crash is a failure too
-  }
+  const CallResult result = call_backend(backend, op, call);
+  if (!result.out) return true;  // a crash or a timeout is a failure too
+  const Tensor& out = *result.out;
   // The runner's own rule (harness/verdict.hpp), so a unit fails exactly when the runner would say so.
   return !judge_output(c.expectation_for(backend.name()), c.spec.name, backend.claim(), op, ref, out, 0).pass;
 }
@@ -508,7 +505,7 @@ std::string write_chain_reproducer(const std::vector<Case>& cases, const Case& c
 }
 
 bool write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>& deciding, const std::string& dir,
-                      BackendResult& r) {
+                      BackendResult& r, const CallPolicy& call) {
   if (deciding.empty()) return false;
   // The deciding element with the largest |delta| (the worst list is sorted that way).
   std::int64_t index = deciding.front();
@@ -528,11 +525,11 @@ bool write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>
     r.reason += "; no reproducer: " + std::string(e.what());
     return false;
   }
-  bool fails = still_fails(unit, unit.op, b);
+  bool fails = still_fails(unit, unit.op, b, call);
   if (!fails) {
     unit = c;  // the unit passes on its own (a tiling or blocking effect): keep the whole case
     unit.description = "The whole case " + c.id() + ": its smallest unit passes on " + b.name() + " alone.";
-    fails = still_fails(unit, unit.op, b);
+    fails = still_fails(unit, unit.op, b, call);
   }
   const std::filesystem::path path = reproducer_path(c, b, dir);
   save_single_case(unit, b.name(), path);

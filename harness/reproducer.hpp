@@ -9,6 +9,7 @@
 
 #include "cases/case.hpp"
 #include "harness/evaluate.hpp"
+#include "harness/isolation.hpp"
 #include "qconform/backend.hpp"
 #include "reports/result.hpp"
 
@@ -31,14 +32,15 @@ OpUnit unit_op(const OpRequest& op, std::int64_t index);
 // Smaller ops derived from `op` (halves along each shrinkable dimension), for shrinking.
 std::vector<OpRequest> halves(const OpRequest& op);
 
-// Whether `backend` fails case `c` (with op replaced) under the case's expectation for it.
-bool still_fails(const Case& c, const OpRequest& op, Backend& backend);
+// Whether `backend` fails case `c` (with op replaced) under the case's expectation for it; the
+// backend is called as `call` says (a crash or a timeout there is a failure too).
+bool still_fails(const Case& c, const OpRequest& op, Backend& backend, const CallPolicy& call = {});
 
 // Writes DIR/<suite>__<case>__<backend>.json with the unit of the deciding element with the
 // largest |delta| (or, when that unit passes alone, the whole case), and fills r.reproducer and
 // r.reproduce_command. Returns whether the file fails on its own. `c` must stand alone (no links).
 bool write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>& deciding, const std::string& dir,
-                      BackendResult& r);
+                      BackendResult& r, const CallPolicy& call = {});
 
 // For what no single case reproduces (a failure that comes through an earlier case of a chain, an
 // agreement between two cases that breaks): writes the same path with `cases` (a chain of the

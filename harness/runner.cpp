@@ -293,7 +293,8 @@ void SuiteRunner::write_reproducers(const Case& c, const CaseRun& run, Backend& 
                                     const std::vector<std::string>& broken_with, BackendResult& r) {
   if (r.fingerprint == "shape") return;  // nothing to reduce: the backend's output has the wrong shape
   if (!deciding.empty()) {
-    const bool alone = write_reproducer(standalone(c, run.op), b, deciding, opt_.reproducer_dir, r);
+    const bool alone = write_reproducer(standalone(c, run.op), b, deciding, opt_.reproducer_dir, r,
+                                        CallPolicy{opt_.isolate, opt_.timeout_seconds});
     if (alone || c.links.empty()) return;
   }
   if (deciding.empty() && broken_with.empty()) return;  // (a failure with no elements to point at)

@@ -123,6 +123,30 @@ TEST_F(Plugin, ABackendThatExitsZeroNeverPassesTheRun) {
   }
 }
 
+// --isolate covers every call into the backend, the one-element reproducer's too: a backend that
+// fails a case and then dies on its reproducer used to take the harness down with it.
+TEST_F(Plugin, IsolationCoversTheReproducerStep) {
+  const fs::path& d = dir_;
+  nlohmann::json suite = read_json(kSrc + "/cases/quantize_linear.json");
+  suite["cases"].erase(suite["cases"].begin() + 2, suite["cases"].end());
+  const std::string cases = (d / "two.json").string();
+  std::ofstream(cases) << suite.dump(1);
+  const auto r =
+      run_qconform_output("run " + cases + " --plugin " + QCONFORM_TEST_PLUGIN_FAULTY +
+                          " --backend cpu-ref --backend plugin-segv-on-one --isolate -o " + (d / "out").string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  const auto report = read_json(d / "out" / "report.json");
+  const auto results = results_of(report, "plugin-segv-on-one");
+  ASSERT_EQ(results.size(), 2u);
+  for (const auto& [id, res] : results) EXPECT_EQ(res.first, "FAIL") << id;
+  for (const auto& c : report["cases"])
+    for (const auto& b : c["backends"])
+      if (b["backend"] == "plugin-segv-on-one") {
+        ASSERT_TRUE(b.contains("reproducer")) << b.dump();
+        EXPECT_TRUE(fs::exists(b["reproducer"].get<std::string>())) << b.dump();
+      }
+}
+
 TEST_F(Plugin, ItsPresetDeclarationsAreRegisteredAndClaimable) {
   const auto r = run_qconform_output(std::string("list presets --plugin ") + QCONFORM_TEST_PLUGIN_FAULTY);
   ASSERT_EQ(r.code, 0) << r.output;

@@ -1,5 +1,6 @@
 // Backends with planted faults, for the plugin tests: each supports quantize only and fails in run
-// (plugin-exit0 calls exit(0)).
+// (plugin-exit0 calls exit(0); plugin-segv-on-one answers wrongly and dies on one-element inputs,
+// the reproducer's).
 #include "qconform/plugin.hpp"
 
 #include <csignal>
@@ -9,7 +10,7 @@
 
 namespace {
 
-enum class Fault { segv, hang, throws, wrong_size, exit0 };
+enum class Fault { segv, hang, throws, wrong_size, exit0, segv_on_one };
 
 class Faulty : public qc::Backend {
  public:
@@ -34,6 +35,12 @@ class Faulty : public qc::Backend {
         return qc::Tensor(q.out, {q.x.size() + 1});
       case Fault::exit0:  // an error path that ends the process "successfully"
         std::exit(0);
+      case Fault::segv_on_one: {  // wrong on whole tensors, and dies on a one-element reproducer
+        if (q.x.size() == 1) std::raise(SIGSEGV);
+        qc::Tensor out(q.out, q.x.shape());
+        for (std::int64_t i = 0; i < out.size(); ++i) out.set_int(i, i % 2 == 0 ? 7 : -7);
+        return out;
+      }
     }
     return {};
   }
@@ -50,6 +57,7 @@ std::vector<std::unique_ptr<qc::Backend>> backends() {
   v.push_back(std::make_unique<Faulty>("plugin-throws", Fault::throws));
   v.push_back(std::make_unique<Faulty>("plugin-wrong-size", Fault::wrong_size));
   v.push_back(std::make_unique<Faulty>("plugin-exit0", Fault::exit0));
+  v.push_back(std::make_unique<Faulty>("plugin-segv-on-one", Fault::segv_on_one));
   return v;
 }
 
