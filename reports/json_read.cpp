@@ -172,9 +172,17 @@ RunReport report_from_json(const json& j, const std::string& where) {
 RunReport load_report(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) throw InputError(path.string() + ": cannot open the report");
+  // A report nests a few levels; a file nested thousands deep would overflow the stack of the
+  // recursive walks after the parse.
+  constexpr int kMaxDepth = 64;
+  const auto bounded = [&](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxDepth)
+      throw InputError(path.string() + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    return true;
+  };
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(in, bounded);
   } catch (const json::parse_error& e) {
     throw InputError(path.string() + ": not valid JSON: " + e.what());
   }

@@ -135,6 +135,15 @@ TEST_F(Cli, NumbersTooLargeForTheirFieldAreInputErrors) {
   expect_input_error(c.dump(1), {"field 'input.shape'", "limit"});
 }
 
+// A value nested 100,000 deep used to overflow the stack of the walks after the parse (the issue's
+// was inside a sweep); the parse refuses it.
+TEST_F(Cli, DeepNestingIsAnInputError) {
+  std::string text = case_with("", "");
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  text.insert(text.rfind('}'), ", \"sweep\": {\"scale\": " + deep + "}");
+  expect_input_error(text, {"nested deeper than 64 levels"});
+}
+
 // A generator writes only values of its tensor's type, and its parameters cannot overflow.
 TEST_F(Cli, GeneratorsStayInsideTheirType) {
   nlohmann::json c = nlohmann::json::parse(case_with("", ""));
