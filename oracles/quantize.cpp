@@ -581,6 +581,9 @@ void f32_kernel(const float* __restrict x, std::int32_t* __restrict q, std::int3
     const bool is_bad = ((ax < min_normal) & (ax != 0.0f)) | !(ax <= std::numeric_limits<float>::max()) |
                         !(std::fabs(t) <= std::numeric_limits<float>::max());
     const bool sat_f = float_before & ((t < lo_f) | (t > hi_f));
+    // A NaN would pass the clamp and make the int cast undefined; its element is flagged in `bad`
+    // and redone by the slow path, so any finite stand-in does (a select: the loop still vectorizes).
+    t = t == t ? t : 0.0f;
     t = std::min(std::max(t, lo_f), hi_f);
     std::int32_t ti = static_cast<std::int32_t>(t);
     float fl = static_cast<float>(ti);
