@@ -22,13 +22,6 @@ constexpr auto kDerivations = table_values<MultiplierDerivation>();
 constexpr auto kZeroPointAdds = table_values<ZeroPointAdd>();
 constexpr auto kZeroPointCorrections = table_values<ZeroPointCorrection>();
 
-// The float formats an implementation plausibly computes in (the spec's own one is skipped by
-// the caller when it resolves to the same choice).
-std::vector<ComputeFormat> compute_formats() {
-  using K = ComputeFormat::Kind;
-  return {{K::exact, 0}, {K::f64, 0}, {K::f32, 0}, {K::f16, 0}, {K::bf16, 0}};
-}
-
 class Builder {
  public:
   explicit Builder(const Spec& base) : base_(base) {}
@@ -88,7 +81,7 @@ void quantize_changes(Builder& b, DType input) {
   for (QuantizeOrder o : kQuantizeOrders)
     b.quantize(input, "order", std::string(name(o)), "computes " + std::string(formula(o)),
                std::string(formula(cur.order)), [o](QuantizePolicy& q) { q.order = o; });
-  for (const ComputeFormat& f : compute_formats())
+  for (const ComputeFormat& f : kPlausibleComputeFormats)
     b.quantize(input, "compute", to_string(f), "computes in " + to_string(f), to_string(cur.compute),
                [f](QuantizePolicy& q) { q.compute = f; });
   for (Clamp c : kClamps)
@@ -112,7 +105,7 @@ void dequantize_changes(Builder& b, bool orders) {
     for (DequantizeOrder o : kDequantizeOrders)
       b.dequantize("order", std::string(name(o)), "computes " + std::string(formula(o)),
                    std::string(formula(cur.order)), [o](DequantizePolicy& d) { d.order = o; });
-  for (const ComputeFormat& f : compute_formats())
+  for (const ComputeFormat& f : kPlausibleComputeFormats)
     b.dequantize("compute", to_string(f), "computes in " + to_string(f), to_string(cur.compute),
                  [f](DequantizePolicy& d) { d.compute = f; });
 }
@@ -140,11 +133,11 @@ void requantize_changes(Builder& b) {
                    [c](RequantizePolicy& r) { r.clamp = c; });
   }
   if (cur.scheme == RequantizeScheme::float_multiplier)
-    for (const ComputeFormat& f : compute_formats())
+    for (const ComputeFormat& f : kPlausibleComputeFormats)
       b.requantize("product_format", to_string(f), "multiplies in " + to_string(f), to_string(cur.product_format),
                    [f](RequantizePolicy& r) { r.product_format = f; });
   if (cur.scheme != RequantizeScheme::ideal) {
-    for (const ComputeFormat& f : compute_formats())
+    for (const ComputeFormat& f : kPlausibleComputeFormats)
       if (f.kind != ComputeFormat::Kind::f16 && f.kind != ComputeFormat::Kind::bf16)
         b.requantize("multiplier_format", to_string(f), "forms the multiplier in " + to_string(f),
                      to_string(cur.multiplier_format), [f](RequantizePolicy& r) { r.multiplier_format = f; });

@@ -72,10 +72,6 @@ constexpr auto kOrders = table_values<QuantizeOrder>();
 constexpr auto kClamps = table_values<Clamp>();
 constexpr auto kNans = kOutputNanRules;
 
-std::vector<ComputeFormat> compute_choices() {
-  using K = ComputeFormat::Kind;
-  return {{K::f32, 0}, {K::f64, 0}, {K::exact, 0}, {K::f16, 0}, {K::bf16, 0}};
-}
 
 // Words for a quantize policy: "x*(1/s), f32, ties to even, saturate".
 std::string quantize_words(const std::set<std::string>& orders, const std::set<std::string>& computes,
@@ -128,7 +124,7 @@ void infer_quantize(Backend& b, const InferOptions& opt, InferReport& rep) {
   std::set<std::string> orders, computes, roundings, clamps, nans;
   std::optional<QuantizePolicy> first;
   for (QuantizeOrder o : kOrders)
-    for (const ComputeFormat& f : compute_choices())
+    for (const ComputeFormat& f : kPlausibleComputeFormats)
       for (RoundingMode m : kAllRoundingModes)
         for (Clamp c : kClamps) {
           QuantizePolicy p;
