@@ -13,6 +13,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 namespace qc {
@@ -23,8 +24,9 @@ void add_oracle_options(CLI::App* c, OracleOptions& o, bool explain) {
   c->add_option("op", o.op, "quantize, dequantize or requantize")
       ->required()
       ->check(CLI::IsMember({"quantize", "dequantize", "requantize"}));
-  c->add_option("--policy,-p", o.policy, "a preset (qconform list presets) or a JSON spec")->capture_default_str();
-  if (explain) c->add_option("--vs", o.vs, "a second policy: show both and the first step where they part");
+  c->add_option("--spec,--policy,-p", o.spec,
+                "a preset (qconform list presets) or a JSON spec as in a case file (--policy: its older name)")->capture_default_str();
+  if (explain) c->add_option("--vs", o.vs, "a second spec: show both and the first step where they part");
   c->add_option("--order", o.order, "quantize order override (div_then_add_int, div_add_float, ...)");
   c->add_option("--compute", o.compute, "compute format override (exact, f64, f32, f16, bf16, scale_type, fixed64:N)");
   c->add_option("--rounding", o.rounding, "rounding mode override (rne, rna, rhu, rhd, rtz, floor, ceil)");
@@ -57,16 +59,17 @@ void add_oracle_options(CLI::App* c, OracleOptions& o, bool explain) {
 
 namespace {
 
-Spec build_spec(const std::string& policy, const OracleOptions& o) {
+// `option` names the flag the text came from, for messages.
+Spec build_spec(const std::string& text, const OracleOptions& o, const std::string& option) {
   json j = json::object();
-  if (!policy.empty() && policy.front() == '{') {
+  if (!text.empty() && text.front() == '{') {
     try {
-      j = json::parse(policy);
+      j = json::parse(text);
     } catch (const json::parse_error& e) {
-      throw InputError("--policy: not valid JSON: " + std::string(e.what()));
+      throw InputError(option + ": not valid JSON: " + std::string(e.what()));
     }
   } else {
-    j["preset"] = policy;
+    j["preset"] = text;
   }
   auto set = [&](const char* k, const std::string& v) {
     if (!v.empty()) j[k] = v;
@@ -83,8 +86,8 @@ Spec build_spec(const std::string& policy, const OracleOptions& o) {
     if (!o.derivation.empty()) r["derivation"] = o.derivation;
     j["requantize"] = r;
   }
-  if (j.size() == 1 && j.contains("preset")) return parse_spec(json(policy).dump(), "--policy");
-  return parse_spec(j.dump(), "--policy");
+  if (j.size() == 1 && j.contains("preset")) return parse_spec(json(text).dump(), option);
+  return parse_spec(j.dump(), option);
 }
 
 DType dtype_option(const std::string& v, const char* fallback, const char* option) {
@@ -113,10 +116,16 @@ Tensor load_values(const OracleOptions& o, DType t) {
     if (x.dtype() == t) return x;
     Tensor y(t, x.shape());  // widen or convert (rounding to nearest even for floats)
     for (std::int64_t i = 0; i < x.size(); ++i) {
-      if (is_float(t))
+      if (is_float(t)) {
         y.set_double(i, x.get_double(i));
-      else
-        y.set_int(i, static_cast<std::int64_t>(x.get_double(i)));
+        continue;
+      }
+      // An integer format takes only its own values: 300 is no i8 (a cast would make it 44).
+      const double v = x.get_double(i);
+      if (!(v == std::floor(v)) || v < static_cast<double>(int_min(t)) || v > static_cast<double>(int_max(t)))
+        throw InputError(o.input + ": element " + std::to_string(i) + " (" + std::to_string(v) + ") is not a value of " +
+                         std::string(name(t)));
+      y.set_int(i, static_cast<std::int64_t>(v));
     }
     return y;
   }
@@ -189,6 +198,9 @@ std::optional<RequantizeMultiplier> explicit_multiplier(const OracleOptions& o, 
   if (!o.multiplier || !o.shift) throw InputError("--multiplier and --shift go together");
   if (!scheme_uses_derivation(pol.scheme) || pol.scheme == RequantizeScheme::glow_int32)
     throw InputError("--multiplier/--shift need a fixed-point Q31-style scheme, not " + std::string(name(pol.scheme)));
+  // A multiplier stands for a positive scale and is an int32 in every Q31-style scheme.
+  if (*o.multiplier < 1 || *o.multiplier > std::numeric_limits<std::int32_t>::max())
+    throw InputError("--multiplier: must lie in [1, 2^31 - 1], got " + std::to_string(*o.multiplier));
   RequantizeMultiplier m;
   m.exact = Rational(*o.multiplier) * pow2(-*o.shift);
   m.formed = ExactFloat::finite(m.exact);
@@ -213,6 +225,14 @@ struct Explained {
   std::vector<TraceStep> steps;
 };
 
+// --at as a value of the integer format t: 1.5, NaN or 300 for an i8 are input errors, not casts.
+std::int64_t integer_at(const std::string& at, DType t) {
+  const double v = parse_number(at, "--at");
+  if (!(v == std::floor(v)) || v < static_cast<double>(int_min(t)) || v > static_cast<double>(int_max(t)))
+    throw InputError("--at: '" + at + "' is not a value of " + std::string(name(t)));
+  return static_cast<std::int64_t>(v);
+}
+
 Explained explain_one(const OracleOptions& o, const Spec& spec) {
   Explained e;
   if (o.op == "quantize") {
@@ -227,7 +247,7 @@ Explained explain_one(const OracleOptions& o, const Spec& spec) {
     e.steps = r.steps;
   } else if (o.op == "dequantize") {
     const DType qt = dtype_option(o.from, "i8", "--from"), out = dtype_option(o.to, "f32", "--to");
-    const auto q = static_cast<std::int64_t>(parse_number(o.at, "--at"));
+    const std::int64_t q = integer_at(o.at, qt);
     const QuantParams p = quant_params(o, {1}, qt);
     const DequantizeElement r =
         dequantize_element(q, qt, p.scales[0], p.scale_dtype, p.zero_point(0), out, spec.dequantize, true);
@@ -236,7 +256,7 @@ Explained explain_one(const OracleOptions& o, const Spec& spec) {
     e.steps = r.steps;
   } else {
     const DType out = dtype_option(o.to, "i8", "--to");
-    const auto acc = static_cast<std::int64_t>(parse_number(o.at, "--at"));
+    const std::int64_t acc = integer_at(o.at, dtype_option(o.from, "i32", "--from"));
     const std::int64_t zp = o.zero_point.empty() ? 0 : o.zero_point[0];
     const auto m = explicit_multiplier(o, spec.requantize);
     const RequantizeElement r = m ? requantize_element(acc, *m, zp, out, spec.requantize, true)
@@ -251,7 +271,7 @@ Explained explain_one(const OracleOptions& o, const Spec& spec) {
 }  // namespace
 
 int cmd_oracle(const OracleOptions& o) {
-  const Spec spec = build_spec(o.policy, o);
+  const Spec spec = build_spec(o.spec, o, "--spec");
   Tensor result;
   std::vector<Label> labels;
   if (o.op == "quantize") {
@@ -311,14 +331,17 @@ int cmd_oracle(const OracleOptions& o) {
 }
 
 int cmd_explain(const OracleOptions& o) {
-  const Spec a = build_spec(o.policy, o);
+  // Both specs and both derivations first: a bad --vs prints nothing but its error.
+  const Spec a = build_spec(o.spec, o, "--spec");
   const Explained ea = explain_one(o, a);
+  const std::optional<Spec> vs = o.vs.empty() ? std::nullopt : std::optional<Spec>(build_spec(o.vs, o, "--vs"));
+  const std::optional<Explained> evs = vs ? std::optional<Explained>(explain_one(o, *vs)) : std::nullopt;
   std::cout << o.op << " " << o.at << " under " << a.name << " (" << a.description << ")\n";
   print_steps(ea.steps, std::cout);
   std::cout << "  result: " << ea.result << "  [" << ea.label << "]\n";
-  if (o.vs.empty()) return 0;
-  const Spec b = build_spec(o.vs, o);
-  const Explained eb = explain_one(o, b);
+  if (!vs) return 0;
+  const Spec& b = *vs;
+  const Explained& eb = *evs;
   std::cout << "\n" << o.op << " " << o.at << " under " << b.name << " (" << b.description << ")\n";
   print_steps(eb.steps, std::cout);
   std::cout << "  result: " << eb.result << "  [" << eb.label << "]\n\n";

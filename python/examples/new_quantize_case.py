@@ -27,7 +27,7 @@ def main(out_dir):
     x = ((k + np.float32(0.5))[None, :] * scales[:, None]).astype(np.float32)
 
     op = qconform.QuantizeOp(x, scales, zero_points, dtype="i8", axis=0)
-    case = qconform.Case("ties_per_channel", op, policy="onnx", expect="exact", suite="examples",
+    case = qconform.Case("ties_per_channel", op, spec="onnx", expect="exact", suite="examples",
                          description="every element an exact tie of its channel's scale")
 
     # The oracle against ONNX QuantizeLinear written with numpy: saturate(rint(x / s) + zp).

@@ -33,7 +33,7 @@ def main(out_dir):
         bias=bias,
         output=qconform.Output.requantized("u8", scale=0.05, zero_point=128),
     )
-    case = qconform.Case("u8s8_per_channel_requantized", op, policy="onnx", expect="claim", suite="examples",
+    case = qconform.Case("u8s8_per_channel_requantized", op, spec="onnx", expect="claim", suite="examples",
                          description="QLinearMatMul with per-channel weight scales")
 
     available = [b for b in qconform.backends() if b.availability().available]

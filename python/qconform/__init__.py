@@ -8,6 +8,7 @@ patterns (``float32_to_bf16`` / ``bf16_to_float32`` convert); f8 formats as uint
 i4/u4 as int8/uint8 with one value per element (``pack_int4`` / ``unpack_int4`` pack two per byte).
 """
 
+import functools as _functools
 import json as _json
 import os as _os
 import tempfile as _tempfile
@@ -24,6 +25,41 @@ from ._qconform import (  # noqa: F401
 
 
 InputError.__module__ = "qconform"  # shown as qconform.InputError in tracebacks
+
+
+# A spec (a case file's "spec", C++ qc::Spec, the CLI's --spec) is the one word for "the numerics
+# of every op". Earlier versions said "policy" here: Policy, policy= and Case.policy still work.
+Policy = Spec  # noqa: F405
+
+
+def _spec_keyword(kwargs):
+    if "policy" in kwargs:
+        if "spec" in kwargs:
+            raise TypeError("give spec= or its older name policy=, not both")
+        kwargs["spec"] = kwargs.pop("policy")
+    return kwargs
+
+
+def _accept_policy_keyword(f):
+    @_functools.wraps(f)
+    def call(*args, **kwargs):
+        return f(*args, **_spec_keyword(kwargs))
+
+    return call
+
+
+for _name in ("evaluate", "compare", "quantize", "dequantize", "requantize", "qgemm", "qconv2d", "weight_only_gemm"):
+    globals()[_name] = _accept_policy_keyword(getattr(_qconform, _name))
+
+_case_init = Case.__init__  # noqa: F405
+
+
+def _case_init_accepting_policy(self, *args, **kwargs):
+    _case_init(self, *args, **_spec_keyword(kwargs))
+
+
+Case.__init__ = _case_init_accepting_policy  # noqa: F405
+Case.policy = property(lambda case: case.spec, doc="The older name of Case.spec.")  # noqa: F405
 
 
 def float32_to_bf16(x, rounding="rne"):
@@ -55,4 +91,5 @@ __all__ = [name for name in dir(_qconform) if not name.startswith("_")] + [
     "float32_to_bf16",
     "bf16_to_float32",
     "case_from_json",
+    "Policy",
 ]

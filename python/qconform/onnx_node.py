@@ -542,18 +542,23 @@ def dump(obj):
     return "\n".join(lines) + "\n"
 
 
-def check(imported, policy=None):
-    """Compare the oracle's output of each case (under its spec, or `policy`) with the test's
+def check(imported, spec=None, *, policy=None):
+    """Compare the oracle's output of each case (under its spec, or `spec`) with the test's
     expected output, element by element: integers equal, floats bit for bit (any NaN equals any
-    NaN). Returns [(case name, message)] for each case that differs."""
+    NaN). Returns [(case name, message)] for each case that differs. (`policy`: the older name of
+    `spec`.)"""
     import qconform
 
+    if policy is not None:
+        if spec is not None:
+            raise TypeError("give spec= or its older name policy=, not both")
+        spec = policy
     bad = []
     for item in imported:
         try:
             case = qconform.case_from_json(item.case)
-            ref = qconform.evaluate(case, policy) if policy is not None else qconform.evaluate(case)
-        except ValueError as e:  # qconform.InputError: a policy that cannot evaluate the case
+            ref = qconform.evaluate(case, spec) if spec is not None else qconform.evaluate(case)
+        except ValueError as e:  # qconform.InputError: a spec that cannot evaluate the case
             bad.append((item.case["name"], f"the oracle refuses it: {e}"))
             continue
         got = np.asarray(ref.expected)

@@ -507,7 +507,7 @@ void bind_backends(py::module_& m) {
             return d;
           },
           py::arg("actual"), "Weight-only GEMM: the TOSA dot-product check of an output (None for other ops).");
-  m.def("evaluate", &evaluate_arg, py::arg("op"), py::arg("policy") = py::none(),
+  m.def("evaluate", &evaluate_arg, py::arg("op"), py::arg("spec") = py::none(),
         "The oracle's reference for an op or case (policy: the case's, else 'onnx'): expected output, labels, which "
         "elements the spec defines, and the correctly rounded exact value for float outputs.");
 
@@ -526,7 +526,7 @@ void bind_backends(py::module_& m) {
       [](const py::handle& op_or_case, const py::handle& actual, const py::handle& policy, int max_worst) {
         return compare_arrays(evaluate_arg(op_or_case, policy), actual, max_worst);
       },
-      py::arg("op"), py::arg("actual"), py::arg("policy") = py::none(), py::arg("max_worst") = 10,
+      py::arg("op"), py::arg("actual"), py::arg("spec") = py::none(), py::arg("max_worst") = 10,
       "Compares an output array with the oracle's reference, as the runner does: metrics and per-element deltas.");
 
   py::class_<qc::InferFinding>(m, "InferFinding", "One policy dimension and the values that reproduce a backend.")

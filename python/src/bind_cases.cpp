@@ -410,7 +410,7 @@ void bind_cases(py::module_& m) {
   py::class_<qc::Case, std::shared_ptr<qc::Case>>(m, "Case",
                                                   "A conformance case: an op, the policy its outputs must meet, and "
                                                   "what each backend is expected to achieve.")
-      .def(py::init(&make_case), py::arg("name"), py::arg("op"), py::arg("policy") = "onnx",
+      .def(py::init(&make_case), py::arg("name"), py::arg("op"), py::arg("spec") = "onnx",
            py::arg("expect") = py::none(), py::arg("description") = "", py::arg("suite") = "python",
            py::arg("operands_from") = py::none(), py::arg("same_outputs_as") = py::none(),
            py::arg("differs_from") = py::none())
@@ -421,7 +421,7 @@ void bind_cases(py::module_& m) {
       .def_readonly("file", &qc::Case::file)
       .def_readonly("line", &qc::Case::line)
       .def_property_readonly("op", [](py::object self) { return op_to_python(self.cast<qc::Case&>().op, self); })
-      .def_readonly("policy", &qc::Case::spec)
+      .def_readonly("spec", &qc::Case::spec)
       .def_property_readonly("expect",
                              [](const qc::Case& c) {
                                py::dict d;

@@ -474,7 +474,7 @@ void bind_oracle(py::module_& m) {
       "with exact=True ('fraction') or 'str', also the exact values (an object array of fractions.Fraction or exact "
       "text). The result is then a tuple (values[, labels][, exact]).";
   m.def("quantize", &quantize, py::arg("x"), py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "i8",
-        py::arg("policy") = "onnx", py::arg("axis") = py::none(), py::arg("block_size") = 0,
+        py::arg("spec") = "onnx", py::arg("axis") = py::none(), py::arg("block_size") = 0,
         py::arg("scale_dtype") = "f32", py::arg("input_dtype") = py::none(), py::arg("labels") = false,
         py::arg("exact") = false,
         (std::string("QuantizeLinear under a policy, exactly: float x -> integers of `dtype`. Scales are rounded "
@@ -482,7 +482,7 @@ void bind_oracle(py::module_& m) {
          labels_doc)
             .c_str());
   m.def("dequantize", &dequantize, py::arg("q"), py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "f32",
-        py::arg("policy") = "onnx", py::arg("axis") = py::none(), py::arg("block_size") = 0,
+        py::arg("spec") = "onnx", py::arg("axis") = py::none(), py::arg("block_size") = 0,
         py::arg("scale_dtype") = "f32", py::arg("input_dtype") = py::none(), py::arg("labels") = false,
         py::arg("exact") = false,
         (std::string("DequantizeLinear under a policy, exactly: integers q -> floats of `dtype` (bf16 as uint16 "
@@ -500,7 +500,7 @@ void bind_oracle(py::module_& m) {
         return requantize(op, policy, labels, exact);
       },
       py::arg("acc"), py::arg("input_scale"), py::arg("weight_scale"), py::arg("output_scale"),
-      py::arg("zero_point") = 0, py::arg("dtype") = "i8", py::arg("policy") = "onnx", py::arg("axis") = py::none(),
+      py::arg("zero_point") = 0, py::arg("dtype") = "i8", py::arg("spec") = "onnx", py::arg("axis") = py::none(),
       py::arg("scale_dtype") = "f32", py::arg("input_dtype") = "i32", py::arg("labels") = false,
       py::arg("exact") = false,
       (std::string("Requantize int32 accumulators under a policy's scheme, exactly. The exact value is "
@@ -524,7 +524,7 @@ void bind_oracle(py::module_& m) {
         return linear_result(std::move(r), labels, form);
       },
       py::arg("a"), py::arg("b"), py::arg("bias") = py::none(), py::arg("output") = py::none(),
-      py::arg("policy") = "onnx", py::arg("b_layout") = "k_by_n", py::arg("labels") = false, py::arg("exact") = false,
+      py::arg("spec") = "onnx", py::arg("b_layout") = "k_by_n", py::arg("labels") = false, py::arg("exact") = false,
       (std::string("The quantized GEMM path exactly: quantize A, integer accumulate with B, + bias, then the "
                    "output stage (int32 by default). The exact value is the real result before the output's "
                    "rounding.") +
@@ -551,7 +551,7 @@ void bind_oracle(py::module_& m) {
         return linear_result(std::move(r), labels, form);
       },
       py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("output") = py::none(),
-      py::arg("policy") = "onnx", py::arg("layout") = "nchw", py::arg("stride") = std::vector<std::int64_t>{1, 1},
+      py::arg("spec") = "onnx", py::arg("layout") = "nchw", py::arg("stride") = std::vector<std::int64_t>{1, 1},
       py::arg("padding") = std::vector<std::int64_t>{0, 0, 0, 0}, py::arg("dilation") = std::vector<std::int64_t>{1, 1},
       py::arg("groups") = 1, py::arg("padding_value") = "real_zero", py::arg("labels") = false,
       py::arg("exact") = false,
@@ -576,7 +576,7 @@ void bind_oracle(py::module_& m) {
           return exact_value(shared->exact[static_cast<std::size_t>(i)], form);
         });
       },
-      py::arg("a"), py::arg("b"), py::arg("bias") = py::none(), py::arg("dtype") = "f32", py::arg("policy") = "onnx",
+      py::arg("a"), py::arg("b"), py::arg("bias") = py::none(), py::arg("dtype") = "f32", py::arg("spec") = "onnx",
       py::arg("b_layout") = "k_by_n", py::arg("a_dtype") = py::none(), py::arg("labels") = false,
       py::arg("exact") = false,
       (std::string("Weight-only GEMM: float activations times exactly dequantized weights; the exact real result "

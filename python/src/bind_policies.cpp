@@ -1,5 +1,5 @@
 // Numerics policies and presets: every choice as an enum, the per-op policies as read-only value
-// objects, and qconform.Policy (a qc::Spec) built from a preset and keyword choices with exactly the
+// objects, and qconform.Spec (a qc::Spec) built from a preset and keyword choices with exactly the
 // case format's "spec" semantics (one definition: qc::parse_spec).
 #include "cases/case_writer.hpp"
 #include "common.hpp"
@@ -47,28 +47,28 @@ json merged(json base, const json& overrides) {
 qc::Spec make_policy(const py::handle& preset, const py::kwargs& kw) {
   if (!py::isinstance<py::str>(preset)) {
     if (py::isinstance<qc::Spec>(preset) && kw.empty()) return preset.cast<qc::Spec>();
-    throw InputError("Policy: the preset must be a name such as \"onnx\"");
+    throw InputError("Spec: the preset must be a name such as \"onnx\"");
   }
   const std::string name = preset.cast<std::string>();
-  if (kw.empty()) return qc::parse_spec(name, "policy");  // the preset itself, or the loader's message
+  if (kw.empty()) return qc::parse_spec(name, "spec");  // the preset itself, or the loader's message
   json j = kwargs_json(kw);
   j["preset"] = name;
-  return qc::parse_spec(j.dump(), "policy");
+  return qc::parse_spec(j.dump(), "spec");
 }
 
 qc::Spec with_choices(const qc::Spec& s, const py::kwargs& kw) {
   if (kw.empty()) return s;
   json base = qc::spec_to_json(s);
   if (base.is_string()) base = json{{"preset", base.get<std::string>()}};
-  return qc::parse_spec(merged(base, kwargs_json(kw)).dump(), "policy");
+  return qc::parse_spec(merged(base, kwargs_json(kw)).dump(), "spec");
 }
 
 std::string policy_repr(const qc::Spec& s) {
   try {
     const json j = qc::spec_to_json(s);
-    return "Policy(" + (j.is_string() ? "'" + j.get<std::string>() + "'" : j.dump()) + ")";
+    return "Spec(" + (j.is_string() ? "'" + j.get<std::string>() + "'" : j.dump()) + ")";
   } catch (const InputError&) {
-    return "Policy(<" + s.name + ">)";
+    return "Spec(<" + s.name + ">)";
   }
 }
 
@@ -214,9 +214,9 @@ void bind_policies(py::module_& m) {
   for (const QParamsPreset& p : qparams_presets()) qparams[py::str(std::string(p.name))] = p.rule;
   m.attr("qparams_presets") = qparams;
 
-  py::class_<Spec>(m, "Policy",
-                   "A numerics policy for every op (a preset, or a preset with choices changed), with the case "
-                   "format's spec semantics: Policy('onnx', rounding='rna', requantize={'scheme': "
+  py::class_<Spec>(m, "Spec",
+                   "A spec: the numerics policy of every op (a preset, or a preset with choices changed), as a case "
+                   "file's \"spec\" reads: Spec('onnx', rounding='rna', requantize={'scheme': "
                    "'gemmlowp_double'}).")
       .def(py::init(&make_policy), py::arg("preset") = "onnx")
       .def("with_", &with_choices,

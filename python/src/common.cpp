@@ -304,9 +304,9 @@ std::string json_text(const py::handle& h) {
 
 qc::Spec spec_arg(const py::handle& h) {
   if (py::isinstance<qc::Spec>(h)) return h.cast<qc::Spec>();
-  if (py::isinstance<py::str>(h)) return qc::parse_spec(h.cast<std::string>(), "policy");
-  if (py::isinstance<py::dict>(h)) return qc::parse_spec(json_text(h), "policy");
-  throw InputError("policy: expected a qconform.Policy, a preset name or a dict of choices, got " + type_name(h));
+  if (py::isinstance<py::str>(h)) return qc::parse_spec(h.cast<std::string>(), "spec");
+  if (py::isinstance<py::dict>(h)) return qc::parse_spec(json_text(h), "spec");
+  throw InputError("spec: expected a qconform.Spec, a preset name or a dict of choices, got " + type_name(h));
 }
 
 // ---- Ops ---------------------------------------------------------------------------------------

@@ -66,6 +66,22 @@ def test_bfloat16_helpers_round_once_to_nearest_even():
     assert qconform.float_to_bits(np.array([1.0, 448.0]), "f8e4m3fn").tolist() == [0x38, 0x7E]
 
 
+def test_spec_is_the_one_name_and_policy_its_older_spelling():
+    assert qconform.Policy is qconform.Spec
+    x = np.array([0.5, 1.5, 2.5], np.float32)
+    # ties away (rna): 0.5 -> 1, 1.5 -> 2, 2.5 -> 3; the onnx default (ties to even) gives 0, 2, 2.
+    rna = {"preset": "onnx", "rounding": "rna"}
+    assert qconform.quantize(x, 1.0, spec=rna).tolist() == [1, 2, 3]
+    assert qconform.quantize(x, 1.0, policy=rna).tolist() == [1, 2, 3]
+    assert qconform.quantize(x, 1.0).tolist() == [0, 2, 2]
+    with pytest.raises(TypeError, match="not both"):
+        qconform.quantize(x, 1.0, spec="onnx", policy="onnx")
+    op = qconform.QuantizeOp(x, scale=1.0, dtype="i8")
+    case = qconform.Case("c", op, policy=rna)
+    assert case.spec == case.policy == qconform.Spec("onnx", rounding="rna")
+    assert qconform.Case("c", op, spec=rna).spec == case.spec
+
+
 def test_presets_are_policies():
     onnx = qconform.presets["onnx"]
     assert isinstance(onnx, qconform.Policy)

@@ -373,10 +373,22 @@ TEST_F(Cli, OracleNpyRoundTrip) {
 TEST_F(Cli, OracleRequantizeSchemes) {
   // acc 5 at 1*1/10: exact 0.5 -> 0 (ties to even); gemmlowp's Q31 multiplier 1717986918 with
   // SRDHM truncating to 4 and RoundingDivideByPOT(4, 3) = 1.
-  Result r = run("oracle requantize --policy onnx --output-scale 10 --values '[5]'");
+  Result r = run("oracle requantize --spec onnx --output-scale 10 --values '[5]'");
   EXPECT_EQ(nlohmann::json::parse(r.output)["values"][0], 0) << r.output;
+  r = run("oracle requantize --spec gemmlowp --output-scale 10 --values '[5]'");
+  EXPECT_EQ(nlohmann::json::parse(r.output)["values"][0], 1) << r.output;
+  // --policy, the option's older name, still selects the spec.
   r = run("oracle requantize --policy gemmlowp --output-scale 10 --values '[5]'");
   EXPECT_EQ(nlohmann::json::parse(r.output)["values"][0], 1) << r.output;
+}
+
+TEST_F(Cli, ABadSpecIsNamedByTheOptionItCameFrom) {
+  Result r = run("explain quantize --x 1 --scale 1 --spec '{\"preset\": ' --vs onnx");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("--spec: not valid JSON"), std::string::npos) << r.output;
+  r = run("explain quantize --x 1 --scale 1 --spec onnx --vs '{\"preset\": \"nope\"}'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("--vs"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, ExplainShowsWhereTwoPoliciesPart) {

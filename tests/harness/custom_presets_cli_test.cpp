@@ -177,7 +177,7 @@ TEST_F(CliCustomPresets, TheCommandsOfTheDocsRun) {
        "--backend cpu-ref:tflite-reference -q -o out-mykernel",
        0, "out-mykernel/report.json"},
       {"numerics.md",
-       "QCONFORM_PRESETS=docs/examples/mykernel-presets.json build/cli/qconform oracle quantize --policy "
+       "QCONFORM_PRESETS=docs/examples/mykernel-presets.json build/cli/qconform oracle quantize --spec "
        "mykernel-1.0 --scale 1 --to i8 --values '[2.5, 0.5, -2.5, 1.25]'",
        0, "[3,1,-3,1]"},
       {"ci.md", "build/cli/qconform run --backend cpu-ref:tflite-reference -q -o out-spec", 1, "out-spec"},
