@@ -92,6 +92,18 @@ std::int64_t max_elements() {
   return limit;
 }
 
+// An op's output (a GEMM's rows x columns, a convolution's N x OC x OH x OW) is allocated too:
+// it meets the same limit, its product checked without overflowing.
+void check_output_elements(std::initializer_list<std::int64_t> dims, const Where& w, const std::string& field) {
+  std::int64_t elements = 1;
+  for (const std::int64_t d : dims) {
+    if (d > 0 && elements > max_elements() / d)
+      w.fail(field, "the output would have more than the limit of " + std::to_string(max_elements()) +
+                        " elements (QCONFORM_MAX_ELEMENTS raises it)");
+    elements *= d;
+  }
+}
+
 int line_of_offset(const std::string& text, std::size_t offset) {
   return 1 + static_cast<int>(
                  std::count(text.begin(), text.begin() + static_cast<long>(std::min(offset, text.size())), '\n'));
@@ -191,12 +203,25 @@ void fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w
   if (!g.is_object() || !g.contains("kind") || !g["kind"].is_string())
     w.fail("input.generator", "expected an object with a 'kind'");
   const std::string kind = g["kind"].get<std::string>();
-  const auto seed = static_cast<std::uint64_t>(g.contains("seed") ? integer(g["seed"], w, p + "seed") : 0);
+  const std::int64_t seed_value = g.contains("seed") ? integer(g["seed"], w, p + "seed") : 0;
+  if (seed_value < 0) w.fail(p + "seed", "must be >= 0, got " + std::to_string(seed_value));
+  const auto seed = static_cast<std::uint64_t>(seed_value);
   auto num = [&](const char* k, double fallback) { return g.contains(k) ? number(g[k], w, p + k) : fallback; };
   auto intg = [&](const char* k, std::int64_t fallback) { return g.contains(k) ? integer(g[k], w, p + k) : fallback; };
+  // An integer field with a closed range of meaningful values, checked before any narrowing.
+  auto intg_in = [&](const char* k, std::int64_t fallback, std::int64_t lo, std::int64_t hi) {
+    const std::int64_t v = intg(k, fallback);
+    if (v < lo || v > hi)
+      w.fail(p + k, "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
+    return v;
+  };
+  auto positive = [&](const char* k, double v) {
+    if (!(v > 0) || !std::isfinite(v)) w.fail(p + k, "must be a finite number > 0");
+    return v;
+  };
   auto case_scale = [&] {
-    if (g.contains("scale")) return number(g["scale"], w, p + "scale");
-    if (c.contains("scale")) return numbers(c["scale"], w, "scale").at(0);
+    if (g.contains("scale")) return positive("scale", number(g["scale"], w, p + "scale"));
+    if (c.contains("scale")) return positive("scale", numbers(c["scale"], w, "scale").at(0));
     w.fail(p + "scale", "missing (and the case has no 'scale')");
   };
   try {
@@ -207,7 +232,10 @@ void fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w
       fill_uniform(x, seed, lo, hi);
     } else if (kind == "normal") {
       check_fields(g, {"kind", "seed", "mean", "std"}, w, p);
-      fill_normal(x, seed, num("mean", 0.0), num("std", 1.0));
+      const double mean = num("mean", 0.0), std = num("std", 1.0);
+      if (!std::isfinite(mean)) w.fail(p + "mean", "must be finite");
+      if (!(std >= 0) || !std::isfinite(std)) w.fail(p + "std", "must be a finite number >= 0");
+      fill_normal(x, seed, mean, std);
     } else if (kind == "ties") {
       check_fields(g, {"kind", "seed", "scale", "k_min", "k_max"}, w, p);
       fill_ties(x, seed, case_scale(), intg("k_min", -130), intg("k_max", 130));
@@ -240,8 +268,10 @@ void fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w
       const double b = x.dtype() == DType::f16    ? 65504.0
                        : x.dtype() == DType::bf16 ? 18374686479671623680.0
                                                   : 18446742974197923840.0;
-      fill_tosa_dot_product(x, static_cast<int>(intg("set", 0)), static_cast<int>(intg("operand", 0)),
-                            intg("ks", x.shape()[static_cast<std::size_t>(a)]), axis, num("bound", b));
+      const auto set = static_cast<int>(intg_in("set", 0, 0, 5));
+      const auto operand = static_cast<int>(intg_in("operand", 0, 0, 2));
+      const std::int64_t ks = intg_in("ks", x.shape()[static_cast<std::size_t>(a)], 1, max_elements());
+      fill_tosa_dot_product(x, set, operand, ks, axis, positive("bound", num("bound", b)));
     } else {
       w.fail(p + "kind", "unknown generator '" + kind +
                              "' (known: uniform, normal, ties, saturation, exhaustive, specials, accumulator_stress, "
@@ -670,11 +700,13 @@ OpRequest load_qgemm(const json& j, const Spec& spec, const Where& w) {
   g.b_layout = load_weight_layout(j, w);
   g.bias = load_bias(j, w);
   g.output = load_output_stage(j, w);
+  GemmShape gs;
   try {
-    (void)gemm_shape(g.a.values.shape(), g.b.shape, g.b_layout);  // K of A and B agree
+    gs = gemm_shape(g.a.values.shape(), g.b.shape, g.b_layout);  // K of A and B agree
   } catch (const InputError& e) {
     w.fail("b.shape", e.what());
   }
+  check_output_elements({gs.rows, gs.cols}, w, "b.shape");
   return g;
 }
 
@@ -691,11 +723,13 @@ OpRequest load_weight_only(const json& j, const Where& w) {
   if (g.bias && !is_float(g.bias->dtype())) nested(w, "bias").fail("dtype", "weight-only bias is a float");
   g.out = output_dtype(j, w, DType::f32);
   if (!is_float(g.out)) w.fail("output_dtype", "weight-only output is a float format");
+  GemmShape gs;
   try {
-    (void)gemm_shape(g.a.shape(), g.b.shape, g.b_layout);
+    gs = gemm_shape(g.a.shape(), g.b.shape, g.b_layout);
   } catch (const InputError& e) {
     w.fail("b.shape", e.what());
   }
+  check_output_elements({gs.rows, gs.cols}, w, "b.shape");
   return g;
 }
 
@@ -708,16 +742,27 @@ OpRequest load_qconv2d(const json& j, const Spec& spec, const Where& w) {
   const auto stride = int_list(j, "stride", 2, 1, w);
   const auto pad = int_list(j, "padding", 4, 0, w);
   const auto dil = int_list(j, "dilation", 2, 1, w);
+  // Beyond this no output size can stay inside the element limit, and the extent arithmetic
+  // (input + paddings - dilated kernel) cannot overflow.
+  constexpr std::int64_t kMaxGeometry = std::int64_t{1} << 31;
+  for (std::size_t i = 0; i < 4; ++i)
+    if (pad[i] > kMaxGeometry) w.fail("padding[" + std::to_string(i) + "]", "larger than 2^31");
+  for (std::size_t i = 0; i < 2; ++i) {
+    if (stride[i] > kMaxGeometry) w.fail("stride[" + std::to_string(i) + "]", "larger than 2^31");
+    if (dil[i] > kMaxGeometry) w.fail("dilation[" + std::to_string(i) + "]", "larger than 2^31");
+  }
   c.geometry = Conv2dGeometry{stride[0], stride[1], pad[0],
                               pad[1],    pad[2],    pad[3],
                               dil[0],    dil[1],    j.contains("groups") ? integer(j["groups"], w, "groups") : 1};
   c.padding = enum_field(j, "padding_value", ConvPadding::real_zero, w, "padding value");
   c.output = load_output_stage(j, w);
+  Conv2dShape cs;
   try {
-    (void)resolve_conv2d(c.input.values.shape(), c.layout, c.weight.shape, c.geometry);
+    cs = resolve_conv2d(c.input.values.shape(), c.layout, c.weight.shape, c.geometry);
   } catch (const InputError& e) {
     w.fail("weight.shape", e.what());
   }
+  check_output_elements({cs.batch, cs.out_channels, cs.out_height, cs.out_width}, w, "padding");
   return c;
 }
 
@@ -769,11 +814,19 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
     w.fail("cases[" + std::to_string(index) + "].name", "every case needs a string 'name'");
   Case c;
   c.name = j["name"].get<std::string>();
+  if (c.name.empty()) w.fail("cases[" + std::to_string(index) + "].name", "a case name cannot be empty");
   c.line = lines.line(c.name);
   if (c.line == 0) c.line = file_where.line;  // a case expanded from a sweep points at the sweep
   w.line = c.line;
   w.case_name = c.name;
   const std::string op = j.contains("op") && j["op"].is_string() ? j["op"].get<std::string>() : "";
+  // The op first: the fields a case may have depend on it.
+  if (op != "quantize" && op != "dequantize" && op != "requantize" && op != "qgemm" && op != "qconv2d" &&
+      op != "weight_only_gemm")
+    w.fail("op", !j.contains("op") ? "missing"
+                 : op.empty()      ? "expected the name of an op, got " + j["op"].dump()
+                                   : "unknown op '" + op +
+                                    "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm)");
   std::set<std::string> fields = {"name",         "description", "op",          "spec",       "input",
                                   "output_dtype", "expect",      "scale_dtype", "zero_point", "axis"};
   if (op == "quantize" || op == "dequantize") fields.insert({"scale", "block_size"});
@@ -786,7 +839,10 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
               "bias", "output",      "stride", "padding", "dilation", "groups", "padding_value"};
   fields.insert({"same_outputs_as", "differs_from"});
   check_fields(j, fields, w, "");
-  if (j.contains("description")) c.description = j["description"].get<std::string>();
+  if (j.contains("description")) {
+    if (!j["description"].is_string()) w.fail("description", "expected a string");
+    c.description = j["description"].get<std::string>();
+  }
   c.spec = load_spec(j.contains("spec") ? j["spec"] : json("onnx"), w);
   if (op == "quantize")
     c.op = load_quantize(j, w);
@@ -798,12 +854,8 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
     c.op = load_qgemm(j, c.spec, w);
   else if (op == "qconv2d")
     c.op = load_qconv2d(j, c.spec, w);
-  else if (op == "weight_only_gemm")
-    c.op = load_weight_only(j, w);
   else
-    w.fail("op", op.empty() ? "missing"
-                            : "unknown op '" + op +
-                                  "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm)");
+    c.op = load_weight_only(j, w);
 
   if (j.contains("expect")) {
     const json& e = j["expect"];
@@ -975,6 +1027,16 @@ json parse_json_text(const std::string& text, const std::string& where) {
     std::string msg = e.what();
     if (auto k = msg.find("]: "); k != std::string::npos) msg = msg.substr(k + 3);
     throw InputError(where + ":" + std::to_string(line) + ": JSON syntax error: " + msg);
+  } catch (const json::out_of_range& e) {
+    // A number no double holds (1e999): the parser names the number, not its position, so the
+    // line is that of the number's first occurrence.
+    std::string msg = e.what();
+    if (auto k = msg.find("] "); k != std::string::npos) msg = msg.substr(k + 2);
+    std::string line;
+    if (const auto q = msg.find('\''), r = msg.rfind('\''); q != std::string::npos && r > q)
+      if (const auto at = text.find(msg.substr(q + 1, r - q - 1)); at != std::string::npos)
+        line = ":" + std::to_string(line_of_offset(text, at));
+    throw InputError(where + line + ": JSON number out of range: " + msg);
   }
 }
 
@@ -1049,6 +1111,9 @@ Suite load_suite(const fs::path& file) {
   std::stringstream buf;
   buf << in.rdbuf();
   const std::string text = buf.str();
+  // JSON text holds no NUL byte (and a reader that stops at one would drop the rest of the file).
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    throw InputError(file.string() + ":" + std::to_string(line_of_offset(text, nul)) + ": a NUL byte in the file");
   const json j = parse_json_text(text, file.string());
   Where w{file.string(), 0, "", "", nullptr};
   if (!j.is_object()) w.fail("(top level)", "expected an object with 'suite' and 'cases'");
@@ -1061,11 +1126,16 @@ Suite load_suite(const fs::path& file) {
       defaults[backend] = load_expectation(v, w, "expect." + backend);
   }
   if (!j.contains("suite") || !j["suite"].is_string()) w.fail("suite", "missing suite name");
+  if (j["suite"].get<std::string>().empty()) w.fail("suite", "a suite name cannot be empty");
   if (!j.contains("cases") || !j["cases"].is_array()) w.fail("cases", "missing list of cases");
+  if (j["cases"].empty()) w.fail("cases", "an empty list of cases");
   Suite s;
   s.name = j["suite"].get<std::string>();
   s.file = file.string();
-  if (j.contains("description")) s.description = j["description"].get<std::string>();
+  if (j.contains("description")) {
+    if (!j["description"].is_string()) w.fail("description", "expected a string");
+    s.description = j["description"].get<std::string>();
+  }
 
   // Every case after sweeps, by name, so that a case can name any other of the file.
   struct Pending {
@@ -1131,6 +1201,13 @@ Suite load_suite(const fs::path& file) {
     c->suite = s.name;
     c->file = s.file;
     for (const auto& [backend, e] : defaults) c->expect.try_emplace(backend, e);
+    // The TOSA dot-product bounds judge a float dot product; no other op has them.
+    if (!std::holds_alternative<WeightOnlyGemmOp>(c->op))
+      for (const auto& [backend, e] : c->expect)
+        if (e.kind == Expectation::Kind::dot_product)
+          throw InputError(s.file + ":" + std::to_string(c->line) + ": case '" + c->name + "': field 'expect." +
+                           backend + "': dot_product applies to weight_only_gemm cases only, not " +
+                           std::string(op_name(c->op)));
     s.cases.push_back(std::move(*c));
   }
   check_links(s);
@@ -1146,6 +1223,7 @@ std::vector<Suite> load_suites(const std::vector<fs::path>& paths) {
         if (e.is_regular_file() && e.path().extension() == ".json" &&
             e.path().filename().string().find(".schema.") == std::string::npos)
           found.push_back(e.path());
+      if (found.empty()) throw InputError(p.string() + ": a folder with no case files (*.json)");
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::exists(p)) {

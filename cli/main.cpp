@@ -580,7 +580,7 @@ int cmd_infer(const std::string& backend, const std::string& json_out, std::uint
     for (const auto& f : r.findings)
       j["findings"].push_back(
           {{"op", f.op}, {"dimension", f.dimension}, {"values", f.values}, {"description", f.description}});
-    qc::write_file_atomic(json_out, j.dump(2) + "\n");
+    qc::write_file_atomic(json_out, qc::json_file_text(j, 2));
   }
   return r.ops.empty() ? 77 : 0;
 }

@@ -53,7 +53,7 @@ void save_baseline(const Baseline& b, const std::filesystem::path& path) {
     if (!e.reason.empty()) je["reason"] = e.reason;
     entries.push_back(std::move(je));
   }
-  write_file_atomic(path, json{{"format", kBaselineFormat}, {"entries", entries}}.dump(2) + "\n");
+  write_file_atomic(path, json_file_text(json{{"format", kBaselineFormat}, {"entries", entries}}, 2));
 }
 
 Baseline baseline_from(const RunReport& r, const Baseline* previous) {

@@ -471,7 +471,7 @@ nlohmann::json reproducer_case(const Case& c, const std::string& backend) {
 void save_reproducer(const std::string& suite, const std::string& description, nlohmann::json cases,
                      const std::filesystem::path& path) {
   const nlohmann::json file = {{"suite", suite + "-repro"}, {"description", description}, {"cases", std::move(cases)}};
-  write_file_atomic(path, file.dump(1) + "\n");
+  write_file_atomic(path, json_file_text(file, 1));
 }
 
 }  // namespace

@@ -126,8 +126,12 @@ json case_json(const CaseResult& c, json backends) {
 
 }  // namespace
 
+std::string json_file_text(const json& j, int indent) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
 std::string jsonl_line(const CaseResult& c, const BackendResult& b) {
-  return case_json(c, json::array({backend_json(b)})).dump() + "\n";
+  return json_file_text(case_json(c, json::array({backend_json(b)})), -1);
 }
 
 json to_json(const RunReport& r) {
@@ -204,7 +208,7 @@ void write_reports(const RunReport& r, const std::filesystem::path& dir,
   // Every file is staged complete before any is replaced, so a write that fails (a full disk, a
   // folder that is a file) leaves the previous set as it was and no temporary behind; what is left
   // are renames within one folder, which need no space.
-  const std::pair<const char*, std::string> files[] = {{"report.json", to_json(r).dump(2) + "\n"},
+  const std::pair<const char*, std::string> files[] = {{"report.json", json_file_text(to_json(r), 2)},
                                                        {"report.html", render_html(r)},
                                                        {"report.junit.xml", render_junit(r)}};
   for (const auto& [name, content] : files)

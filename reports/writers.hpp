@@ -19,6 +19,10 @@ std::string render_html(const RunReport& r);
 std::string render_junit(const RunReport& r);
 // One line of the results stream (DIR/results.jsonl): a case with one backend's result.
 std::string jsonl_line(const CaseResult& c, const BackendResult& b);
+// JSON text for a file qconform writes (indent < 0: one line). Paths and command lines are bytes,
+// not always UTF-8 (a file named in Latin-1): a byte that is not UTF-8 becomes U+FFFD instead of
+// failing the write after the whole run.
+std::string json_file_text(const nlohmann::json& j, int indent);
 
 // Writes `path` whole or not at all (a temporary beside it, then a rename); a failure is an
 // InputError naming `path` and the reason, and leaves the previous file as it was.

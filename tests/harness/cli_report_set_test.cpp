@@ -126,5 +126,19 @@ TEST_F(CliReportSet, AReportFolderThatIsAFileIsAnInputError) {
   EXPECT_EQ(text, "a file");
 }
 
+TEST_F(CliReportSet, PathsThatAreNotUtf8StillGetTheirReports) {
+  // File names are bytes: a case file and a report folder named in Latin-1 ("\xff") run and write
+  // the whole set; the JSON reports show the byte as U+FFFD (JSON text is UTF-8).
+  const fs::path cases = dir_ / "caf\xff.json";
+  fs::copy_file(good_, cases);
+  const fs::path out = dir_ / "out\xff";
+  const auto r = run_qconform_output("run '" + cases.string() + "' --backend cpu-ref -q -o '" + out.string() + "'");
+  EXPECT_EQ(r.code, 0) << r.output;
+  for (const char* f : {"report.json", "report.html", "report.junit.xml", "results.jsonl"})
+    EXPECT_TRUE(fs::is_regular_file(out / f)) << f;
+  const nlohmann::json report = read_json(out / "report.json");
+  EXPECT_EQ(report["cases"][0]["file"], cases.parent_path().string() + "/caf\xef\xbf\xbd.json");
+}
+
 }  // namespace
 }  // namespace qc::testing
