@@ -1110,7 +1110,10 @@ Suite load_suite(const fs::path& file) {
   if (!in) throw InputError(file.string() + ": cannot open case file");
   std::stringstream buf;
   buf << in.rdbuf();
-  const std::string text = buf.str();
+  return load_suite_text(buf.str(), file);
+}
+
+Suite load_suite_text(const std::string& text, const fs::path& file) {
   // JSON text holds no NUL byte (and a reader that stops at one would drop the rest of the file).
   if (const auto nul = text.find('\0'); nul != std::string::npos)
     throw InputError(file.string() + ":" + std::to_string(line_of_offset(text, nul)) + ": a NUL byte in the file");

@@ -113,6 +113,8 @@ std::vector<std::string> load_preset_file(const std::filesystem::path& file);
 // Loads one case file. Throws InputError naming the file, the case (and its line), and the
 // field for every problem: JSON syntax, unknown fields, bad parameters, shape mismatches.
 Suite load_suite(const std::filesystem::path& file);
+// The same from the file's text (`file` names it in messages and in the suite).
+Suite load_suite_text(const std::string& text, const std::filesystem::path& file);
 // Files and folders (searched recursively for *.json, in sorted order).
 std::vector<Suite> load_suites(const std::vector<std::filesystem::path>& paths);
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <sstream>
 
 namespace qc {
 
@@ -140,7 +141,8 @@ CaseResult case_from(const json& j) {
 }  // namespace
 
 RunReport report_from_json(const json& j, const std::string& where) {
-  if (!j.is_object() || j.value("tool", "") != "qconform" || !j.contains("schema_version"))
+  if (!j.is_object() || !j.contains("tool") || j["tool"] != "qconform" || !j.contains("schema_version") ||
+      !j["schema_version"].is_string())
     throw InputError(where + ": not a qconform report (no \"tool\": \"qconform\" and \"schema_version\")");
   const std::string version = j["schema_version"];
   if (version.rfind("1.", 0) != 0)
@@ -169,24 +171,29 @@ RunReport report_from_json(const json& j, const std::string& where) {
   return r;
 }
 
-RunReport load_report(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path.string() + ": cannot open the report");
+RunReport report_from_text(const std::string& text, const std::string& where) {
   // A report nests a few levels; a file nested thousands deep would overflow the stack of the
   // recursive walks after the parse.
   constexpr int kMaxDepth = 64;
   const auto bounded = [&](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxDepth)
-      throw InputError(path.string() + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (depth > kMaxDepth) throw InputError(where + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
     return true;
   };
   json j;
   try {
-    j = json::parse(in, bounded);
-  } catch (const json::parse_error& e) {
-    throw InputError(path.string() + ": not valid JSON: " + e.what());
+    j = json::parse(text, bounded);
+  } catch (const json::exception& e) {  // a syntax error, or a number no double holds (1e999)
+    throw InputError(where + ": not valid JSON: " + e.what());
   }
-  return report_from_json(j, path.string());
+  return report_from_json(j, where);
+}
+
+RunReport load_report(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path.string() + ": cannot open the report");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return report_from_text(buf.str(), path.string());
 }
 
 RunReport merge_reports(const std::vector<RunReport>& parts) {

@@ -11,6 +11,8 @@ namespace qc {
 
 // Throws InputError naming the file and field when it is not a qconform report of schema 1.x.
 RunReport load_report(const std::filesystem::path& path);
+// The same from the report's text (`where` names it in messages).
+RunReport report_from_text(const std::string& text, const std::string& where);
 RunReport report_from_json(const nlohmann::json& j, const std::string& where);
 
 // Joins shard reports into one: cases in the order of the shards' case indices (each shard

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs, only when missing, every Debian package qconform's build and tests need.
+# Installs, only when missing, every Debian package qconform's build and tests need
+# (`scripts/setup.sh fuzz` adds clang and libFuzzer for scripts/fuzz.sh).
 # Idempotent: a second run installs nothing and takes well under a second.
 set -euo pipefail
 
@@ -21,6 +22,7 @@ PACKAGES=(
   python3-onnx libonnx-testdata                # ONNX node tests, imported as a suite
   qemu-user                                    # ONNX Runtime on an emulated AVX2 CPU without VNNI
 )
+if [ "${1:-}" = fuzz ]; then PACKAGES+=(clang libclang-rt-dev); fi  # libFuzzer, ASan, UBSan
 # ONNX Runtime ships its Linux CPU library on the npm registry only: node and npm, from Debian unless
 # the machine has them already (an image's own Node.js conflicts with Debian's npm package).
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then PACKAGES+=(nodejs npm); fi

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <sstream>
+#include <string>
+#include <string_view>
 #include <utility>
 
 namespace qc {
@@ -156,9 +159,10 @@ DType npy_storage_dtype(DType t) {
   }
 }
 
-Tensor read_npy(const std::filesystem::path& file, std::optional<DType> as) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError(file.string() + ": cannot open .npy file");
+namespace {
+
+// The .npy held by `in`, `size` bytes in all; `file` names it in messages.
+Tensor read_npy_from(std::istream& in, std::uintmax_t size, const std::filesystem::path& file, std::optional<DType> as) {
   char magic[8];
   in.read(magic, 8);
   if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) throw InputError(file.string() + ": not a .npy file (bad magic)");
@@ -197,8 +201,6 @@ Tensor read_npy(const std::filesystem::path& file, std::optional<DType> as) {
   // The data must be in the file before anything is allocated for it (a header may claim 2^40
   // elements).
   const auto data_at = static_cast<std::uintmax_t>(in.tellg());
-  std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(file, ec);
   std::uintmax_t elements = 1;
   for (const std::int64_t d : shape) {
     if (d != 0 && elements > std::numeric_limits<std::uintmax_t>::max() / static_cast<std::uintmax_t>(d))
@@ -206,12 +208,28 @@ Tensor read_npy(const std::filesystem::path& file, std::optional<DType> as) {
     elements *= static_cast<std::uintmax_t>(d);
   }
   const auto width = static_cast<std::uintmax_t>(info(*t).storage_bytes);
-  if (ec || elements > (size - data_at) / width)
+  if (data_at > size || elements > (size - data_at) / width)
     throw InputError(file.string() + ": .npy data shorter than its shape " + shape_str(shape));
   Tensor x(*t, shape);
   in.read(reinterpret_cast<char*>(x.bytes().data()), static_cast<std::streamsize>(x.bytes().size()));
   if (!in) throw InputError(file.string() + ": .npy data shorter than its shape " + shape_str(shape));
   return x;
+}
+
+}  // namespace
+
+Tensor read_npy(const std::filesystem::path& file, std::optional<DType> as) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file.string() + ": cannot open .npy file");
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(file, ec);
+  if (ec) throw InputError(file.string() + ": cannot read its size: " + ec.message());
+  return read_npy_from(in, size, file, as);
+}
+
+Tensor read_npy_bytes(std::string_view bytes, const std::string& where, std::optional<DType> as) {
+  std::istringstream in{std::string(bytes)};
+  return read_npy_from(in, bytes.size(), where, as);
 }
 
 void write_npy(const std::filesystem::path& file, const Tensor& t) {

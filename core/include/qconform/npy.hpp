@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <string_view>
 
 namespace qc {
 
@@ -16,6 +18,8 @@ DType npy_storage_dtype(DType t);
 
 // Reads a .npy file. `as` reinterprets u2/u1 bit patterns as bf16 or f8 when given.
 Tensor read_npy(const std::filesystem::path& file, std::optional<DType> as = std::nullopt);
+// The same from the file's bytes (`where` names them in messages).
+Tensor read_npy_bytes(std::string_view bytes, const std::string& where, std::optional<DType> as = std::nullopt);
 void write_npy(const std::filesystem::path& file, const Tensor& t);
 
 }  // namespace qc
