@@ -874,6 +874,9 @@ std::vector<json> expand_sweep(const json& c, const Where& w) {
   if (!c.is_object() || !c.contains("sweep")) return {c};
   const json& sw = c["sweep"];
   if (!sw.is_object() || sw.empty()) w.fail("sweep", "expected an object {\"path\": [values...]}");
+  // The expanded cases are named after the case.
+  if (!c.contains("name") || !c["name"].is_string() || c["name"].get<std::string>().empty())
+    w.fail("name", "a case with a sweep needs a name");
   std::vector<json> out = {c};
   out[0].erase("sweep");
   for (const auto& [path, values] : sw.items()) {
@@ -886,6 +889,10 @@ std::vector<json> expand_sweep(const json& c, const Where& w) {
         std::stringstream parts(path);
         std::vector<std::string> keys;
         for (std::string k; std::getline(parts, k, '.');) keys.push_back(k);
+        if (keys.empty() || path.back() == '.' || std::find(keys.begin(), keys.end(), "") != keys.end())
+          w.fail("sweep." + path, "expected a dotted path of field names, such as \"input.dtype\"");
+        if (keys.front() == "name" || keys.front() == "sweep")
+          w.fail("sweep." + path, "a sweep cannot set '" + keys.front() + "'");
         for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
           if (!node->contains(keys[i])) (*node)[keys[i]] = json::object();
           node = &(*node)[keys[i]];

@@ -15,7 +15,6 @@ using R = RoundingMode;
 using S = RequantizeScheme;
 constexpr ComputeFormat kF32{K::f32, 0};
 constexpr ComputeFormat kF64{K::f64, 0};
-constexpr ComputeFormat kExact{K::exact, 0};
 constexpr ComputeFormat kScaleType{K::scale_type, 0};
 constexpr ComputeFormat kInputType{K::input_type, 0};
 

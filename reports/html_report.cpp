@@ -343,9 +343,11 @@ class Renderer {
       // from it (a report merged from shards) still get a row.
       auto base_name = [](const std::string& entry) { return entry.substr(0, entry.find(" (")); };
       std::vector<std::string> listed = m.backends;
-      for (const auto& [b, facts] : m.backend_facts)
+      for (const auto& entry : m.backend_facts) {
+        const std::string& b = entry.first;  // a name, not a structured binding: clang 14 cannot capture those
         if (std::none_of(listed.begin(), listed.end(), [&](const std::string& e) { return base_name(e) == b; }))
           listed.push_back(b);
+      }
       for (const std::string& entry : listed) {
         o_ << "<tr><td>" << esc(entry) << "</td><td>";
         if (auto it = m.backend_facts.find(base_name(entry)); it != m.backend_facts.end() && !it->second.empty())

@@ -140,11 +140,27 @@ CaseResult case_from(const json& j) {
 
 }  // namespace
 
+namespace {
+
+// Every number of a report is an integer but the timings ("seconds"). A float where an integer
+// belongs would be converted with a cast (undefined for 1e77), so it is refused before reading.
+void check_integers(const json& j, const std::string& path, const std::string& where) {
+  if (j.is_number_float() && !path.ends_with("/seconds"))
+    throw InputError(where + ": malformed report: field '" + path + "' must be an integer, got " + j.dump());
+  if (j.is_object())
+    for (const auto& [k, v] : j.items()) check_integers(v, path + "/" + k, where);
+  if (j.is_array())
+    for (std::size_t i = 0; i < j.size(); ++i) check_integers(j[i], path + "/" + std::to_string(i), where);
+}
+
+}  // namespace
+
 RunReport report_from_json(const json& j, const std::string& where) {
   if (!j.is_object() || !j.contains("tool") || j["tool"] != "qconform" || !j.contains("schema_version") ||
       !j["schema_version"].is_string())
     throw InputError(where + ": not a qconform report (no \"tool\": \"qconform\" and \"schema_version\")");
   const std::string version = j["schema_version"];
+  check_integers(j, "", where);
   if (version.rfind("1.", 0) != 0)
     throw InputError(where + ": report schema " + version + " is not readable by this qconform (schema " +
                      kReportSchemaVersion + ")");

@@ -179,6 +179,12 @@ Tensor read_npy_from(std::istream& in, std::uintmax_t size, const std::filesyste
   } else {
     throw InputError(file.string() + ": unsupported .npy version " + std::to_string(major));
   }
+  // The header must be in the file before it is allocated (a version 2 length field may say 4 GiB);
+  // NumPy itself refuses headers over 10,000 bytes unless told otherwise (np.load max_header_size).
+  constexpr std::uint32_t kMaxHeader = 1 << 20;
+  const auto header_at = static_cast<std::uintmax_t>(in.tellg());
+  if (!in || header_len > kMaxHeader || header_at > size || header_len > size - header_at)
+    throw InputError(file.string() + ": truncated or oversized .npy header (" + std::to_string(header_len) + " bytes)");
   std::string header(header_len, '\0');
   in.read(header.data(), header_len);
   if (!in) throw InputError(file.string() + ": truncated .npy header");

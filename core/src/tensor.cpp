@@ -1,12 +1,21 @@
 #include "qconform/tensor.hpp"
 
+#include "qconform/error.hpp"
+
 #include <cstring>
 
 namespace qc {
 
 std::int64_t numel(const Shape& s) {
-  std::int64_t n = 1;
-  for (std::int64_t d : s) n *= d;
+  // Checked whatever the order of the dimensions: [0, 2^40, 2^40] has no element, but a product of
+  // its dimensions left to right that skipped the zero would overflow.
+  std::int64_t n = 1, nonzero = 1;
+  for (std::int64_t d : s) {
+    if (d < 0) throw InputError("shape " + shape_str(s) + " has a negative dimension");
+    if (d != 0 && __builtin_mul_overflow(nonzero, d, &nonzero))
+      throw InputError("shape " + shape_str(s) + " has too many elements");
+    n *= d;  // cannot overflow: |n| <= nonzero
+  }
   return n;
 }
 
