@@ -20,7 +20,9 @@
 // GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers, on the self-initialized
 // `_mm512_undefined_*` pass-through operands that _mm512_min_ps / _mm512_cvtps_epi32 expand to
 // (gcc.gnu.org bug 105593). The warning's location is the header, so it is silenced for this file.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstring>
