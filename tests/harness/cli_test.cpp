@@ -382,15 +382,6 @@ TEST_F(Cli, OracleRequantizeSchemes) {
   EXPECT_EQ(nlohmann::json::parse(r.output)["values"][0], 1) << r.output;
 }
 
-TEST_F(Cli, ABadSpecIsNamedByTheOptionItCameFrom) {
-  Result r = run("explain quantize --x 1 --scale 1 --spec '{\"preset\": ' --vs onnx");
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find("--spec: not valid JSON"), std::string::npos) << r.output;
-  r = run("explain quantize --x 1 --scale 1 --spec onnx --vs '{\"preset\": \"nope\"}'");
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find("--vs"), std::string::npos) << r.output;
-}
-
 TEST_F(Cli, ExplainShowsWhereTwoPoliciesPart) {
   // FBGEMM's example: division 127.499992 -> 127, reciprocal 127.5 -> 128.
   const Result r = run("explain quantize --x 0.273939937 --scale 0.00214854861 --to u8 --policy onnx --vs pytorch-cpu");
