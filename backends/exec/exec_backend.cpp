@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -125,17 +126,51 @@ void ExecBackend::start() const {
   std::vector<char*> envp;
   for (std::string& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw BackendFault(BackendFault::Kind::crash, "fork failed");
   if (pid == 0) {
     ::setpgid(0, 0);  // its own process group: a timeout kills the runner and its children
-    ::dup2(in[0], 0);
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    ::signal(SIGPIPE, SIG_DFL);
-    const char* argv[] = {"sh", "-c", command_.c_str(), nullptr};
-    ::execve("/bin/sh", const_cast<char* const*>(argv), envp.data());
-    ::_exit(127);
+    // This child keeps the runner, which runs in a grandchild: `sh -c CMD` forks CMD, so a signal
+    // at the harness's death (PR_SET_PDEATHSIG) would reach only the shell. The keeper gets
+    // SIGTERM when the harness dies and kills the whole group; otherwise it waits for the runner
+    // and leaves as it did (its exit status or its signal), which is what the harness reads.
+    sigset_t keep;
+    ::sigemptyset(&keep);
+    ::sigaddset(&keep, SIGTERM);
+    ::sigaddset(&keep, SIGCHLD);
+    ::signal(SIGCHLD, SIG_DFL);
+    ::sigprocmask(SIG_BLOCK, &keep, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);
+    const pid_t runner = ::fork();
+    if (runner == 0) {
+      ::sigprocmask(SIG_UNBLOCK, &keep, nullptr);
+      ::dup2(in[0], 0);
+      ::dup2(out[1], 1);
+      ::dup2(err[1], 2);
+      ::signal(SIGPIPE, SIG_DFL);
+      const char* argv[] = {"sh", "-c", command_.c_str(), nullptr};
+      ::execve("/bin/sh", const_cast<char* const*>(argv), envp.data());
+      ::_exit(127);
+    }
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) ::close(fd);  // the runner's, not the keeper's
+    if (runner < 0) ::_exit(127);
+    for (;;) {
+      int sig = 0;
+      ::sigwait(&keep, &sig);
+      if (sig == SIGTERM) {
+        ::kill(-::getpgrp(), SIGKILL);  // the runner, what it started, and the keeper
+        ::_exit(128 + SIGKILL);
+      }
+      int status = 0;
+      if (::waitpid(runner, &status, WNOHANG) != runner) continue;
+      if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+      ::signal(WTERMSIG(status), SIG_DFL);  // leave by the runner's signal, as the runner did
+      ::sigprocmask(SIG_UNBLOCK, &keep, nullptr);
+      ::raise(WTERMSIG(status));
+      ::_exit(128 + WTERMSIG(status));
+    }
   }
   ::setpgid(pid, pid);
   ::close(in[0]);

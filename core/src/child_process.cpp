@@ -1,6 +1,7 @@
 #include "qconform/child_process.hpp"
 
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cerrno>
@@ -24,6 +25,13 @@ bool write_all(int fd, const void* p, std::size_t n) {
   return true;
 }
 
+void die_with_parent(pid_t parent) {
+  // Linux: SIGKILL when the harness dies, so a harness killed with -9 (a CI job cancelled) leaves
+  // no backend child running; a parent gone before the call is caught by the getppid check.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(127);
+}
+
 std::string signal_text(int sig) { return "signal " + std::to_string(sig) + " (" + ::strsignal(sig) + ")"; }
 
 ChildResult run_in_child(const std::function<int(int fd)>& work, double timeout_seconds) {
@@ -34,6 +42,7 @@ ChildResult run_in_child(const std::function<int(int fd)>& work, double timeout_
     return r;
   }
   std::fflush(nullptr);  // nothing buffered is written twice
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     r.error = std::string("fork failed: ") + std::strerror(errno);
@@ -42,6 +51,7 @@ ChildResult run_in_child(const std::function<int(int fd)>& work, double timeout_
     return r;
   }
   if (pid == 0) {
+    die_with_parent(parent);
     ::close(fds[0]);
     const int status = work(fds[1]);
     ::close(fds[1]);
