@@ -519,7 +519,7 @@ std::pair<const qc::Case*, const qc::Suite*> find_case(const std::vector<qc::Sui
 }
 
 int cmd_shrink(const std::string& path, const std::string& case_name, const std::string& backend,
-               const std::string& out) {
+               const std::string& out, const qc::CallPolicy& call) {
   const std::vector<qc::Suite> suites = qc::load_suites({path});
   const auto [found, suite] = find_case(suites, case_name);
   // A case that takes operands from other cases shrinks standing alone, with the oracle's outputs of
@@ -536,7 +536,7 @@ int cmd_shrink(const std::string& path, const std::string& case_name, const std:
     std::cerr << "qconform: " << backend << " is not available: " << b->availability().reason << "\n";
     return 77;
   }
-  if (!qc::still_fails(c, c.op, *b)) {
+  if (!qc::still_fails(c, c.op, *b, call)) {
     if (producers.empty())
       std::cout << c.id() << " passes on " << backend << ": nothing to shrink\n";
     else
@@ -545,7 +545,7 @@ int cmd_shrink(const std::string& path, const std::string& case_name, const std:
                    "reproducer of the run)\n";
     return 0;
   }
-  const qc::Case small = qc::shrink_case(c, *b);
+  const qc::Case small = qc::shrink_case(c, *b, 200, call);
   qc::save_single_case(small, backend, out);
   std::cout << "shrunk " << c.id() << " (" << qc::shape_str(qc::op_input(c.op).shape()) << ") to "
             << qc::shape_str(qc::op_input(small.op).shape()) << ", still failing on " << backend << ": " << out
@@ -707,6 +707,10 @@ int main(int argc, char** argv) {
   shrink->add_option("--case,-c", shrink_case, "the case's name")->required();
   shrink->add_option("--backend,-b", shrink_backend, "the failing backend")->required();
   shrink->add_option("--output,-o", shrink_out, "where to write the smaller case")->capture_default_str();
+  qc::CallPolicy shrink_call;
+  shrink->add_flag("--isolate", shrink_call.isolate, "run each backend call in a forked child (a crash is a failure)");
+  shrink->add_option("--timeout", shrink_call.timeout_seconds,
+                     "seconds per backend call; a slower call is killed and counts as a failure (implies --isolate)");
   add_plugin_option(shrink);
 
   std::string infer_backend, infer_json;
@@ -754,7 +758,12 @@ int main(int argc, char** argv) {
     }
     // The other commands that read specs or claims see QCONFORM_PRESETS' presets too.
     if (*shrink || *inferc || *oracle || *explain) load_custom_presets({});
-    if (*shrink) return cmd_shrink(shrink_path, shrink_case, shrink_backend, shrink_out);
+    if (*shrink) {
+      if (!(shrink_call.timeout_seconds >= 0) || !std::isfinite(shrink_call.timeout_seconds))
+        throw qc::InputError("--timeout: must be a finite number of seconds >= 0, got " +
+                             std::to_string(shrink_call.timeout_seconds));
+      return cmd_shrink(shrink_path, shrink_case, shrink_backend, shrink_out, shrink_call);
+    }
     if (*inferc) return cmd_infer(infer_backend, infer_json, infer_seed);
     if (*oracle) return qc::cmd_oracle(oracle_opts);
     if (*explain) return qc::cmd_explain(explain_opts);

@@ -538,18 +538,19 @@ bool write_reproducer(const Case& c, Backend& b, const std::vector<std::int64_t>
   return fails;
 }
 
-Case shrink_case(const Case& c, Backend& backend, int max_steps) {
-  if (!still_fails(c, c.op, backend)) return c;
+Case shrink_case(const Case& c, Backend& backend, int max_steps, const CallPolicy& call) {
+  if (!still_fails(c, c.op, backend, call)) return c;
   Case best = c;
-  // First the unit of each failing element: usually one element or one dot product.
+  // First the unit of each failing element: usually one element or one dot product. (A call that
+  // crashes or times out has no elements to look at; halving still applies.)
   const Reference ref = evaluate(c.op, c.spec);
-  const Tensor out = backend.run(c.op);
-  if (out.dtype() == ref.expected.dtype() && out.shape() == ref.expected.shape()) {
-    for (std::int64_t i : mismatch_indices(ref.expected, out, ref.specified)) {
+  const CallResult whole = call_backend(backend, c.op, call);
+  if (whole.out && whole.out->dtype() == ref.expected.dtype() && whole.out->shape() == ref.expected.shape()) {
+    for (std::int64_t i : mismatch_indices(ref.expected, *whole.out, ref.specified)) {
       if (--max_steps < 0) break;
       try {
         OpUnit u = unit_op(c.op, i);
-        if (still_fails(c, u.op, backend)) {
+        if (still_fails(c, u.op, backend, call)) {
           best.op = std::move(u.op);
           best.name = c.name + "-element-" + std::to_string(i);
           return best;
@@ -563,7 +564,7 @@ Case shrink_case(const Case& c, Backend& backend, int max_steps) {
     progress = false;
     for (OpRequest& h : halves(best.op)) {
       if (--max_steps < 0) break;
-      if (still_fails(c, h, backend)) {
+      if (still_fails(c, h, backend, call)) {
         best.op = std::move(h);
         best.name = c.name + "-shrunk";
         progress = true;

@@ -51,8 +51,9 @@ std::string write_chain_reproducer(const std::vector<Case>& cases, const Case& c
                                    const std::string& description, BackendResult& r);
 
 // Shrinks a failing case: first the unit of each failing element, then halving every dimension
-// while the backend keeps failing. Returns the smallest failing case found (`c` if none).
-Case shrink_case(const Case& c, Backend& backend, int max_steps = 200);
+// while the backend keeps failing. Returns the smallest failing case found (`c` if none). Every
+// backend call goes through `call` (qconform shrink --isolate / --timeout).
+Case shrink_case(const Case& c, Backend& backend, int max_steps = 200, const CallPolicy& call = {});
 
 // A case file holding one case (inline data), as `qconform run` reads it.
 void save_single_case(const Case& c, const std::string& backend, const std::filesystem::path& path);

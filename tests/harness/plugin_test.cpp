@@ -147,6 +147,25 @@ TEST_F(Plugin, IsolationCoversTheReproducerStep) {
       }
 }
 
+// qconform shrink calls the backend many times; with --isolate a backend that dies on the small
+// cases shrinking tries is contained like in a run: each death counts as a failure, and the shrunk
+// case is the one-element case that kills it. Without isolation the signal ends qconform.
+TEST_F(Plugin, ShrinkUnderIsolationContainsABackendThatDies) {
+  const fs::path& d = dir_;
+  nlohmann::json suite = read_json(kSrc + "/cases/quantize_linear.json");
+  suite["cases"].erase(suite["cases"].begin() + 1, suite["cases"].end());
+  const std::string cases = (d / "one.json").string();
+  std::ofstream(cases) << suite.dump(1);
+  const std::string shrink = "shrink " + cases + " --case ties_at_half_integers --plugin " + QCONFORM_TEST_PLUGIN_FAULTY +
+                             " --backend plugin-segv-on-one -o " + (d / "small.json").string();
+  auto r = run_qconform_output(shrink + " --isolate");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto small = read_json(d / "small.json");
+  EXPECT_EQ(small["cases"][0]["input"]["shape"], nlohmann::json::parse("[1]")) << small.dump();
+  r = run_qconform_output(shrink);
+  EXPECT_EQ(r.code, 128 + 11) << r.output;  // killed by SIGSEGV, as the shell reports it
+}
+
 TEST_F(Plugin, ItsPresetDeclarationsAreRegisteredAndClaimable) {
   const auto r = run_qconform_output(std::string("list presets --plugin ") + QCONFORM_TEST_PLUGIN_FAULTY);
   ASSERT_EQ(r.code, 0) << r.output;
