@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -18,9 +19,11 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 
 namespace qc {
 
@@ -92,14 +95,15 @@ std::int64_t max_elements() {
   return limit;
 }
 
-// An op's output (a GEMM's rows x columns, a convolution's N x OC x OH x OW) is allocated too:
-// it meets the same limit, its product checked without overflowing.
-void check_output_elements(std::initializer_list<std::int64_t> dims, const Where& w, const std::string& field) {
+// A tensor of these dimensions (an input, or an op's output: a GEMM's rows x columns, a
+// convolution's N x OC x OH x OW) within the limit, its product checked before anything is
+// allocated and without overflowing. `what` names it in the message.
+void check_element_limit(const Shape& dims, const Where& w, const std::string& field, const std::string& what) {
   std::int64_t elements = 1;
   for (const std::int64_t d : dims) {
     if (d > 0 && elements > max_elements() / d)
-      w.fail(field, "the output would have more than the limit of " + std::to_string(max_elements()) +
-                        " elements (QCONFORM_MAX_ELEMENTS raises it)");
+      w.fail(field, what + " has more than the limit of " + std::to_string(max_elements()) +
+                        " elements per tensor (QCONFORM_MAX_ELEMENTS raises it)");
     elements *= d;
   }
 }
@@ -227,9 +231,7 @@ void fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w
   try {
     if (kind == "uniform") {
       check_fields(g, {"kind", "seed", "low", "high"}, w, p);
-      const double lo = num("low", -1.0), hi = num("high", 1.0);
-      if (!(lo < hi)) w.fail("input.generator", "needs low < high");
-      fill_uniform(x, seed, lo, hi);
+      fill_uniform(x, seed, num("low", -1.0), num("high", 1.0));  // which checks the bounds
     } else if (kind == "normal") {
       check_fields(g, {"kind", "seed", "mean", "std"}, w, p);
       const double mean = num("mean", 0.0), std = num("std", 1.0);
@@ -323,18 +325,13 @@ Tensor load_input(const json& j, const json& c, const Where& w) {
   const DType t = dtype(j["dtype"], w, "input.dtype");
   Shape shape;
   if (!j["shape"].is_array()) w.fail("input.shape", "expected a list of dimensions");
-  std::int64_t elements = 1;
   for (std::size_t i = 0; i < j["shape"].size(); ++i) {
     const std::int64_t d = integer(j["shape"][i], w, "input.shape[" + std::to_string(i) + "]");
     if (d <= 0)
       w.fail("input.shape[" + std::to_string(i) + "]", "dimensions must be positive, got " + std::to_string(d));
-    // Checked before anything is allocated, without overflowing.
-    if (d > max_elements() / elements)
-      w.fail("input.shape", j["shape"].dump() + " has more than the limit of " + std::to_string(max_elements()) +
-                                " elements per tensor (QCONFORM_MAX_ELEMENTS raises it)");
-    elements *= d;
     shape.push_back(d);
   }
+  check_element_limit(shape, w, "input.shape", j["shape"].dump());
   Tensor x(t, shape);
   const bool has_data = j.contains("data"), has_gen = j.contains("generator");
   if (has_data == has_gen) w.fail("input", "give exactly one of 'data' or 'generator'");
@@ -706,7 +703,7 @@ OpRequest load_qgemm(const json& j, const Spec& spec, const Where& w) {
   } catch (const InputError& e) {
     w.fail("b.shape", e.what());
   }
-  check_output_elements({gs.rows, gs.cols}, w, "b.shape");
+  check_element_limit({gs.rows, gs.cols}, w, "b.shape", "the output " + shape_str(gs.out_shape));
   return g;
 }
 
@@ -729,7 +726,7 @@ OpRequest load_weight_only(const json& j, const Where& w) {
   } catch (const InputError& e) {
     w.fail("b.shape", e.what());
   }
-  check_output_elements({gs.rows, gs.cols}, w, "b.shape");
+  check_element_limit({gs.rows, gs.cols}, w, "b.shape", "the output " + shape_str(gs.out_shape));
   return g;
 }
 
@@ -762,7 +759,8 @@ OpRequest load_qconv2d(const json& j, const Spec& spec, const Where& w) {
   } catch (const InputError& e) {
     w.fail("weight.shape", e.what());
   }
-  check_output_elements({cs.batch, cs.out_channels, cs.out_height, cs.out_width}, w, "padding");
+  check_element_limit({cs.batch, cs.out_channels, cs.out_height, cs.out_width}, w, "padding",
+                      "the output " + shape_str(cs.output_shape()));
   return c;
 }
 
@@ -807,6 +805,13 @@ std::vector<Agreement> load_agreements(const json& j, const Where& w) {
   return out;
 }
 
+// The op names a case may give: op_name of each kind of OpRequest, in the variant's order.
+template <std::size_t... I>
+auto op_names(std::index_sequence<I...>) {
+  return std::array<std::string_view, sizeof...(I)>{op_name(OpRequest(std::in_place_index<I>))...};
+}
+const auto kOpNames = op_names(std::make_index_sequence<std::variant_size_v<OpRequest>>());
+
 Case load_case(const json& j, std::size_t index, const CaseLines& lines, const Where& file_where) {
   Where w = file_where;
   if (!j.is_object()) w.fail("cases[" + std::to_string(index) + "]", "expected an object");
@@ -821,12 +826,13 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
   w.case_name = c.name;
   const std::string op = j.contains("op") && j["op"].is_string() ? j["op"].get<std::string>() : "";
   // The op first: the fields a case may have depend on it.
-  if (op != "quantize" && op != "dequantize" && op != "requantize" && op != "qgemm" && op != "qconv2d" &&
-      op != "weight_only_gemm")
+  if (std::find(kOpNames.begin(), kOpNames.end(), op) == kOpNames.end()) {
+    std::string known;
+    for (const std::string_view n : kOpNames) known += (known.empty() ? "" : ", ") + std::string(n);
     w.fail("op", !j.contains("op") ? "missing"
                  : op.empty()      ? "expected the name of an op, got " + j["op"].dump()
-                                   : "unknown op '" + op +
-                                    "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm)");
+                                   : "unknown op '" + op + "' (known: " + known + ")");
+  }
   std::set<std::string> fields = {"name",         "description", "op",          "spec",       "input",
                                   "output_dtype", "expect",      "scale_dtype", "zero_point", "axis"};
   if (op == "quantize" || op == "dequantize") fields.insert({"scale", "block_size"});
@@ -881,18 +887,18 @@ std::vector<json> expand_sweep(const json& c, const Where& w) {
   out[0].erase("sweep");
   for (const auto& [path, values] : sw.items()) {
     if (!values.is_array() || values.empty()) w.fail("sweep." + path, "expected a non-empty list of values");
+    std::stringstream parts(path);
+    std::vector<std::string> keys;
+    for (std::string k; std::getline(parts, k, '.');) keys.push_back(k);
+    if (keys.empty() || path.back() == '.' || std::find(keys.begin(), keys.end(), "") != keys.end())
+      w.fail("sweep." + path, "expected a dotted path of field names, such as \"input.dtype\"");
+    if (keys.front() == "name" || keys.front() == "sweep")
+      w.fail("sweep." + path, "a sweep cannot set '" + keys.front() + "'");
     std::vector<json> next;
     for (const json& base : out) {
       for (const json& v : values) {
         json e = base;
         json* node = &e;
-        std::stringstream parts(path);
-        std::vector<std::string> keys;
-        for (std::string k; std::getline(parts, k, '.');) keys.push_back(k);
-        if (keys.empty() || path.back() == '.' || std::find(keys.begin(), keys.end(), "") != keys.end())
-          w.fail("sweep." + path, "expected a dotted path of field names, such as \"input.dtype\"");
-        if (keys.front() == "name" || keys.front() == "sweep")
-          w.fail("sweep." + path, "a sweep cannot set '" + keys.front() + "'");
         for (std::size_t i = 0; i + 1 < keys.size(); ++i) {
           if (!node->contains(keys[i])) (*node)[keys[i]] = json::object();
           node = &(*node)[keys[i]];

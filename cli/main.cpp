@@ -370,6 +370,12 @@ std::vector<qc::Suite> take_shard(const std::vector<qc::Suite>& suites, int i, i
   return out;
 }
 
+// --timeout of run and shrink. NaN would compare false everywhere and silently turn isolation off.
+void check_timeout(double seconds) {
+  if (!(seconds >= 0) || !std::isfinite(seconds))
+    throw qc::InputError("--timeout: must be a finite number of seconds >= 0, got " + std::to_string(seconds));
+}
+
 struct RunArgs {
   std::vector<std::string> paths, backends, preset_files;
   std::string report_dir = "qconform-report";
@@ -386,9 +392,7 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   load_custom_presets(a.preset_files);
   auto all = all_backends();  // plugins may declare presets too
   std::vector<qc::Suite> suites = qc::load_suites(case_paths(a.paths));
-  // NaN would compare false everywhere and silently turn isolation off.
-  if (!(a.timeout >= 0) || !std::isfinite(a.timeout))
-    throw qc::InputError("--timeout: must be a finite number of seconds >= 0, got " + std::to_string(a.timeout));
+  check_timeout(a.timeout);
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends, qc::BackendOptions{a.timeout});
   qc::check_claims(backends, "run");
   if (a.expect == "claim")
@@ -759,9 +763,7 @@ int main(int argc, char** argv) {
     // The other commands that read specs or claims see QCONFORM_PRESETS' presets too.
     if (*shrink || *inferc || *oracle || *explain) load_custom_presets({});
     if (*shrink) {
-      if (!(shrink_call.timeout_seconds >= 0) || !std::isfinite(shrink_call.timeout_seconds))
-        throw qc::InputError("--timeout: must be a finite number of seconds >= 0, got " +
-                             std::to_string(shrink_call.timeout_seconds));
+      check_timeout(shrink_call.timeout_seconds);
       return cmd_shrink(shrink_path, shrink_case, shrink_backend, shrink_out, shrink_call);
     }
     if (*inferc) return cmd_infer(infer_backend, infer_json, infer_seed);

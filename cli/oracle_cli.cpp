@@ -122,7 +122,7 @@ Tensor load_values(const OracleOptions& o, DType t) {
       }
       // An integer format takes only its own values: 300 is no i8 (a cast would make it 44).
       const double v = x.get_double(i);
-      if (!(v == std::floor(v)) || v < static_cast<double>(int_min(t)) || v > static_cast<double>(int_max(t)))
+      if (!is_int_value(t, v))
         throw InputError(o.input + ": element " + std::to_string(i) + " (" + std::to_string(v) + ") is not a value of " +
                          std::string(name(t)));
       y.set_int(i, static_cast<std::int64_t>(v));
@@ -156,8 +156,7 @@ Tensor load_values(const OracleOptions& o, DType t) {
     if (is_float(t)) {
       x.set_double(static_cast<std::int64_t>(i), float_bits_to_double(t, double_to_float_bits(t, v)));
     } else {
-      if (v != std::floor(v) || v < static_cast<double>(int_min(t)) || v > static_cast<double>(int_max(t)))
-        throw InputError(w + ": " + j[i].dump() + " is not a value of " + std::string(name(t)));
+      if (!is_int_value(t, v)) throw InputError(w + ": " + j[i].dump() + " is not a value of " + std::string(name(t)));
       x.set_int(static_cast<std::int64_t>(i), static_cast<std::int64_t>(v));
     }
   }
@@ -228,8 +227,7 @@ struct Explained {
 // --at as a value of the integer format t: 1.5, NaN or 300 for an i8 are input errors, not casts.
 std::int64_t integer_at(const std::string& at, DType t) {
   const double v = parse_number(at, "--at");
-  if (!(v == std::floor(v)) || v < static_cast<double>(int_min(t)) || v > static_cast<double>(int_max(t)))
-    throw InputError("--at: '" + at + "' is not a value of " + std::string(name(t)));
+  if (!is_int_value(t, v)) throw InputError("--at: '" + at + "' is not a value of " + std::string(name(t)));
   return static_cast<std::int64_t>(v);
 }
 

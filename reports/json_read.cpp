@@ -138,10 +138,6 @@ CaseResult case_from(const json& j) {
   return c;
 }
 
-}  // namespace
-
-namespace {
-
 // Every number of a report is an integer but the timings ("seconds"). A float where an integer
 // belongs would be converted with a cast (undefined for 1e77), so it is refused before reading.
 void check_integers(const json& j, const std::string& path, const std::string& where) {

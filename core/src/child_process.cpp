@@ -25,12 +25,17 @@ bool write_all(int fd, const void* p, std::size_t n) {
   return true;
 }
 
+namespace {
+
+// In a child just forked from `parent`. Linux: SIGKILL when the harness dies, so a harness killed
+// with -9 (a CI job cancelled) leaves no backend child running; a parent gone before the call is
+// caught by the getppid check. (Exec runners have a keeper of their own: backends/exec.)
 void die_with_parent(pid_t parent) {
-  // Linux: SIGKILL when the harness dies, so a harness killed with -9 (a CI job cancelled) leaves
-  // no backend child running; a parent gone before the call is caught by the getppid check.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);
 }
+
+}  // namespace
 
 std::string signal_text(int sig) { return "signal " + std::to_string(sig) + " (" + ::strsignal(sig) + ")"; }
 

@@ -181,4 +181,8 @@ std::optional<RoundingMode> parse_rounding_mode(std::string_view s) {
   return std::nullopt;
 }
 
+bool is_int_value(DType t, double v) {
+  return v == std::floor(v) && v >= static_cast<double>(int_min(t)) && v <= static_cast<double>(int_max(t));
+}
+
 }  // namespace qc

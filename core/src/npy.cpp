@@ -207,11 +207,11 @@ Tensor read_npy_from(std::istream& in, std::uintmax_t size, const std::filesyste
   // The data must be in the file before anything is allocated for it (a header may claim 2^40
   // elements).
   const auto data_at = static_cast<std::uintmax_t>(in.tellg());
-  std::uintmax_t elements = 1;
-  for (const std::int64_t d : shape) {
-    if (d != 0 && elements > std::numeric_limits<std::uintmax_t>::max() / static_cast<std::uintmax_t>(d))
-      throw InputError(file.string() + ": .npy shape " + shape_str(shape) + " has too many elements");
-    elements *= static_cast<std::uintmax_t>(d);
+  std::uintmax_t elements = 0;
+  try {
+    elements = static_cast<std::uintmax_t>(numel(shape));  // checked for overflow
+  } catch (const InputError& e) {
+    throw InputError(file.string() + ": .npy " + e.what());
   }
   const auto width = static_cast<std::uintmax_t>(info(*t).storage_bytes);
   if (data_at > size || elements > (size - data_at) / width)

@@ -549,10 +549,10 @@ def check(imported, spec=None, *, policy=None):
     `spec`.)"""
     import qconform
 
+    given = {"spec": spec} if spec is not None else {}
     if policy is not None:
-        if spec is not None:
-            raise TypeError("give spec= or its older name policy=, not both")
-        spec = policy
+        given["policy"] = policy
+    spec = qconform._spec_keyword(given).get("spec")
     bad = []
     for item in imported:
         try:

@@ -508,7 +508,7 @@ void bind_backends(py::module_& m) {
           },
           py::arg("actual"), "Weight-only GEMM: the TOSA dot-product check of an output (None for other ops).");
   m.def("evaluate", &evaluate_arg, py::arg("op"), py::arg("spec") = py::none(),
-        "The oracle's reference for an op or case (policy: the case's, else 'onnx'): expected output, labels, which "
+        "The oracle's reference for an op or case (spec: the case's, else 'onnx'): expected output, labels, which "
         "elements the spec defines, and the correctly rounded exact value for float outputs.");
 
   py::class_<Comparison>(m, "Comparison", "An output compared with the spec element by element.")

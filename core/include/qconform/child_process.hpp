@@ -4,8 +4,6 @@
 // with it (--isolate, --timeout), the hip backend probes the GPU with it. POSIX only.
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -25,11 +23,6 @@ struct ChildResult {
 // returns) (without the parent's exit handlers or buffered output). The parent reads the answer
 // until the child closes the pipe, waiting at most timeout_seconds (<= 0: no limit), then reaps it.
 ChildResult run_in_child(const std::function<int(int fd)>& work, double timeout_seconds);
-
-// In a child just forked from `parent`: the child is killed when the parent dies (Linux
-// PR_SET_PDEATHSIG), and leaves at once if the parent is already gone. Every fork of a backend
-// child calls it first, so killing the harness kills its backend children too.
-void die_with_parent(pid_t parent);
 
 // Writes all n bytes to fd, retrying interrupted writes; false on an error.
 bool write_all(int fd, const void* p, std::size_t n);

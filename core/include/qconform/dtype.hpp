@@ -63,5 +63,8 @@ double round_into(DType t, double v);
 // Range of integer format t (narrow range drops the most negative value of a signed type).
 std::int64_t int_min(DType t, bool narrow_range = false);
 std::int64_t int_max(DType t);
+// Whether v is a value of integer format t: whole and inside its range (NaN, 1.5 and, for i8, 300
+// are not; a cast would make them undefined or wrap them).
+bool is_int_value(DType t, double v);
 
 }  // namespace qc
