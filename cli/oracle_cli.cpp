@@ -25,7 +25,8 @@ void add_oracle_options(CLI::App* c, OracleOptions& o, bool explain) {
       ->required()
       ->check(CLI::IsMember({"quantize", "dequantize", "requantize"}));
   c->add_option("--spec,--policy,-p", o.spec,
-                "a preset (qconform list presets) or a JSON spec as in a case file (--policy: its older name)")->capture_default_str();
+                "a preset (qconform list presets) or a JSON spec as in a case file (--policy: its older name)")
+      ->capture_default_str();
   if (explain) c->add_option("--vs", o.vs, "a second spec: show both and the first step where they part");
   c->add_option("--order", o.order, "quantize order override (div_then_add_int, div_add_float, ...)");
   c->add_option("--compute", o.compute, "compute format override (exact, f64, f32, f16, bf16, scale_type, fixed64:N)");
@@ -123,8 +124,8 @@ Tensor load_values(const OracleOptions& o, DType t) {
       // An integer format takes only its own values: 300 is no i8 (a cast would make it 44).
       const double v = x.get_double(i);
       if (!is_int_value(t, v))
-        throw InputError(o.input + ": element " + std::to_string(i) + " (" + std::to_string(v) + ") is not a value of " +
-                         std::string(name(t)));
+        throw InputError(o.input + ": element " + std::to_string(i) + " (" + std::to_string(v) +
+                         ") is not a value of " + std::string(name(t)));
       y.set_int(i, static_cast<std::int64_t>(v));
     }
     return y;

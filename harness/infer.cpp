@@ -72,7 +72,6 @@ constexpr auto kOrders = table_values<QuantizeOrder>();
 constexpr auto kClamps = table_values<Clamp>();
 constexpr auto kNans = kOutputNanRules;
 
-
 // Words for a quantize policy: "x*(1/s), f32, ties to even, saturate".
 std::string quantize_words(const std::set<std::string>& orders, const std::set<std::string>& computes,
                            const std::set<std::string>& roundings, const std::set<std::string>& clamps,

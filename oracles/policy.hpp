@@ -41,7 +41,7 @@ std::optional<ComputeFormat> parse_compute_format(std::string_view s);
 // The formats an implementation plausibly rounds its intermediates to: what causes and infer try
 // (scale_type and input_type resolve to one of these; fixed64 needs a fraction width to name).
 inline constexpr ComputeFormat kPlausibleComputeFormats[] = {
-    {ComputeFormat::Kind::exact, 0}, {ComputeFormat::Kind::f64, 0}, {ComputeFormat::Kind::f32, 0},
+    {ComputeFormat::Kind::exact, 0}, {ComputeFormat::Kind::f64, 0},  {ComputeFormat::Kind::f32, 0},
     {ComputeFormat::Kind::f16, 0},   {ComputeFormat::Kind::bf16, 0},
 };
 

@@ -188,7 +188,8 @@ RunReport report_from_text(const std::string& text, const std::string& where) {
   // recursive walks after the parse.
   constexpr int kMaxDepth = 64;
   const auto bounded = [&](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxDepth) throw InputError(where + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (depth > kMaxDepth)
+      throw InputError(where + ": JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
     return true;
   };
   json j;

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
-#include <sys/prctl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -162,7 +162,8 @@ DType npy_storage_dtype(DType t) {
 namespace {
 
 // The .npy held by `in`, `size` bytes in all; `file` names it in messages.
-Tensor read_npy_from(std::istream& in, std::uintmax_t size, const std::filesystem::path& file, std::optional<DType> as) {
+Tensor read_npy_from(std::istream& in, std::uintmax_t size, const std::filesystem::path& file,
+                     std::optional<DType> as) {
   char magic[8];
   in.read(magic, 8);
   if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) throw InputError(file.string() + ": not a .npy file (bad magic)");

@@ -47,7 +47,8 @@ const json& row(const std::string& id) {
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (std::size_t k = s.find(from); k != std::string::npos; k = s.find(from, k + to.size())) s.replace(k, from.size(), to);
+  for (std::size_t k = s.find(from); k != std::string::npos; k = s.find(from, k + to.size()))
+    s.replace(k, from.size(), to);
   return s;
 }
 
@@ -85,8 +86,7 @@ std::string case_file(const json& r) {
   if (r.contains("case")) {
     cases.push_back(with_patch(r["case"].get<std::string>(), r["patch"]));
   } else if (r.contains("cases")) {
-    for (const json& c : r["cases"])
-      cases.push_back(c.is_array() ? with_patch(c[0].get<std::string>(), c[1]) : c);
+    for (const json& c : r["cases"]) cases.push_back(c.is_array() ? with_patch(c[0].get<std::string>(), c[1]) : c);
   } else {
     cases.push_back(catalogue()["bases"]["quantize"]);
   }
@@ -121,8 +121,8 @@ class BadInput : public qc::testing::TempDirTest, public ::testing::WithParamInt
   fs::path real_report() {
     const fs::path dir = dir_ / "base";
     write(dir_ / "base.json", json({{"suite", "catalogue"}, {"cases", {catalogue()["bases"]["quantize"]}}}).dump());
-    const CliResult r = run_qconform_output("run " + (dir_ / "base.json").string() + " --backend cpu-ref -q -o " +
-                                            dir.string());
+    const CliResult r =
+        run_qconform_output("run " + (dir_ / "base.json").string() + " --backend cpu-ref -q -o " + dir.string());
     EXPECT_EQ(r.code, 0) << r.output;
     return dir / "report.json";
   }
@@ -138,7 +138,8 @@ TEST_P(BadInput, IsAnInputErrorThatNamesItAndKeepsTheEarlierReports) {
 
   write(dir_ / "case.json", case_file(r));
   std::string args = r.value("args", std::string("run {case} --backend cpu-ref -q -o {out}"));
-  if (args.find("{base}") != std::string::npos) args = replace_all(args, "{base}", real_report().parent_path().string());
+  if (args.find("{base}") != std::string::npos)
+    args = replace_all(args, "{base}", real_report().parent_path().string());
   if (r.contains("files")) {
     for (const auto& [name, content] : r["files"].items()) {
       std::string text = content.get<std::string>();

@@ -29,9 +29,7 @@ class KilledRun : public TempDirTest {
                                   "wait $p 2>/dev/null; sleep 1; pgrep -f '" + pattern + "' | grep -vx $$ | wc -l");
     return std::stoi(r.output);
   }
-  std::string token(const std::string& route) const {
-    return "qckill_" + std::to_string(::getpid()) + "_" + route;
-  }
+  std::string token(const std::string& route) const { return "qckill_" + std::to_string(::getpid()) + "_" + route; }
   std::string case_file(const std::string& t) const {
     const fs::path p = dir_ / (t + ".json");
     std::ofstream(p) << R"({"suite": "s", "cases": [{"name": "q", "op": "quantize", "spec": "onnx",
@@ -44,10 +42,11 @@ class KilledRun : public TempDirTest {
 TEST_F(KilledRun, AnIsolatedPluginCallDiesWithTheHarness) {
   // The forked child has the harness's command line, which names the case file, which holds the token.
   const std::string t = token("plugin");
-  EXPECT_EQ(survivors("run " + case_file(t) + " --plugin " + QCONFORM_TEST_PLUGIN_FAULTY +
-                          " --backend plugin-hang --isolate --timeout 60 -q --no-reproducers -o " + (dir_ / "out").string(),
-                      t),
-            0);
+  EXPECT_EQ(
+      survivors("run " + case_file(t) + " --plugin " + QCONFORM_TEST_PLUGIN_FAULTY +
+                    " --backend plugin-hang --isolate --timeout 60 -q --no-reproducers -o " + (dir_ / "out").string(),
+                t),
+      0);
 }
 
 TEST_F(KilledRun, AnExecRunnerDiesWithTheHarness) {

@@ -156,8 +156,9 @@ TEST_F(Plugin, ShrinkUnderIsolationContainsABackendThatDies) {
   suite["cases"].erase(suite["cases"].begin() + 1, suite["cases"].end());
   const std::string cases = (d / "one.json").string();
   std::ofstream(cases) << suite.dump(1);
-  const std::string shrink = "shrink " + cases + " --case ties_at_half_integers --plugin " + QCONFORM_TEST_PLUGIN_FAULTY +
-                             " --backend plugin-segv-on-one -o " + (d / "small.json").string();
+  const std::string shrink = "shrink " + cases + " --case ties_at_half_integers --plugin " +
+                             QCONFORM_TEST_PLUGIN_FAULTY + " --backend plugin-segv-on-one -o " +
+                             (d / "small.json").string();
   auto r = run_qconform_output(shrink + " --isolate");
   ASSERT_EQ(r.code, 0) << r.output;
   const auto small = read_json(d / "small.json");
