@@ -63,35 +63,6 @@ TEST_F(Plugin, QconformPluginsVariableLoadsTheSamePlugin) {
   EXPECT_NE(r.output.find("plugin-cpu-ref"), std::string::npos) << r.output;
 }
 
-TEST_F(Plugin, FaultsBecomeVerdictsAndTheOtherResultsSurvive) {
-  const fs::path& d = dir_;
-  // The first three quantize cases of the default suite: each fault costs at most a timeout per case.
-  nlohmann::json suite = read_json(kSrc + "/cases/quantize_linear.json");
-  suite["cases"].erase(suite["cases"].begin() + 3, suite["cases"].end());
-  const std::string cases = (d / "three.json").string();
-  std::ofstream(cases) << suite.dump(1);
-  const int rc = run_qconform("run " + cases + " --plugin " + QCONFORM_TEST_PLUGIN_FAULTY +
-                              " --backend cpu-ref --backend plugin-segv --backend plugin-hang --backend plugin-throws"
-                              " --backend plugin-wrong-size --isolate --timeout 1 --no-reproducers -o " +
-                              (d / "out").string());
-  EXPECT_EQ(rc, 1);
-  for (const char* f : {"report.json", "report.html", "report.junit.xml"}) EXPECT_TRUE(fs::exists(d / "out" / f)) << f;
-  const auto report = read_json(d / "out" / "report.json");
-  const auto ref = results_of(report, "cpu-ref");
-  ASSERT_EQ(ref.size(), 3u);
-  for (const auto& [id, r] : ref) EXPECT_EQ(r.first, "PASS") << id;
-  for (const auto& [id, r] : results_of(report, "plugin-segv")) {
-    EXPECT_EQ(r.first, "CRASH") << id;
-    EXPECT_NE(r.second.find("signal 11"), std::string::npos) << r.second;
-  }
-  for (const auto& [id, r] : results_of(report, "plugin-hang")) EXPECT_EQ(r.first, "TIMEOUT") << id;
-  for (const auto& [id, r] : results_of(report, "plugin-throws")) {
-    EXPECT_EQ(r.first, "CRASH") << id;
-    EXPECT_NE(r.second.find("the kernel refused"), std::string::npos) << r.second;
-  }
-  for (const auto& [id, r] : results_of(report, "plugin-wrong-size")) EXPECT_EQ(r.first, "FAIL") << id;
-}
-
 // A backend that calls exit(0) in the harness's process must not end the run with exit 0 and no
 // report: the run exits 1 naming what happened and leaves the earlier report as it was; isolated,
 // the same backend is a CRASH among the other results.
