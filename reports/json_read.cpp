@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace qc {
@@ -15,126 +16,191 @@ using json = nlohmann::json;
 
 namespace {
 
-std::array<std::int64_t, 5> histogram_from(const json& h) {
-  return {h.at("0").get<std::int64_t>(), h.at("1").get<std::int64_t>(), h.at("2").get<std::int64_t>(),
-          h.at("3").get<std::int64_t>(), h.at(">=4").get<std::int64_t>()};
+// A value of a report with its place in it ("/cases/3/backends/1/verdict"): every read names the
+// field it fails on, since a report handed to merge, report or baseline may be anything.
+class Node {
+ public:
+  Node(const json& j, std::string path) : j_(j), path_(std::move(path)) {}
+
+  bool has(const char* key) const { return j_.is_object() && j_.contains(key); }
+  Node at(const char* key) const {
+    if (!j_.is_object()) fail("must be an object");
+    if (!j_.contains(key)) throw std::out_of_range("field '" + path_ + "/" + key + "' is missing");
+    return {j_[key], path_ + "/" + key};
+  }
+  template <class T>
+  T as() const {
+    try {
+      return j_.get<T>();
+    } catch (const json::exception&) {
+      fail(std::string("must be ") + kind<T>());
+    }
+  }
+  template <class T>
+  T get(const char* key) const {
+    return at(key).as<T>();
+  }
+  template <class T>
+  T get_or(const char* key, T otherwise) const {
+    return has(key) ? get<T>(key) : otherwise;
+  }
+  // The elements of a list.
+  std::vector<Node> elements() const {
+    if (!j_.is_array()) fail("must be a list");
+    std::vector<Node> out;
+    for (std::size_t i = 0; i < j_.size(); ++i) out.emplace_back(j_[i], path_ + "/" + std::to_string(i));
+    return out;
+  }
+  // The members of an object, as (key, value).
+  std::vector<std::pair<std::string, Node>> members() const {
+    if (!j_.is_object()) fail("must be an object");
+    std::vector<std::pair<std::string, Node>> out;
+    for (const auto& [k, v] : j_.items()) out.emplace_back(k, Node(v, path_ + "/" + k));
+    return out;
+  }
+  // Text as the report writes it: a string, or a number written as JSON.
+  std::string text() const { return j_.is_string() ? j_.get<std::string>() : j_.dump(); }
+  template <class E>
+  E enumerator(const char* what) const {
+    const auto s = as<std::string>();
+    if (const auto v = table_parse<E>(s)) return *v;
+    fail(std::string("is not a known ") + what + " ('" + s + "')");
+  }
+  [[noreturn]] void fail(const std::string& problem) const {
+    std::string got = j_.dump();
+    if (got.size() > 60) got = got.substr(0, 57) + "...";
+    throw std::out_of_range("field '" + (path_.empty() ? std::string("/") : path_) + "' " + problem + ", got " + got);
+  }
+
+ private:
+  template <class T>
+  static const char* kind() {
+    if constexpr (std::is_same_v<T, std::string>) return "a string";
+    if constexpr (std::is_integral_v<T>) return "an integer";
+    if constexpr (std::is_floating_point_v<T>) return "a number";
+    if constexpr (std::is_same_v<T, std::vector<std::string>>) return "a list of strings";
+    if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) return "a list of integers";
+    if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) return "an object of strings";
+    return "an object of objects of strings";
+  }
+
+  const json& j_;
+  std::string path_;
+};
+
+std::array<std::int64_t, 5> histogram_from(const Node& h) {
+  return {h.get<std::int64_t>("0"), h.get<std::int64_t>("1"), h.get<std::int64_t>("2"), h.get<std::int64_t>("3"),
+          h.get<std::int64_t>(">=4")};
 }
 
-std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
-Verdict verdict_from(const std::string& s) {
-  if (const auto v = table_parse<Verdict>(s)) return *v;
-  throw std::out_of_range("unknown verdict '" + s + "'");
-}
-
-Label label_from(const std::string& s) {
-  if (const auto l = table_parse<Label>(s)) return *l;
-  throw std::out_of_range("unknown label '" + s + "'");
-}
-
-Metrics metrics_from(const json& j) {
+Metrics metrics_from(const Node& j) {
   Metrics m;
-  m.unit = j.at("unit");
-  m.elements = j.at("elements");
-  m.compared = j.at("compared");
-  m.unspecified = j.at("unspecified");
-  m.exact = j.at("exact_matches");
+  m.unit = j.get<std::string>("unit");
+  m.elements = j.get<std::int64_t>("elements");
+  m.compared = j.get<std::int64_t>("compared");
+  m.unspecified = j.get<std::int64_t>("unspecified");
+  m.exact = j.get<std::int64_t>("exact_matches");
   m.histogram = histogram_from(j.at("histogram"));
-  m.max_abs = j.at("max_abs_delta");
-  m.signed_sum = j.at("signed_bias");
-  m.signed_zero_mismatches = j.value("signed_zero_mismatches", std::int64_t{0});
-  if (j.contains("histogram_to_exact")) {
+  m.max_abs = j.get<std::int64_t>("max_abs_delta");
+  m.signed_sum = j.get<std::int64_t>("signed_bias");
+  m.signed_zero_mismatches = j.get_or<std::int64_t>("signed_zero_mismatches", 0);
+  if (j.has("histogram_to_exact")) {
     m.has_to_exact = true;
-    m.histogram_to_exact = histogram_from(j["histogram_to_exact"]);
-    m.max_to_exact = j.at("max_ulp_to_exact");
+    m.histogram_to_exact = histogram_from(j.at("histogram_to_exact"));
+    m.max_to_exact = j.get<std::int64_t>("max_ulp_to_exact");
   }
-  for (const auto& [lname, counts] : j.at("labels").items()) {
-    const auto l = static_cast<std::size_t>(label_from(lname));
-    m.label_total[l] = counts.at("total");
-    m.label_mismatch[l] = counts.at("mismatched");
+  for (const auto& [lname, counts] : j.at("labels").members()) {
+    const auto label = table_parse<Label>(lname);
+    if (!label) counts.fail("is not a known label");
+    const auto l = static_cast<std::size_t>(*label);
+    m.label_total[l] = counts.get<std::int64_t>("total");
+    m.label_mismatch[l] = counts.get<std::int64_t>("mismatched");
   }
-  for (const json& e : j.at("worst")) {
+  for (const Node& e : j.at("worst").elements()) {
     ElementDiff d;
-    d.index = e.at("index");
-    d.coords = e.at("coords").get<std::vector<std::int64_t>>();
-    d.input = e.at("input");
-    d.expected = text_of(e.at("expected"));
-    d.actual = text_of(e.at("actual"));
-    d.delta = e.at("delta");
-    d.exact = e.at("exact");
-    d.label = label_from(e.at("label"));
-    if (e.contains("causes")) d.causes = e["causes"].get<std::vector<std::string>>();
+    d.index = e.get<std::int64_t>("index");
+    d.coords = e.get<std::vector<std::int64_t>>("coords");
+    d.input = e.get<std::string>("input");
+    d.expected = e.at("expected").text();
+    d.actual = e.at("actual").text();
+    d.delta = e.get<std::int64_t>("delta");
+    d.exact = e.get<std::string>("exact");
+    d.label = e.at("label").enumerator<Label>("label");
+    d.causes = e.get_or<std::vector<std::string>>("causes", {});
     m.worst.push_back(std::move(d));
   }
   return m;
 }
 
-AgreementStatus agreement_status_from(const std::string& s) {
-  if (const auto a = table_parse<AgreementStatus>(s)) return *a;
-  throw std::out_of_range("unknown agreement status '" + s + "'");
-}
-
-std::vector<AgreementCheck> agreements_from(const json& j, const char* key) {
+std::vector<AgreementCheck> agreements_from(const Node& j, const char* key) {
   std::vector<AgreementCheck> out;
-  if (!j.contains(key)) return out;  // reports before schema 1.2 have none
-  for (const json& a : j.at(key)) {
+  if (!j.has(key)) return out;  // reports before schema 1.2 have none
+  for (const Node& a : j.at(key).elements()) {
     AgreementCheck c;
-    c.assertion = a.at("assertion");
-    c.other = a.at("other");
-    c.stated = a.value("stated_elements", std::int64_t{-1});
-    c.status = agreement_status_from(a.at("status"));
-    c.elements = a.at("elements");
-    c.differing = a.at("differing");
-    c.first_differing = a.at("first_differing").get<std::vector<std::int64_t>>();
-    c.reason = a.at("reason");
+    c.assertion = a.get<std::string>("assertion");
+    c.other = a.get<std::string>("other");
+    c.stated = a.get_or<std::int64_t>("stated_elements", -1);
+    c.status = a.at("status").enumerator<AgreementStatus>("agreement status");
+    c.elements = a.get<std::int64_t>("elements");
+    c.differing = a.get<std::int64_t>("differing");
+    c.first_differing = a.get<std::vector<std::int64_t>>("first_differing");
+    c.reason = a.get<std::string>("reason");
     out.push_back(std::move(c));
   }
   return out;
 }
 
-BackendResult backend_from(const json& j) {
+BackendResult backend_from(const Node& j) {
   BackendResult b;
-  b.backend = j.at("backend");
-  b.claim = j.at("claim");
-  b.expectation = j.at("expectation");
-  b.verdict = verdict_from(j.at("verdict"));
-  b.reason = j.at("reason");
-  b.seconds = j.at("seconds");
-  if (j.contains("metrics")) b.metrics = metrics_from(j["metrics"]);
-  b.claim_mismatches = j.value("claim_mismatches", std::int64_t{-1});
-  if (j.contains("causes")) {
-    for (const json& c : j["causes"]) {
-      CauseCount cc{c.at("cause"), c.at("description"), c.at("count"), {}};
-      for (const auto& [ch, n] : c.at("per_channel").items()) cc.per_channel[std::stoll(ch)] = n.get<std::int64_t>();
+  b.backend = j.get<std::string>("backend");
+  b.claim = j.get<std::string>("claim");
+  b.expectation = j.get<std::string>("expectation");
+  b.verdict = j.at("verdict").enumerator<Verdict>("verdict");
+  b.reason = j.get<std::string>("reason");
+  b.seconds = j.get<double>("seconds");
+  if (j.has("metrics")) b.metrics = metrics_from(j.at("metrics"));
+  b.claim_mismatches = j.get_or<std::int64_t>("claim_mismatches", -1);
+  if (j.has("causes")) {
+    for (const Node& c : j.at("causes").elements()) {
+      CauseCount cc{c.get<std::string>("cause"), c.get<std::string>("description"), c.get<std::int64_t>("count"), {}};
+      for (const auto& [ch, n] : c.at("per_channel").members()) {
+        std::int64_t channel = 0;
+        const auto [end, ec] = std::from_chars(ch.data(), ch.data() + ch.size(), channel);
+        if (ch.empty() || ec != std::errc() || end != ch.data() + ch.size()) n.fail("is not under a channel number");
+        cc.per_channel[channel] = n.as<std::int64_t>();
+      }
       b.causes.push_back(std::move(cc));
     }
   }
-  b.unexplained = j.value("unexplained", std::int64_t{0});
-  b.fingerprint = j.value("fingerprint", "");
-  b.reproducer = j.value("reproducer", "");
-  b.reproduce_command = j.value("reproduce_command", "");
+  b.unexplained = j.get_or<std::int64_t>("unexplained", 0);
+  b.fingerprint = j.get_or<std::string>("fingerprint", "");
+  b.reproducer = j.get_or<std::string>("reproducer", "");
+  b.reproduce_command = j.get_or<std::string>("reproduce_command", "");
   b.agreements = agreements_from(j, "agreements");
   return b;
 }
 
-CaseResult case_from(const json& j) {
+CaseResult case_from(const Node& j) {
   CaseResult c;
-  c.id = j.at("id");
-  c.suite = j.at("suite");
-  c.name = j.at("name");
-  c.description = j.at("description");
-  c.file = j.at("file");
-  c.line = j.at("line");
-  c.op = j.at("op");
-  c.spec = j.at("spec");
-  c.spec_description = j.at("spec_description");
-  c.shape = j.at("shape");
-  c.input_dtype = j.at("input_dtype");
-  c.output_dtype = j.at("output_dtype");
-  c.granularity = j.at("granularity");
-  if (j.contains("operands_from")) c.operands_from = j["operands_from"].get<std::map<std::string, std::string>>();
+  c.id = j.get<std::string>("id");
+  c.suite = j.get<std::string>("suite");
+  c.name = j.get<std::string>("name");
+  c.description = j.get<std::string>("description");
+  c.file = j.get<std::string>("file");
+  const Node line = j.at("line");
+  const auto line_number = line.as<std::int64_t>();
+  if (line_number < 0 || line_number > std::numeric_limits<int>::max()) line.fail("is not a line number");
+  c.line = static_cast<int>(line_number);
+  c.op = j.get<std::string>("op");
+  c.spec = j.get<std::string>("spec");
+  c.spec_description = j.get<std::string>("spec_description");
+  c.shape = j.get<std::string>("shape");
+  c.input_dtype = j.get<std::string>("input_dtype");
+  c.output_dtype = j.get<std::string>("output_dtype");
+  c.granularity = j.get<std::string>("granularity");
+  c.operands_from = j.get_or<std::map<std::string, std::string>>("operands_from", {});
   c.agreements = agreements_from(j, "agreements");
-  for (const json& b : j.at("backends")) c.backends.push_back(backend_from(b));
+  for (const Node& b : j.at("backends").elements()) c.backends.push_back(backend_from(b));
   return c;
 }
 
@@ -162,22 +228,22 @@ RunReport report_from_json(const json& j, const std::string& where) {
                      kReportSchemaVersion + ")");
   RunReport r;
   try {
-    const json& m = j.at("metadata");
-    r.meta.tool_version = m.at("version");
-    r.meta.git_revision = m.at("git_revision");
-    r.meta.compiler = m.at("compiler");
-    r.meta.host = m.at("host");
-    r.meta.cpu = m.at("cpu");
-    r.meta.cpu_features = m.at("cpu_features").get<std::vector<std::string>>();
-    r.meta.backends = m.at("backends").get<std::vector<std::string>>();
-    if (m.contains("backend_facts"))
-      r.meta.backend_facts = m["backend_facts"].get<std::map<std::string, std::map<std::string, std::string>>>();
-    r.meta.command_line = m.at("command_line").get<std::vector<std::string>>();
-    r.meta.shard = m.value("shard", "");
-    r.meta.started_at = m.at("started_at");
-    r.meta.seconds = m.at("seconds");
-    for (const json& c : j.at("cases")) r.cases.push_back(case_from(c));
-  } catch (const std::exception& e) {
+    const Node root(j, "");
+    const Node m = root.at("metadata");
+    r.meta.tool_version = m.get<std::string>("version");
+    r.meta.git_revision = m.get<std::string>("git_revision");
+    r.meta.compiler = m.get<std::string>("compiler");
+    r.meta.host = m.get<std::string>("host");
+    r.meta.cpu = m.get<std::string>("cpu");
+    r.meta.cpu_features = m.get<std::vector<std::string>>("cpu_features");
+    r.meta.backends = m.get<std::vector<std::string>>("backends");
+    r.meta.backend_facts = m.get_or<std::map<std::string, std::map<std::string, std::string>>>("backend_facts", {});
+    r.meta.command_line = m.get<std::vector<std::string>>("command_line");
+    r.meta.shard = m.get_or<std::string>("shard", "");
+    r.meta.started_at = m.get<std::string>("started_at");
+    r.meta.seconds = m.get<double>("seconds");
+    for (const Node& c : root.at("cases").elements()) r.cases.push_back(case_from(c));
+  } catch (const std::out_of_range& e) {  // Node's errors, which name the field
     throw InputError(where + ": malformed report: " + e.what());
   }
   return r;
