@@ -18,6 +18,7 @@ struct CallResult {
   std::optional<Tensor> out;
   Verdict verdict = Verdict::pass;  // crash or timeout when there is no output
   std::string reason;
+  bool device_lost = false;  // the backend's device is unusable for the rest of this process
 };
 
 // Runs one call of the backend's code (run, availability, supports); what it throws becomes the
@@ -30,7 +31,7 @@ std::optional<CallResult> fault_of(F&& f) {
     return std::nullopt;
   } catch (const BackendFault& e) {
     return CallResult{std::nullopt, e.kind() == BackendFault::Kind::timeout ? Verdict::timeout : Verdict::crash,
-                      e.what()};
+                      e.what(), e.kind() == BackendFault::Kind::device_lost};
   } catch (const std::exception& e) {
     return CallResult{std::nullopt, Verdict::crash, std::string("backend threw: ") + e.what()};
   }

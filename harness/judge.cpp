@@ -30,6 +30,7 @@ BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequ
   if (asked) {
     r.verdict = asked->verdict;
     r.reason = asked->reason;
+    run.device_lost = asked->device_lost;
     return run;
   }
   if (!av.available) {
@@ -48,6 +49,7 @@ BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequ
   if (!call.out) {
     r.verdict = call.verdict;
     r.reason = call.reason;
+    run.device_lost = call.device_lost;
     return run;
   }
   const Tensor& out = *call.out;

@@ -20,6 +20,7 @@ struct BackendRun {
   BackendResult result;
   std::optional<Tensor> output;        // set when the backend gave the op's format and shape
   std::vector<std::int64_t> deciding;  // the elements the verdict rests on
+  bool device_lost = false;            // the backend's device is unusable for the rest of the process
 };
 
 // The result a backend's run of `c` starts from: the backend, its claim and its expectation.

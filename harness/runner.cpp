@@ -103,10 +103,19 @@ std::vector<Case> chain_of(const Suite& s, const std::vector<std::string>& roots
 // outputs with them, needs those cases first: each case is evaluated once by the oracle and once
 // by each backend, when it is reported or when a case needs it, whichever comes first, and kept
 // until the end of the suite when another case names it.
+// Backends whose device was lost (BackendFault::Kind::device_lost) in this process, with the case
+// it happened in and why: their later calls are not made, since each would fail the same way and
+// be reported as a fault of its own case.
+struct LostDevice {
+  std::string case_id;
+  std::string reason;
+};
+using LostDevices = std::map<const Backend*, LostDevice>;
+
 class SuiteRunner {
  public:
-  SuiteRunner(const Suite& s, const std::vector<Backend*>& backends, const RunOptions& opt)
-      : s_(s), backends_(backends), opt_(opt) {
+  SuiteRunner(const Suite& s, const std::vector<Backend*>& backends, const RunOptions& opt, LostDevices& lost)
+      : s_(s), backends_(backends), opt_(opt), lost_(lost) {
     for (const auto* list : {&s.cases, &s.dependencies})
       for (const Case& c : *list) {
         by_name_.emplace(c.name, &c);
@@ -132,12 +141,15 @@ class SuiteRunner {
   // Backend i's run of a case (its producers' on backend i first). One backend at a time, so a
   // result streams out (progress, results.jsonl) as soon as it and what it needs are done.
   const BackendRun& ran(const Case& c, std::size_t i);
+  // Keeps backend i's run of `c`, noting a device it lost.
+  const BackendRun& keep(const Case& c, std::size_t i, BackendRun r);
   void write_reproducers(const Case& c, const CaseRun& run, Backend& b, const std::vector<std::int64_t>& deciding,
                          const std::vector<std::string>& broken_with, BackendResult& r);
 
   const Suite& s_;
   const std::vector<Backend*>& backends_;
   const RunOptions& opt_;
+  LostDevices& lost_;
   std::map<std::string, const Case*> by_name_;
   std::set<std::string> named_;  // cases another case takes operands from or compares with
   std::map<std::string, std::unique_ptr<CaseRun>> runs_;
@@ -160,11 +172,24 @@ SuiteRunner::CaseRun& SuiteRunner::evaluated(const Case& c) {
   return *runs_.emplace(c.name, std::move(run)).first->second;
 }
 
+const BackendRun& SuiteRunner::keep(const Case& c, std::size_t i, BackendRun r) {
+  if (r.device_lost) lost_.try_emplace(backends_[i], LostDevice{id(c.name), r.result.reason});
+  return evaluated(c).backends[i].emplace(std::move(r));
+}
+
 const BackendRun& SuiteRunner::ran(const Case& c, std::size_t i) {
   CaseRun& run = evaluated(c);
   if (run.backends[i]) return *run.backends[i];
   Backend& b = *backends_[i];
-  if (c.links.empty()) return run.backends[i].emplace(run_and_judge(c, run.op, c.op, run.ref, b, opt_, {}));
+  if (const auto lost = lost_.find(&b); lost != lost_.end()) {
+    BackendRun not_run;
+    not_run.result = started(c, b);
+    not_run.result.verdict = Verdict::crash;
+    not_run.result.reason =
+        "not run: the device was lost since case " + lost->second.case_id + " (" + lost->second.reason + ")";
+    return run.backends[i].emplace(std::move(not_run));
+  }
+  if (c.links.empty()) return keep(c, i, run_and_judge(c, run.op, c.op, run.ref, b, opt_, {}));
   // This backend's own outputs of the producers: a rounding of its own at an earlier case
   // propagates into this one, as in the lowered graph.
   OpRequest own = c.op;
@@ -199,7 +224,7 @@ const BackendRun& SuiteRunner::ran(const Case& c, std::size_t i) {
     skipped.result.reason = missing;
     return run.backends[i].emplace(std::move(skipped));
   }
-  return run.backends[i].emplace(run_and_judge(c, run.op, own, run.ref, b, opt_, propagated));
+  return keep(c, i, run_and_judge(c, run.op, own, run.ref, b, opt_, propagated));
 }
 
 CaseResult SuiteRunner::report(const Case& c, std::size_t& done, std::size_t total) {
@@ -345,8 +370,9 @@ RunReport run_cases(const std::vector<Suite>& suites, const std::vector<Backend*
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t total = 0, done = 0;
   for (const Suite& s : suites) total += s.cases.size() * backends.size();
+  LostDevices lost;
   for (const Suite& s : suites) {
-    SuiteRunner runner(s, backends, opt);
+    SuiteRunner runner(s, backends, opt, lost);
     for (const Case& c : s.cases) report.cases.push_back(runner.report(c, done, total));
   }
   report.meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

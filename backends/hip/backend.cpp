@@ -40,8 +40,21 @@ constexpr const char* kDeviceCount = "hipGetDeviceCount";
 
 std::string error_text(hipError_t e) { return std::string(hipGetErrorName(e)) + " (" + hipGetErrorString(e) + ")"; }
 
+// A kernel fault (an illegal address, a trap, a launch failure) is "sticky": the context is left
+// unusable and every later runtime call in the process fails with the same error (CUDA Runtime API,
+// cudaError_t: cudaErrorIllegalAddress "...the process must be terminated and relaunched"; HIP
+// follows it). hipGetLastError clears an ordinary error (an invalid argument, out of memory); if the
+// device still cannot synchronise after that, the context is lost, and so is every later (case,
+// variant) of this process: BackendFault::Kind::device_lost lets the runner say so once instead of
+// reporting each later case as a crash of its own. Isolated children each have a context of their own.
 void check(hipError_t e, const char* what) {
-  if (e != hipSuccess) throw std::runtime_error(std::string("hip backend: ") + what + " failed: " + error_text(e));
+  if (e == hipSuccess) return;
+  const std::string text = std::string("hip backend: ") + what + " failed: " + error_text(e);
+  (void)hipGetLastError();
+  if (const hipError_t after = hipDeviceSynchronize(); after != hipSuccess)
+    throw BackendFault(BackendFault::Kind::device_lost,
+                       text + "; the device is unusable in this process (" + error_text(after) + ")");
+  throw std::runtime_error(text);
 }
 
 // ---- The device -------------------------------------------------------------------------------

@@ -65,5 +65,39 @@ TEST(RunnerBackendFaults, AvailabilityFaultIsItsKind) {
   check(Throwing::Where::availability, true, Verdict::timeout, "hung in the question");
 }
 
+// A GPU backend whose kernel faults loses its context for the rest of the process: the runner
+// reports that call's CRASH, then every later case of the backend as "not run: the device was lost
+// since case X" without calling it again, and the other backends go on.
+class LosesItsDevice : public Backend {
+ public:
+  std::string name() const override { return "lossy"; }
+  std::string description() const override { return "loses its device on the first call"; }
+  std::string claim() const override { return "onnx"; }
+  Availability supports(const OpRequest&) const override { return {}; }
+  Tensor run(const OpRequest&) override {
+    ++calls;
+    throw BackendFault(BackendFault::Kind::device_lost, "an illegal address; the device is unusable");
+  }
+  int calls = 0;
+};
+
+TEST(RunnerBackendFaults, ALostDeviceIsNamedInEveryLaterResultAndNotCalledAgain) {
+  const std::vector<Suite> suites = load_suites({std::string(QCONFORM_SOURCE_DIR) + "/cases/requantize.json"});
+  auto cpu = make_backend("cpu-ref");
+  LosesItsDevice lossy;
+  const RunReport r = run_cases(suites, {&lossy, cpu.get()}, RunOptions{});
+  ASSERT_EQ(r.cases.size(), 4u);
+  EXPECT_EQ(lossy.calls, 1);
+  EXPECT_EQ(r.cases[0].backends[0].verdict, Verdict::crash);
+  EXPECT_EQ(r.cases[0].backends[0].reason, "an illegal address; the device is unusable");
+  for (std::size_t i = 1; i < r.cases.size(); ++i) {
+    const BackendResult& b = r.cases[i].backends[0];
+    EXPECT_EQ(b.verdict, Verdict::crash) << r.cases[i].id;
+    EXPECT_EQ(b.reason, "not run: the device was lost since case " + r.cases[0].id +
+                            " (an illegal address; the device is unusable)");
+  }
+  for (const CaseResult& c : r.cases) EXPECT_EQ(c.backends[1].verdict, Verdict::pass) << c.id;
+}
+
 }  // namespace
 }  // namespace qc

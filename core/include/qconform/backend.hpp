@@ -22,10 +22,13 @@ struct Availability {
 // A backend whose calls run outside this process (an exec runner) reports a fault there -- the
 // program crashed, hung past the timeout, or answered with something that is not a reply -- by
 // throwing this from run(); the runner turns it into a CRASH or TIMEOUT verdict with the message
-// (which carries the program's stderr tail).
+// (which carries the program's stderr tail). device_lost: the device the backend computes on is
+// unusable for the rest of this process (a GPU context after a kernel fault); the runner reports
+// this call as CRASH and every later call of the backend as "device lost since case X" without
+// making it.
 class BackendFault : public std::runtime_error {
  public:
-  enum class Kind : std::uint8_t { crash, timeout };
+  enum class Kind : std::uint8_t { crash, timeout, device_lost };
   BackendFault(Kind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
   Kind kind() const { return kind_; }
 
