@@ -1,15 +1,19 @@
-// Oracle throughput against plain loops, in one process. Prints each benchmark (Google
-// Benchmark) and then the ratios the issues set goals for:
-//   fast exact quantize (values only) / plain nearbyint(x/s)+zp loop   goal >= 0.5
-//   fast exact quantize (with labels) / plain loop                     goal >= 0.25
-// and, against a second baseline (a plain lrintf(acc * m) + zp loop with a clamp, 16M int32
-// accumulators -> i8), the requantize fast path for gemmlowp_double, xnnpack_rndnu and
-// float_multiplier, with and without labels.
+// Oracle throughput against plain loops and the peers, in one process (medians of CPU time,
+// benchmarks/README.md). Prints each benchmark (Google Benchmark) and then the ratios:
+//   quantize (16M f32 -> i8): the oracle's paths / the plain nearbyint(x/s)+zp loop built
+//   -O3 -march=native (benchmarks/baselines.cpp), and / XNNPACK's convert where installed;
+//   requantize (16M int32 -> i8): the fast path for gemmlowp_double, xnnpack_rndnu and
+//   float_multiplier, with and without labels / a plain nearbyint(acc*m)+zp clamp loop.
+#include "benchmarks/baselines.hpp"
+#include "benchmarks/ratio_reporter.hpp"
 #include "oracles/presets.hpp"
 #include "oracles/quantize.hpp"
 #include "oracles/requantize.hpp"
 
 #include <benchmark/benchmark.h>
+#ifdef QCONFORM_BENCH_XNNPACK
+#include <xnnpack.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -46,14 +50,9 @@ qc::QuantParams params() {
 // The baseline: what a plain float implementation of ONNX QuantizeLinear compiles to.
 void BM_PlainNearbyintLoop(benchmark::State& state) {
   const qc::Tensor& x = input();
-  const float s = static_cast<float>(params().scales[0]);
   std::vector<std::int8_t> q(kElements);
-  const float* xd = x.data<float>();
   for (auto _ : state) {
-    for (std::int64_t i = 0; i < kElements; ++i) {
-      const float v = std::nearbyint(xd[i] / s) + 3.0f;
-      q[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(std::clamp(v, -128.0f, 127.0f));
-    }
+    qc::bench::quantize_f32_s8(x.data<float>(), kElements, static_cast<float>(params().scales[0]), 3.0f, q.data());
     benchmark::DoNotOptimize(q.data());
     benchmark::ClobberMemory();
   }
@@ -71,6 +70,38 @@ void run_quantize(benchmark::State& state, const char* preset, qc::ComputeFormat
   }
   state.SetItemsProcessed(state.iterations() * kElements);
 }
+
+#ifdef QCONFORM_BENCH_XNNPACK
+// The peer: XNNPACK's f32 -> qs8 convert operator (what TFLite's XNNPACK delegate runs for
+// QUANTIZE), one operator over the whole tensor, no thread pool (one thread, as the oracle).
+void BM_XnnpackConvertF32Qs8(benchmark::State& state) {
+  if (xnn_initialize(nullptr) != xnn_status_success) {
+    state.SkipWithError("xnn_initialize failed");
+    return;
+  }
+  const qc::Tensor& x = input();
+  std::vector<float> padded(static_cast<std::size_t>(kElements) +
+                            XNN_EXTRA_BYTES / sizeof(float));  // XNNPACK reads past
+  std::copy(x.data<float>(), x.data<float>() + kElements, padded.begin());
+  std::vector<std::int8_t> q(kElements);
+  const auto n = static_cast<std::size_t>(kElements);
+  xnn_operator_t op = nullptr;
+  if (xnn_create_convert_nc_f32_qs8(n, n, n, static_cast<float>(params().scales[0]), 3, INT8_MIN, INT8_MAX, 0, &op) !=
+          xnn_status_success ||
+      xnn_setup_convert_nc_f32_qs8(op, 1, padded.data(), q.data(), nullptr) != xnn_status_success) {
+    state.SkipWithError("xnn_create/setup_convert_nc_f32_qs8 failed");
+    return;
+  }
+  for (auto _ : state) {
+    xnn_run_operator(op, nullptr);
+    benchmark::DoNotOptimize(q.data());
+    benchmark::ClobberMemory();
+  }
+  xnn_delete_operator(op);
+  state.SetItemsProcessed(state.iterations() * kElements);
+}
+BENCHMARK(BM_XnnpackConvertF32Qs8)->Unit(benchmark::kMillisecond);
+#endif
 
 void BM_OracleQuantizeOnnx(benchmark::State& s) {
   run_quantize(s, "onnx", {qc::ComputeFormat::Kind::scale_type, 0}, false);
@@ -122,12 +153,8 @@ void BM_PlainRequantizeLoop(benchmark::State& state) {
   const auto m = static_cast<float>(static_cast<float>(p.input_scale) * static_cast<float>(p.weight_scales[0]) /
                                     static_cast<float>(p.output_scale));
   std::vector<std::int8_t> q(kElements);
-  const auto* a = acc.data<std::int32_t>();
   for (auto _ : state) {
-    for (std::int64_t i = 0; i < kElements; ++i) {
-      const long v = std::lrintf(static_cast<float>(a[i]) * m) + 3;
-      q[static_cast<std::size_t>(i)] = static_cast<std::int8_t>(std::clamp(v, -128L, 127L));
-    }
+    qc::bench::requantize_s32_s8(acc.data<std::int32_t>(), kElements, m, 3.0f, q.data());
     benchmark::DoNotOptimize(q.data());
     benchmark::ClobberMemory();
   }
@@ -169,46 +196,30 @@ BENCHMARK(BM_OracleRequantizeXnnpackRndnuLabels)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OracleRequantizeFloatMultiplier)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OracleRequantizeFloatMultiplierLabels)->Unit(benchmark::kMillisecond);
 
-// Collects items/s per benchmark so the ratios can be printed after the run.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  // With --benchmark_repetitions the medians stand for each benchmark (run_name without the
-  // aggregate suffix); single runs stand for themselves.
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      auto it = r.counters.find("items_per_second");
-      if (it == r.counters.end()) continue;
-      const std::string base = r.run_name.function_name;
-      if (r.run_type == Run::RT_Aggregate) {
-        if (r.aggregate_name == "median") rate[base] = it->second.value, medians.insert(base);
-      } else if (!medians.contains(base)) {
-        rate[base] = it->second.value;
-      }
-    }
-  }
-  std::set<std::string> medians;
-  std::map<std::string, double> rate;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  RatioReporter reporter;
+  qc::bench::initialize(&argc, argv);
+  qc::bench::RatioReporter reporter("items_per_second");
   benchmark::RunSpecifiedBenchmarks(&reporter);
   const auto is_requantize = [](const std::string& name) { return name.find("Requantize") != std::string::npos; };
-  const double base = reporter.rate["BM_PlainNearbyintLoop"];
+  const double base = reporter.value("BM_PlainNearbyintLoop");
   if (base > 0) {
     std::printf("\nratios to the plain nearbyint(x/s)+zp loop (16M f32 -> i8, same run):\n");
-    for (const auto& [name, r] : reporter.rate)
+    for (const auto& [name, r] : reporter.values())
       if (name != "BM_PlainNearbyintLoop" && !is_requantize(name))
         std::printf("  %-32s %.3f\n", name.c_str(), r / base);
   }
-  const double requantize_base = reporter.rate["BM_PlainRequantizeLoop"];
+  const double xnnpack = reporter.value("BM_XnnpackConvertF32Qs8");
+  if (xnnpack > 0) {
+    std::printf("\nratios to XNNPACK's convert_nc_f32_qs8 (16M f32 -> i8, same run):\n");
+    for (const auto& [name, r] : reporter.values())
+      if (name.rfind("BM_OracleQuantize", 0) == 0) std::printf("  %-32s %.3f\n", name.c_str(), r / xnnpack);
+  }
+  const double requantize_base = reporter.value("BM_PlainRequantizeLoop");
   if (requantize_base > 0) {
-    std::printf("\nratios to the plain lrintf(acc*m)+zp clamp loop (16M int32 -> i8, same run):\n");
-    for (const auto& [name, r] : reporter.rate)
+    std::printf("\nratios to the plain nearbyint(acc*m)+zp clamp loop (16M int32 -> i8, same run):\n");
+    for (const auto& [name, r] : reporter.values())
       if (name != "BM_PlainRequantizeLoop" && is_requantize(name))
         std::printf("  %-40s %.3f\n", name.c_str(), r / requantize_base);
   }

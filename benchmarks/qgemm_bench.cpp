@@ -1,14 +1,19 @@
 // The oracle's qgemm at 1024x1024x1024 (u8 x s8, exact integer accumulation, exact
-// requantization to i8 under `onnx`), in GOPS (2*M*N*K per second), next to a plain
-// auto-vectorized int32 GEMM loop measured in the same run.
+// requantization to i8 under `onnx`), in GOPS (2*M*N*K per second), beside a plain int32 GEMM loop
+// built -O3 -march=native and, where installed, oneDNN's int8 matmul, in one process; ratios of
+// medians of CPU time (benchmarks/README.md).
+#include "benchmarks/baselines.hpp"
+#include "benchmarks/ratio_reporter.hpp"
 #include "harness/evaluate.hpp"
 #include "oracles/presets.hpp"
 #include "oracles/qgemm.hpp"
 
 #include <benchmark/benchmark.h>
+#ifdef QCONFORM_BENCH_ONEDNN
+#include <dnnl.hpp>
+#endif
 
 #include <cstdio>
-#include <map>
 
 namespace {
 
@@ -30,32 +35,47 @@ const Operands& operands() {
   return o;
 }
 
-// The baseline: (a - za) * b accumulated in int32 over a transposed B, as a plain reference
-// would write it; GCC vectorizes the inner loop.
+// The baseline: u8 x s8 accumulated in int32 (benchmarks/baselines.cpp, built -O3 -march=native).
 void BM_PlainInt32Gemm(benchmark::State& state) {
   const Operands& o = operands();
-  std::vector<std::int32_t> bt(static_cast<std::size_t>(kN * kK)), c(static_cast<std::size_t>(kM * kN));
-  for (std::int64_t k = 0; k < kK; ++k)
-    for (std::int64_t n = 0; n < kN; ++n)
-      bt[static_cast<std::size_t>(n * kK + k)] = static_cast<std::int32_t>(o.b.get_int(k * kN + n));
-  std::vector<std::int32_t> a(static_cast<std::size_t>(kM * kK));
-  for (std::int64_t i = 0; i < kM * kK; ++i)
-    a[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(o.a.get_int(i)) - 128;
+  std::vector<std::int32_t> c(static_cast<std::size_t>(kM * kN));
   for (auto _ : state) {
-    for (std::int64_t m = 0; m < kM; ++m) {
-      const std::int32_t* ar = &a[static_cast<std::size_t>(m * kK)];
-      for (std::int64_t n = 0; n < kN; ++n) {
-        const std::int32_t* br = &bt[static_cast<std::size_t>(n * kK)];
-        std::int32_t acc = 0;
-        for (std::int64_t k = 0; k < kK; ++k) acc += ar[k] * br[k];
-        c[static_cast<std::size_t>(m * kN + n)] = acc;
-      }
-    }
+    qc::bench::gemm_u8s8_s32(o.a.data<std::uint8_t>(), o.b.data<std::int8_t>(), kM, kN, kK, c.data());
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GOPS"] = benchmark::Counter(2.0 * kM * kN * kK * static_cast<double>(state.iterations()),
+                                              benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+#ifdef QCONFORM_BENCH_ONEDNN
+// The peer: oneDNN's u8 x s8 -> s32 matmul (no zero points, no scales: its fastest int8 GEMM) with
+// its default threads.
+void BM_OnednnMatmulU8S8S32(benchmark::State& state) {
+  using dnnl::memory;
+  const Operands& o = operands();
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  const memory::desc a_md({kM, kK}, memory::data_type::u8, memory::format_tag::ab);
+  const memory::desc b_md({kK, kN}, memory::data_type::s8, memory::format_tag::ab);
+  const memory::desc c_md({kM, kN}, memory::data_type::s32, memory::format_tag::ab);
+  const dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), eng));
+  std::vector<std::int32_t> c(static_cast<std::size_t>(kM * kN));
+  memory a_mem(a_md, eng, const_cast<std::uint8_t*>(o.a.data<std::uint8_t>()));
+  memory b_mem(b_md, eng, const_cast<std::int8_t*>(o.b.data<std::int8_t>()));
+  memory c_mem(c_md, eng, c.data());
+  for (auto _ : state) {
+    prim.execute(strm, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    strm.wait();
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["GOPS"] = benchmark::Counter(2.0 * kM * kN * kK * static_cast<double>(state.iterations()),
                                               benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
+// The CPU time of every thread of the process: oneDNN computes on its OpenMP workers, and Google
+// Benchmark's default CPU time is the calling thread's alone.
+BENCHMARK(BM_OnednnMatmulU8S8S32)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+#endif
 
 void BM_OracleQGemmRequantized(benchmark::State& state) {
   const Operands& o = operands();
@@ -81,33 +101,24 @@ void BM_OracleQGemmRequantized(benchmark::State& state) {
                                               benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 
-BENCHMARK(BM_PlainInt32Gemm)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_OracleQGemmRequantized)->Unit(benchmark::kMillisecond)->UseRealTime();
-
-class GopsReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      auto it = r.counters.find("GOPS");
-      if (it != r.counters.end()) gops[r.benchmark_name()] = it->second.value / 1e9;
-    }
-  }
-  std::map<std::string, double> gops;
-};
+BENCHMARK(BM_PlainInt32Gemm)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleQGemmRequantized)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  GopsReporter reporter;
+  qc::bench::initialize(&argc, argv);
+  qc::bench::RatioReporter reporter("GOPS");
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  const double base = reporter.gops["BM_PlainInt32Gemm/real_time"];
-  const double oracle = reporter.gops["BM_OracleQGemmRequantized/real_time"];
+  const double base = reporter.value("BM_PlainInt32Gemm") / 1e9;
+  const double oracle = reporter.value("BM_OracleQGemmRequantized") / 1e9;
+  const double onednn = reporter.value("BM_OnednnMatmulU8S8S32") / 1e9;
   std::printf(
-      "\n1024^3 u8 x s8: plain int32 loop %.2f GOPS, oracle qgemm (exact accumulation + exact requantize) %.2f GOPS, "
-      "ratio %.3f\n",
+      "\n1024^3 u8 x s8 (medians of CPU time): plain int32 loop %.2f GOPS, oracle qgemm (exact accumulation + "
+      "exact requantize) %.2f GOPS, ratio %.3f\n",
       base, oracle, base > 0 ? oracle / base : 0.0);
+  if (onednn > 0)
+    std::printf("oneDNN u8 x s8 -> s32 matmul %.2f GOPS; oracle / oneDNN %.3f\n", onednn, oracle / onednn);
   benchmark::Shutdown();
   return 0;
 }

@@ -7,6 +7,8 @@
 // The plain loops are compiled with the project's flags (baseline x86-64, -O3: GCC vectorizes them
 // with SSE2); an ISA this CPU lacks is reported as an error row and left out of the ratios.
 #include "backends/vnni/vnni.hpp"
+#include "benchmarks/baselines.hpp"
+#include "benchmarks/ratio_reporter.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -42,20 +44,14 @@ void set_gops(benchmark::State& state, double ops) {
 
 // ---- Baselines -------------------------------------------------------------------------------
 
+// benchmarks/baselines.cpp, built -O3 -march=native.
 void BM_PlainInt32Gemm(benchmark::State& state) {
   const std::int64_t n = kGemm;
   const auto a = random_bytes<std::uint8_t>(static_cast<std::size_t>(n * n), 0, 255, 1);
   const auto b = random_bytes<std::int8_t>(static_cast<std::size_t>(n * n), -128, 127, 2);
   std::vector<std::int32_t> c(static_cast<std::size_t>(n * n));
   for (auto _ : state) {
-    std::fill(c.begin(), c.end(), 0);
-    for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t k = 0; k < n; ++k) {
-        const std::int32_t x = a[static_cast<std::size_t>(i * n + k)];
-        const std::int8_t* brow = b.data() + k * n;
-        std::int32_t* crow = c.data() + i * n;
-        for (std::int64_t j = 0; j < n; ++j) crow[j] += x * brow[j];
-      }
+    qc::bench::gemm_u8s8_s32(a.data(), b.data(), n, n, n, c.data());
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
@@ -75,21 +71,7 @@ void BM_PlainInt32Conv(benchmark::State& state) {
             w[static_cast<std::size_t>((o * s.c + c) * s.k * s.k + t)];
   std::vector<std::int32_t> y(static_cast<std::size_t>(s.h * s.w * s.oc));
   for (auto _ : state) {
-    for (std::int64_t oh = 0; oh < s.h; ++oh)
-      for (std::int64_t ow = 0; ow < s.w; ++ow) {
-        std::int32_t* acc = y.data() + (oh * s.w + ow) * s.oc;
-        for (std::int64_t o = 0; o < s.oc; ++o) acc[o] = 0;
-        for (std::int64_t kh = 0; kh < s.k; ++kh)
-          for (std::int64_t kw = 0; kw < s.k; ++kw) {
-            const std::int64_t ih = oh - s.pad + kh, iw = ow - s.pad + kw;
-            if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w) continue;  // zero point 0: padding adds nothing
-            for (std::int64_t c = 0; c < s.c; ++c) {
-              const std::int32_t v = x[static_cast<std::size_t>((ih * s.w + iw) * s.c + c)];
-              const std::int32_t* wrow = wt.data() + ((kh * s.k + kw) * s.c + c) * s.oc;
-              for (std::int64_t o = 0; o < s.oc; ++o) acc[o] += v * wrow[o];
-            }
-          }
-      }
+    qc::bench::conv_nhwc_u8s8_s32(x.data(), wt.data(), s.h, s.w, s.c, s.oc, s.k, s.pad, y.data());
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
@@ -159,24 +141,10 @@ void run_conv(benchmark::State& state, Isa isa, ConvStrategy strategy) {
   set_gops(state, 2.0 * s.h * s.w * s.oc * s.c * s.k * s.k);
 }
 
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      // With --benchmark_repetitions, the median stands for the benchmark.
-      if (r.error_occurred || (r.run_type == Run::RT_Aggregate && r.aggregate_name != "median")) continue;
-      auto it = r.counters.find("GOPS");
-      if (it != r.counters.end()) gops[r.run_name.str()] = it->second.value;
-    }
-  }
-  std::map<std::string, double> gops;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
+  qc::bench::initialize(&argc, argv);
   benchmark::RegisterBenchmark("PlainInt32Gemm/1024", BM_PlainInt32Gemm)->Unit(benchmark::kMillisecond);
   for (Isa isa : kAllIsas) {
     const std::string n(name(isa));
@@ -198,16 +166,16 @@ int main(int argc, char** argv) {
     })->Unit(benchmark::kMillisecond);
   }
 
-  RatioReporter reporter;
+  qc::bench::RatioReporter reporter("GOPS");
   benchmark::RunSpecifiedBenchmarks(&reporter);
   auto ratios = [&](const char* base, const char* prefix1, const char* prefix2, const char* prefix3) {
-    const auto b = reporter.gops.find(base);
-    if (b == reporter.gops.end() || b->second <= 0) return;
-    std::printf("\nGOPS and ratio to %s (%.2f GOPS, same run):\n", base, b->second);
-    for (const auto& [name, g] : reporter.gops) {
+    const double b = reporter.value(base);
+    if (b <= 0) return;
+    std::printf("\nGOPS and ratio to %s (%.2f GOPS, same run):\n", base, b);
+    for (const auto& [name, g] : reporter.values()) {
       const bool match =
           name.rfind(prefix1, 0) == 0 || name.rfind(prefix2, 0) == 0 || (prefix3 && name.rfind(prefix3, 0) == 0);
-      if (match) std::printf("  %-42s %8.1f GOPS  %7.1fx\n", name.c_str(), g, g / b->second);
+      if (match) std::printf("  %-42s %8.1f GOPS  %7.1fx\n", name.c_str(), g, g / b);
     }
   };
   ratios("PlainInt32Gemm/1024", "GemmS8/", "GemmInt32/", nullptr);
