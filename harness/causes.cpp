@@ -270,17 +270,53 @@ Tensor gather(const Tensor& t, const std::vector<std::int64_t>& idx) {
   return g;
 }
 
-// An element-wise op with one set of parameters, cut down to the elements `idx`: each output element
-// depends on its own input element alone, so every variation can be evaluated on the mismatching
-// elements instead of the whole tensor. nullopt for per-channel parameters and for GEMM/conv.
+// Parameters for the elements `idx` of a tensor of shape `shape` cut down to a 1-D tensor: per tensor
+// they stay; per axis or blocked, element j becomes channel j of axis 0 with the scale and zero point
+// its element had.
+QuantParams gathered_params(const QuantParams& p, const Shape& shape, const std::vector<std::int64_t>& idx) {
+  if (p.granularity() == Granularity::per_tensor) return p;
+  const ParamIndexer param_of(p, shape);
+  QuantParams g;
+  g.scale_dtype = p.scale_dtype;
+  g.axis = 0;
+  for (const std::int64_t i : idx) {
+    const auto k = static_cast<std::size_t>(param_of(i));
+    g.scales.push_back(p.scales[k]);
+    if (!p.zero_points.empty()) g.zero_points.push_back(p.zero_points[k]);
+  }
+  return g;
+}
+
+RequantizeParams gathered_params(const RequantizeParams& p, const Shape& shape, const std::vector<std::int64_t>& idx) {
+  if (!p.axis || (p.weight_scales.size() <= 1 && p.output_zero_points.size() <= 1)) return p;
+  const int axis = *p.axis < 0 ? *p.axis + static_cast<int>(shape.size()) : *p.axis;
+  std::int64_t inner = 1;
+  for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+  const std::int64_t dim = shape[static_cast<std::size_t>(axis)];
+  RequantizeParams g = p;
+  g.axis = 0;
+  g.weight_scales.clear();
+  g.output_zero_points.clear();
+  for (const std::int64_t i : idx) {
+    const auto c = static_cast<std::size_t>((i / inner) % dim);
+    g.weight_scales.push_back(p.weight_scales[p.weight_scales.size() == 1 ? 0 : c]);
+    if (!p.output_zero_points.empty())
+      g.output_zero_points.push_back(p.output_zero_points[p.output_zero_points.size() == 1 ? 0 : c]);
+  }
+  return g;
+}
+
+// An element-wise op cut down to the elements `idx`: each output element depends on its own input
+// element and its own parameters alone, so every variation can be evaluated on the mismatching
+// elements instead of the whole tensor (the cost of causes then grows with the mismatches, not the
+// tensor). nullopt for GEMM and convolution, whose outputs share their inputs.
 std::optional<OpRequest> gathered(const OpRequest& op, const std::vector<std::int64_t>& idx) {
-  if (const auto* q = std::get_if<QuantizeOp>(&op); q && q->params.granularity() == Granularity::per_tensor)
-    return QuantizeOp{gather(q->x, idx), q->params, q->out};
-  if (const auto* d = std::get_if<DequantizeOp>(&op); d && d->params.granularity() == Granularity::per_tensor)
-    return DequantizeOp{gather(d->q, idx), d->params, d->out};
-  if (const auto* r = std::get_if<RequantizeOp>(&op);
-      r && !r->params.axis && r->params.weight_scales.size() == 1 && r->params.output_zero_points.size() <= 1)
-    return RequantizeOp{gather(r->acc, idx), r->params, r->out};
+  if (const auto* q = std::get_if<QuantizeOp>(&op))
+    return QuantizeOp{gather(q->x, idx), gathered_params(q->params, q->x.shape(), idx), q->out};
+  if (const auto* d = std::get_if<DequantizeOp>(&op))
+    return DequantizeOp{gather(d->q, idx), gathered_params(d->params, d->q.shape(), idx), d->out};
+  if (const auto* r = std::get_if<RequantizeOp>(&op))
+    return RequantizeOp{gather(r->acc, idx), gathered_params(r->params, r->acc.shape(), idx), r->out};
   return std::nullopt;
 }
 
