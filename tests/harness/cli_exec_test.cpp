@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 using testing::read_json;
 using testing::run_qconform_output;
 
-const std::string kCases = std::string(QCONFORM_SOURCE_DIR) + "/cases/requantize.json";
+const std::string kRequantizeCases = std::string(QCONFORM_SOURCE_DIR) + "/cases/requantize.json";
 
 std::string runner(const std::string& mode) {
   return "'exec:/usr/bin/python3 " + std::string(QCONFORM_SOURCE_DIR) + "/python/tests/data/fault_runner.py " + mode +
@@ -39,8 +39,8 @@ class CliExec : public ::testing::Test {
            ("qconform_cli_exec_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    const auto r =
-        run_qconform_output("run --backend cpu-ref " + kCases + " -q --no-reproducers -o " + (dir_ / "alone").string());
+    const auto r = run_qconform_output("run --backend cpu-ref " + kRequantizeCases + " -q --no-reproducers -o " +
+                                       (dir_ / "alone").string());
     ASSERT_EQ(r.code, 0) << r.output;
     alone_ = results(dir_ / "alone" / "report.json");
     ASSERT_EQ(alone_.size(), 4u);
@@ -53,8 +53,8 @@ class CliExec : public ::testing::Test {
              const std::vector<std::string>& reason_parts) {
     SCOPED_TRACE(mode);
     const fs::path out = dir_ / mode;
-    const auto r = run_qconform_output("run --backend cpu-ref --backend " + runner(mode) + " " + kCases + " " + flags +
-                                       " -q --no-reproducers -o " + out.string());
+    const auto r = run_qconform_output("run --backend cpu-ref --backend " + runner(mode) + " " + kRequantizeCases +
+                                       " " + flags + " -q --no-reproducers -o " + out.string());
     EXPECT_EQ(r.code, 1) << r.output;
     for (const char* f : {"report.json", "report.html", "report.junit.xml"}) EXPECT_TRUE(fs::exists(out / f)) << f;
     const auto got = results(out / "report.json");
@@ -100,7 +100,7 @@ TEST_F(CliExec, OkFalseIsBackendThrew) { check("throw", "", "CRASH", {"backend t
 
 TEST_F(CliExec, OtherProtocolVersionIsRefusedAtStartup) {
   const fs::path out = dir_ / "v2";
-  const auto r = run_qconform_output("run --backend cpu-ref --backend " + runner("version2") + " " + kCases +
+  const auto r = run_qconform_output("run --backend cpu-ref --backend " + runner("version2") + " " + kRequantizeCases +
                                      " -q -o " + out.string());
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("fault_runner.py version2"), std::string::npos) << r.output;
@@ -112,14 +112,14 @@ TEST_F(CliExec, OtherProtocolVersionIsRefusedAtStartup) {
 TEST_F(CliExec, TwoRunnersMayNotShareAName) {
   const auto r = run_qconform_output("run --backend " + runner("segv") + " --backend 'exec:/usr/bin/python3 -u " +
                                      std::string(QCONFORM_SOURCE_DIR) + "/python/tests/data/fault_runner.py segv' " +
-                                     kCases + " -q -o " + (dir_ / "clash").string());
+                                     kRequantizeCases + " -q -o " + (dir_ / "clash").string());
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("both named 'fault-segv'"), std::string::npos) << r.output;
 }
 
 TEST_F(CliExec, ARunnerThatCannotStartIsAnInputError) {
-  const auto r =
-      run_qconform_output("run --backend 'exec:/nonexistent/runner' " + kCases + " -q -o " + (dir_ / "none").string());
+  const auto r = run_qconform_output("run --backend 'exec:/nonexistent/runner' " + kRequantizeCases + " -q -o " +
+                                     (dir_ / "none").string());
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("/nonexistent/runner"), std::string::npos) << r.output;
 }

@@ -24,8 +24,8 @@ using testing::run_qconform_output;
 
 class CliShards : public testing::TempDirTest {};
 
-const std::string kCases = std::string(QCONFORM_SOURCE_DIR) + "/cases/quantize_linear.json " + QCONFORM_SOURCE_DIR +
-                           "/cases/qgemm.json " + QCONFORM_SOURCE_DIR + "/cases/vnni.json";
+const std::string kShardedCases = std::string(QCONFORM_SOURCE_DIR) + "/cases/quantize_linear.json " +
+                                  QCONFORM_SOURCE_DIR + "/cases/qgemm.json " + QCONFORM_SOURCE_DIR + "/cases/vnni.json";
 
 // "case backend VERDICT", one per result, in the report's order.
 std::vector<std::string> verdicts(const fs::path& report) {
@@ -41,7 +41,7 @@ std::vector<std::string> verdicts(const fs::path& report) {
 std::string shard_of(const fs::path& report) { return read_json(report)["metadata"]["shard"]; }
 
 TEST_F(CliShards, ShardsFromEitherRunnersEnvironmentMergeToTheUnshardedRun) {
-  ASSERT_EQ(run_qconform("run " + kCases + " -q -o " + (dir_ / "all").string()), 0);
+  ASSERT_EQ(run_qconform("run " + kShardedCases + " -q -o " + (dir_ / "all").string()), 0);
   const std::vector<std::string> all = verdicts(dir_ / "all" / "report.json");
   ASSERT_GT(all.size(), 10u);
   for (const std::string runner : {"GTEST_", "TEST_"}) {
@@ -53,7 +53,7 @@ TEST_F(CliShards, ShardsFromEitherRunnersEnvironmentMergeToTheUnshardedRun) {
       std::string env = runner + "SHARD_INDEX=" + std::to_string(i) + " " +
                         (runner == "GTEST_" ? "GTEST_TOTAL_SHARDS=3" : "TEST_TOTAL_SHARDS=3");
       if (runner == "TEST_") env += " TEST_SHARD_STATUS_FILE=" + status.string();
-      ASSERT_EQ(run_qconform("run " + kCases + " -q -o " + d.string(), env), 0) << env;
+      ASSERT_EQ(run_qconform("run " + kShardedCases + " -q -o " + d.string(), env), 0) << env;
       // Recorded as the equivalent --shard records it (1-based).
       EXPECT_EQ(shard_of(d / "report.json"), std::to_string(i + 1) + "/3");
       EXPECT_EQ(fs::exists(status), runner == "TEST_") << "Bazel's status file, created";
@@ -73,12 +73,12 @@ TEST_F(CliShards, ShardsFromEitherRunnersEnvironmentMergeToTheUnshardedRun) {
     EXPECT_EQ(read_json(merged / "report.json")["cases"].size(), cases);
   }
   // The same shard as --shard 2/3: the same cases, results and recorded shard.
-  ASSERT_EQ(run_qconform("run " + kCases + " -q --shard 2/3 -o " + (dir_ / "flag").string()), 0);
+  ASSERT_EQ(run_qconform("run " + kShardedCases + " -q --shard 2/3 -o " + (dir_ / "flag").string()), 0);
   EXPECT_EQ(verdicts(dir_ / "flag" / "report.json"), verdicts(dir_ / "GTEST_1" / "report.json"));
   EXPECT_EQ(verdicts(dir_ / "flag" / "report.json"), verdicts(dir_ / "TEST_1" / "report.json"));
   EXPECT_EQ(shard_of(dir_ / "flag" / "report.json"), "2/3");
   // Bazel sets both pairs: agreeing, they are one shard.
-  ASSERT_EQ(run_qconform("run " + kCases + " -q -o " + (dir_ / "both").string(),
+  ASSERT_EQ(run_qconform("run " + kShardedCases + " -q -o " + (dir_ / "both").string(),
                          "GTEST_SHARD_INDEX=1 GTEST_TOTAL_SHARDS=3 TEST_SHARD_INDEX=1 TEST_TOTAL_SHARDS=3"),
             0);
   EXPECT_EQ(verdicts(dir_ / "both" / "report.json"), verdicts(dir_ / "flag" / "report.json"));
@@ -91,17 +91,17 @@ TEST_F(CliShards, AnExplicitShardWinsOverTheEnvironment) {
   // the runner's sharding.
   for (const std::string env : {"GTEST_SHARD_INDEX=0 GTEST_TOTAL_SHARDS=3", "TEST_SHARD_INDEX=x TEST_TOTAL_SHARDS=3"}) {
     const std::string d = (dir_ / "r").string();
-    ASSERT_EQ(
-        run_qconform("run " + kCases + " -q --shard 3/3 -o " + d, env + " TEST_SHARD_STATUS_FILE=" + status.string()),
-        0)
+    ASSERT_EQ(run_qconform("run " + kShardedCases + " -q --shard 3/3 -o " + d,
+                           env + " TEST_SHARD_STATUS_FILE=" + status.string()),
+              0)
         << env;
     EXPECT_EQ(shard_of(dir_ / "r" / "report.json"), "3/3");
     EXPECT_FALSE(fs::exists(status));
   }
   // With no shard variables the status file is still created: the whole run is the one shard.
-  ASSERT_EQ(
-      run_qconform("run " + kCases + " -q -o " + (dir_ / "r").string(), "TEST_SHARD_STATUS_FILE=" + status.string()),
-      0);
+  ASSERT_EQ(run_qconform("run " + kShardedCases + " -q -o " + (dir_ / "r").string(),
+                         "TEST_SHARD_STATUS_FILE=" + status.string()),
+            0);
   EXPECT_TRUE(fs::exists(status));
   EXPECT_EQ(shard_of(dir_ / "r" / "report.json"), "");
 }
@@ -129,14 +129,14 @@ TEST_F(CliShards, MalformedShardVariablesAreInputErrors) {
        "two different shards: GTEST_SHARD_INDEX=0 GTEST_TOTAL_SHARDS=2 and TEST_SHARD_INDEX=1 TEST_TOTAL_SHARDS=2"},
   };
   for (const Bad& b : bad) {
-    const testing::CliResult r = run_qconform_output("run " + kCases + " -q -o " + out.string(),
+    const testing::CliResult r = run_qconform_output("run " + kShardedCases + " -q -o " + out.string(),
                                                      b.env + " TEST_SHARD_STATUS_FILE=" + status.string());
     EXPECT_EQ(r.code, 2) << b.env << ": " << r.output;
     EXPECT_NE(r.output.find(b.message), std::string::npos) << b.env << ": " << r.output;
     EXPECT_FALSE(fs::exists(out)) << b.env << ": nothing is written";
     EXPECT_FALSE(fs::exists(status)) << b.env << ": nothing is written";
   }
-  const testing::CliResult r = run_qconform_output("run " + kCases + " -q -o " + out.string(),
+  const testing::CliResult r = run_qconform_output("run " + kShardedCases + " -q -o " + out.string(),
                                                    "TEST_SHARD_STATUS_FILE=" + (dir_ / "no" / "such").string());
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("TEST_SHARD_STATUS_FILE='" + (dir_ / "no" / "such").string() + "': cannot create it"),
@@ -148,12 +148,13 @@ TEST_F(CliShards, ShardFlagTakesTwoPlainNumbers) {
   const fs::path out = dir_ / "out";
   for (const std::string s : {"0/3", "4/3", "1/0", "x/3", "1/y", "1x/3", "1/3x", "+1/3", "1/+3", "-1/3", "' 1/3'",
                               "'1/3 '", "1/", "/3", "1/3/3", "1", "99999999999/99999999999"}) {
-    const testing::CliResult r = run_qconform_output("run " + kCases + " -q --shard " + s + " -o " + out.string());
+    const testing::CliResult r =
+        run_qconform_output("run " + kShardedCases + " -q --shard " + s + " -o " + out.string());
     EXPECT_EQ(r.code, 2) << s << ": " << r.output;
     EXPECT_NE(r.output.find("--shard: expected i/n with 1 <= i <= n"), std::string::npos) << s << ": " << r.output;
     EXPECT_FALSE(fs::exists(out)) << s;
   }
-  EXPECT_EQ(run_qconform("run " + kCases + " -q --shard 3/3 -o " + out.string()), 0);
+  EXPECT_EQ(run_qconform("run " + kShardedCases + " -q --shard 3/3 -o " + out.string()), 0);
   EXPECT_EQ(shard_of(out / "report.json"), "3/3");
 }
 

@@ -7,6 +7,7 @@
 #include "backends/registry.hpp"
 #include "cases/case.hpp"
 #include "cases/generators.hpp"
+#include "cpu_ref_test_util.hpp"
 #include "harness/evaluate.hpp"
 #include "oracles/presets.hpp"
 #include "qconform/error.hpp"
@@ -22,6 +23,9 @@
 namespace qc {
 namespace {
 
+using testing::int_values;
+using testing::per_tensor;
+
 Tensor f32s(const std::vector<double>& v) {
   Tensor x(DType::f32, {static_cast<std::int64_t>(v.size())});
   for (std::size_t i = 0; i < v.size(); ++i) x.set_double(static_cast<std::int64_t>(i), v[i]);
@@ -32,20 +36,6 @@ Tensor ints(DType t, const std::vector<std::int64_t>& v) {
   Tensor x(t, {static_cast<std::int64_t>(v.size())});
   for (std::size_t i = 0; i < v.size(); ++i) x.set_int(static_cast<std::int64_t>(i), v[i]);
   return x;
-}
-
-QuantParams per_tensor(double scale, std::int64_t zp = 0, DType scale_dtype = DType::f32) {
-  QuantParams p;
-  p.scales = {scale};
-  p.zero_points = {zp};
-  p.scale_dtype = scale_dtype;
-  return p;
-}
-
-std::vector<std::int64_t> int_values(const Tensor& y) {
-  std::vector<std::int64_t> v;
-  for (std::int64_t i = 0; i < y.size(); ++i) v.push_back(y.get_int(i));
-  return v;
 }
 
 Tensor run_on(const std::string& preset, const OpRequest& op) {

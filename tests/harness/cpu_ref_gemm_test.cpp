@@ -1,6 +1,7 @@
 // cpu-ref's quantized GEMM and convolution against outputs derived by hand (never the oracle):
 // each expected value is worked out in the comment above it.
 #include "backends/cpu_ref/cpu_ref.hpp"
+#include "cpu_ref_test_util.hpp"
 
 #include "cases/case.hpp"
 #include "harness/runner.hpp"
@@ -17,6 +18,9 @@
 namespace qc {
 namespace {
 
+using testing::int_values;
+using testing::per_tensor;
+
 Tensor ints(DType t, Shape shape, const std::vector<std::int64_t>& v) {
   Tensor x(t, std::move(shape));
   EXPECT_EQ(x.size(), static_cast<std::int64_t>(v.size()));
@@ -29,13 +33,6 @@ Tensor floats(DType t, Shape shape, const std::vector<double>& v) {
   EXPECT_EQ(x.size(), static_cast<std::int64_t>(v.size()));
   for (std::int64_t i = 0; i < x.size(); ++i) x.set_double(i, v[static_cast<std::size_t>(i)]);
   return x;
-}
-
-QuantParams per_tensor(double scale, std::int64_t zp = 0) {
-  QuantParams p;
-  p.scales = {scale};
-  p.zero_points = {zp};
-  return p;
 }
 
 QuantParams per_axis(std::vector<double> scales, std::vector<std::int64_t> zps, int axis, std::int64_t block = 0) {
@@ -74,12 +71,6 @@ Tensor run(const OpRequest& op) {
   const Availability a = cpu.supports(op);
   EXPECT_TRUE(a.available) << a.reason;
   return cpu.run(op);
-}
-
-std::vector<std::int64_t> int_values(const Tensor& y) {
-  std::vector<std::int64_t> v;
-  for (std::int64_t i = 0; i < y.size(); ++i) v.push_back(y.get_int(i));
-  return v;
 }
 
 std::vector<double> double_values(const Tensor& y) {

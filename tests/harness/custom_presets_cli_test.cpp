@@ -24,7 +24,7 @@ using testing::run_qconform_output;
 
 const std::string kSource = QCONFORM_SOURCE_DIR;
 const std::string kPolicy = kSource + "/docs/examples/mykernel-presets.json";
-const std::string kCases = kSource + "/docs/examples/mykernel-cases.json";
+const std::string kMykernelCases = kSource + "/docs/examples/mykernel-cases.json";
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p);
@@ -72,34 +72,35 @@ TEST_F(CliCustomPresets, ListPresetsShowsThemWithTheirFileFromTheFlagOrTheEnviro
 TEST_F(CliCustomPresets, ACaseFileNamingACustomPresetRunsUnderIt) {
   const std::string out = (dir_ / "out").string();
   // Without the policy file the case file is bad input.
-  const auto unknown = run_qconform_output("run " + kCases + " --backend cpu-ref -q -o " + out);
+  const auto unknown = run_qconform_output("run " + kMykernelCases + " --backend cpu-ref -q -o " + out);
   EXPECT_EQ(unknown.code, 2) << unknown.output;
   EXPECT_NE(unknown.output.find("unknown preset 'mykernel-1.0'"), std::string::npos) << unknown.output;
   EXPECT_FALSE(fs::exists(out));
   // Ties away: the TFLite reference rounds as the custom preset does; cpu-ref (ties to even) does not.
-  EXPECT_EQ(
-      run_qconform("run " + kCases + " --preset-file " + kPolicy + " --backend cpu-ref:tflite-reference -q -o " + out),
-      0);
+  EXPECT_EQ(run_qconform("run " + kMykernelCases + " --preset-file " + kPolicy +
+                         " --backend cpu-ref:tflite-reference -q -o " + out),
+            0);
   const auto j = read_json(fs::path(out) / "report.json");
   EXPECT_EQ(j["cases"][0]["backends"][0]["verdict"], "PASS");
-  EXPECT_EQ(run_qconform("run " + kCases + " --backend cpu-ref -q -o " + out, "QCONFORM_PRESETS=" + kPolicy), 1);
+  EXPECT_EQ(run_qconform("run " + kMykernelCases + " --backend cpu-ref -q -o " + out, "QCONFORM_PRESETS=" + kPolicy),
+            1);
   const auto b = read_json(fs::path(out) / "report.json")["cases"][0]["backends"][0];
   EXPECT_EQ(b["verdict"], "FAIL");
   // 2.5, 0.5 and -2.5 differ (3, 1, -3 against cpu-ref's 2, 0, -2); 1.25 -> 1 under both.
   EXPECT_NE(b["reason"].get<std::string>().find("1/4 exact"), std::string::npos) << b["reason"];
   EXPECT_NE(b["reason"].get<std::string>().find("against mykernel-1.0"), std::string::npos) << b["reason"];
   // In the fidelity mode cpu-ref is judged against its claim, onnx, and passes.
-  EXPECT_EQ(
-      run_qconform("run " + kCases + " --backend cpu-ref --expect claim -q -o " + out, "QCONFORM_PRESETS=" + kPolicy),
-      0);
+  EXPECT_EQ(run_qconform("run " + kMykernelCases + " --backend cpu-ref --expect claim -q -o " + out,
+                         "QCONFORM_PRESETS=" + kPolicy),
+            0);
 }
 
 // A bad policy file, a built-in name or a name declared twice: exit 2 naming the file and the
 // field, and the earlier report is untouched.
 TEST_F(CliCustomPresets, BadPolicyFilesStopTheRunBeforeAnythingIsWritten) {
   const fs::path out = dir_ / "out";
-  ASSERT_EQ(run_qconform("run " + kCases + " --preset-file " + kPolicy + " --backend cpu-ref:tflite-reference -q -o " +
-                         out.string()),
+  ASSERT_EQ(run_qconform("run " + kMykernelCases + " --preset-file " + kPolicy +
+                         " --backend cpu-ref:tflite-reference -q -o " + out.string()),
             0);
   const std::string before = read_text(out / "report.json");
   const fs::path bad = write("bad.json", R"({"preset": "x-1", "spec": {"preset": "onnx", "rounding": "sideways"}})");
@@ -120,7 +121,7 @@ TEST_F(CliCustomPresets, BadPolicyFilesStopTheRunBeforeAnythingIsWritten) {
   };
   for (const Bad& b : cases) {
     const auto r = run_qconform_output(
-        "run " + kCases + " " + b.args + " --backend cpu-ref:tflite-reference -q -o " + out.string(), b.env);
+        "run " + kMykernelCases + " " + b.args + " --backend cpu-ref:tflite-reference -q -o " + out.string(), b.env);
     EXPECT_EQ(r.code, 2) << b.args << "\n" << r.output;
     EXPECT_NE(r.output.find(b.needle), std::string::npos) << r.output;
     EXPECT_EQ(read_text(out / "report.json"), before) << b.args;

@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kSrc = QCONFORM_SOURCE_DIR;
+const std::string kPeersSrc = QCONFORM_SOURCE_DIR;
 
 class PeerManifest : public TempDirTest {
  protected:
@@ -81,7 +81,7 @@ class PeerCli : public PeerManifest {
   std::string env(const std::string& runner_name = "recip-quantize") {
     const fs::path f = write(std::string(R"({"name": "plugin-cpu-ref", "library": "test plugin", "plugin": ")") +
                              QCONFORM_TEST_PLUGIN_CPUREF + R"("}, {"name": ")" + runner_name +
-                             R"(", "library": "numpy", "backend": "exec:/usr/bin/python3 )" + kSrc +
+                             R"(", "library": "numpy", "backend": "exec:/usr/bin/python3 )" + kPeersSrc +
                              R"(/python/examples/recip_quantize.py"})");
     return "QCONFORM_PEERS=" + f.string() + " PYTHONPATH=" + std::string(QCONFORM_BUILD_DIR) + "/python";
   }
@@ -99,7 +99,7 @@ TEST_F(PeerCli, ListOffersThePeersAndNoPeersLeavesThemOut) {
 }
 
 TEST_F(PeerCli, ARunRunsThePeersByNameAndByDefault) {
-  const std::string cases = kSrc + "/cases/quantize_linear.json";
+  const std::string cases = kPeersSrc + "/cases/quantize_linear.json";
   // Named: only those run.
   ASSERT_EQ(
       run_qconform("run " + cases + " --backend recip-quantize --no-reproducers -q -o " + (dir_ / "named").string(),
@@ -151,7 +151,8 @@ TEST_F(PeerCli, APeerIsHeldToItsClaimUnlessACaseNamesIt) {
 
 TEST_F(PeerCli, APeerThatAnswersToAnotherNameIsRefused) {
   const auto r = run_qconform_output(
-      "run " + kSrc + "/cases/quantize_linear.json --backend other -q -o " + (dir_ / "out").string(), env("other"));
+      "run " + kPeersSrc + "/cases/quantize_linear.json --backend other -q -o " + (dir_ / "out").string(),
+      env("other"));
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("says its name is 'recip-quantize', the manifest says 'other'"), std::string::npos)
       << r.output;

@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kSrc = QCONFORM_SOURCE_DIR;
+const std::string kPluginSrc = QCONFORM_SOURCE_DIR;
 
 class Plugin : public TempDirTest {};
 
@@ -43,7 +43,7 @@ std::map<std::string, nlohmann::json> measured(const nlohmann::json& report, con
 
 TEST_F(Plugin, CpuRefThroughTheAbiGivesCpuRefsResultsOnEveryDefaultCase) {
   const fs::path& d = dir_;
-  const int rc = run_qconform("run " + kSrc + "/cases --plugin " + QCONFORM_TEST_PLUGIN_CPUREF +
+  const int rc = run_qconform("run " + kPluginSrc + "/cases --plugin " + QCONFORM_TEST_PLUGIN_CPUREF +
                               " --backend cpu-ref --backend plugin-cpu-ref --no-reproducers -o " + d.string());
   ASSERT_EQ(rc, 0);
   const auto report = read_json(d / "report.json");
@@ -68,7 +68,7 @@ TEST_F(Plugin, QconformPluginsVariableLoadsTheSamePlugin) {
 // the same backend is a CRASH among the other results.
 TEST_F(Plugin, ABackendThatExitsZeroNeverPassesTheRun) {
   const fs::path& d = dir_;
-  nlohmann::json suite = read_json(kSrc + "/cases/quantize_linear.json");
+  nlohmann::json suite = read_json(kPluginSrc + "/cases/quantize_linear.json");
   suite["cases"].erase(suite["cases"].begin() + 2, suite["cases"].end());
   const std::string cases = (d / "two.json").string();
   std::ofstream(cases) << suite.dump(1);
@@ -98,7 +98,7 @@ TEST_F(Plugin, ABackendThatExitsZeroNeverPassesTheRun) {
 // fails a case and then dies on its reproducer used to take the harness down with it.
 TEST_F(Plugin, IsolationCoversTheReproducerStep) {
   const fs::path& d = dir_;
-  nlohmann::json suite = read_json(kSrc + "/cases/quantize_linear.json");
+  nlohmann::json suite = read_json(kPluginSrc + "/cases/quantize_linear.json");
   suite["cases"].erase(suite["cases"].begin() + 2, suite["cases"].end());
   const std::string cases = (d / "two.json").string();
   std::ofstream(cases) << suite.dump(1);
@@ -123,7 +123,7 @@ TEST_F(Plugin, IsolationCoversTheReproducerStep) {
 // case is the one-element case that kills it. Without isolation the signal ends qconform.
 TEST_F(Plugin, ShrinkUnderIsolationContainsABackendThatDies) {
   const fs::path& d = dir_;
-  nlohmann::json suite = read_json(kSrc + "/cases/quantize_linear.json");
+  nlohmann::json suite = read_json(kPluginSrc + "/cases/quantize_linear.json");
   suite["cases"].erase(suite["cases"].begin() + 1, suite["cases"].end());
   const std::string cases = (d / "one.json").string();
   std::ofstream(cases) << suite.dump(1);
@@ -158,7 +158,7 @@ TEST_F(Plugin, ItsPresetDeclarationsAreRegisteredAndClaimable) {
 TEST_F(Plugin, AnotherAbiVersionIsRefusedNamingTheFileAndBothVersions) {
   const fs::path& d = dir_;
   { std::ofstream(d / "report.json") << "{\"earlier\": true}\n"; }
-  const auto r = run_qconform_output("run " + kSrc + "/cases/quantize_linear.json --plugin " +
+  const auto r = run_qconform_output("run " + kPluginSrc + "/cases/quantize_linear.json --plugin " +
                                      QCONFORM_TEST_PLUGIN_ABI99 + " -o " + d.string());
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find(QCONFORM_TEST_PLUGIN_ABI99), std::string::npos) << r.output;
