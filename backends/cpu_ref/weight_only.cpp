@@ -18,9 +18,10 @@ Tensor run_weight_only(const WeightOnlyGemmOp& op) {
   const Tensor q = op.b.packing ? unpack_nibbles(op.b.values, op.b.format, op.b.shape, *op.b.packing) : op.b.values;
   const bool k_by_n = op.b_layout == WeightLayout::k_by_n;
   const std::int64_t K = op.a.shape().back();
-  const std::int64_t N = k_by_n ? op.b.shape[1] : op.b.shape[0];
+  const Shape& bs = logical_shape(op.b);  // QWeights::shape is set only for packed weights
+  const std::int64_t N = k_by_n ? bs[1] : bs[0];
   const std::int64_t M = op.a.size() / K;
-  const ParamIndexer index(op.b.params, op.b.shape);
+  const ParamIndexer index(op.b.params, bs);
   std::vector<float> w(static_cast<std::size_t>(K * N));  // [k][n]
   for (std::int64_t k = 0; k < K; ++k) {
     for (std::int64_t n = 0; n < N; ++n) {

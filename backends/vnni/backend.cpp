@@ -172,7 +172,10 @@ Tensor run_gemm(vnni::Isa isa, const QGemmOp& op) {
   const Shape& as = op.a.values.shape();
   const std::int64_t k = as.back();
   const std::int64_t m = op.a.values.size() / k;
-  const std::int64_t n = op.b_layout == WeightLayout::k_by_n ? op.b.shape[1] : op.b.shape[0];
+  // The weights' logical shape: QWeights::shape is set only for packed weights (infer and Python
+  // build unpacked requests without it).
+  const Shape& bs = logical_shape(op.b);
+  const std::int64_t n = op.b_layout == WeightLayout::k_by_n ? bs[1] : bs[0];
   vnni::GemmParams gp;
   gp.n = n;
   gp.k = k;
@@ -192,7 +195,7 @@ Tensor run_gemm(vnni::Isa isa, const QGemmOp& op) {
 
 Tensor run_conv(vnni::Isa isa, const QConv2dOp& op) {
   const Shape& is = op.input.values.shape();  // NHWC
-  const Shape& ws = op.weight.shape;          // OIHW
+  const Shape& ws = logical_shape(op.weight);  // OIHW
   vnni::Conv2dParams cp;
   cp.batch = is[0];
   cp.height = is[1];
