@@ -73,17 +73,29 @@ def bf16_to_float32(bits):
     return bits_to_float(bits, "bf16")
 
 
-def case_from_json(obj, suite="python"):
-    """A Case from the case format's JSON object (a dict, or JSON text), read by the same loader as
-    case files, so every field is checked exactly as `qconform run` checks it."""
+def cases_from_json(obj, suite="python"):
+    """The Cases of one case object of the case format (a dict, or JSON text), read by the same
+    loader as case files, so every field is checked exactly as `qconform run` checks it. One case,
+    or several where the object has a "sweep" (one per combination, named name[path=value,...])."""
     case = _json.loads(obj) if isinstance(obj, str) else obj
     fd, path = _tempfile.mkstemp(suffix=".json", prefix="qconform_case_")
     try:
         with _os.fdopen(fd, "w") as f:
             _json.dump({"suite": suite, "cases": [case]}, f)
-        return load_suite(path).cases[0]
+        return list(load_suite(path).cases)
     finally:
         _os.unlink(path)
+
+
+def case_from_json(obj, suite="python"):
+    """The Case of one case object of the case format (see cases_from_json). An object whose
+    "sweep" expands to several cases is an InputError naming them: use cases_from_json."""
+    cases = cases_from_json(obj, suite)
+    if len(cases) != 1:
+        raise InputError(  # noqa: F405
+            "case_from_json: the object expands to %d cases (%s); cases_from_json returns them all"
+            % (len(cases), ", ".join(c.name for c in cases[:4]) + (", ..." if len(cases) > 4 else "")))
+    return cases[0]
 
 
 __all__ = [name for name in dir(_qconform) if not name.startswith("_")] + [
@@ -91,5 +103,6 @@ __all__ = [name for name in dir(_qconform) if not name.startswith("_")] + [
     "float32_to_bf16",
     "bf16_to_float32",
     "case_from_json",
+    "cases_from_json",
     "Policy",
 ]

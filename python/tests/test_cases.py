@@ -99,6 +99,21 @@ def test_case_from_json_uses_the_loader():
                                  "scael": 1.0, "output_dtype": "i8"})
 
 
+def test_a_sweep_is_every_case_and_case_from_json_refuses_to_drop_any():
+    # qconv2d.json's padding_value sweep: two values, so two cases named after them.
+    obj = {"name": "pad", "op": "qconv2d",
+           "input": {"dtype": "u8", "shape": [1, 1, 2, 2], "data": [1, 2, 3, 4], "scale": 0.5, "zero_point": 100},
+           "weight": {"dtype": "i8", "shape": [1, 1, 1, 1], "data": [3], "scale": 0.25},
+           "output": {"kind": "int32"}, "sweep": {"padding_value": ["real_zero", "quantized_zero"]}}
+    cases = qconform.cases_from_json(obj)
+    assert [c.name for c in cases] == ["pad[padding_value=real_zero]", "pad[padding_value=quantized_zero]"]
+    with pytest.raises(qconform.InputError, match="expands to 2 cases .*cases_from_json"):
+        qconform.case_from_json(obj)
+    one = dict(obj)
+    del one["sweep"]
+    assert [c.name for c in qconform.cases_from_json(one)] == ["pad"]
+
+
 def test_ops_are_read_only_views_that_keep_their_case_alive():
     case = qconform.Case("c", qconform.QuantizeOp(np.array([1.0, 2.0], np.float32), 0.5, 3))
     x = case.op.x
