@@ -14,9 +14,9 @@ class App;
 namespace qc {
 
 struct OracleOptions {
-  std::string op;               // quantize | dequantize | requantize
-  std::string spec = "onnx";    // --spec: a preset, or a JSON spec {"preset": ..., overrides}
-  std::string vs;               // explain: a second spec to compare with
+  std::string op;             // quantize | dequantize | requantize
+  std::string spec = "onnx";  // --spec: a preset, or a JSON spec {"preset": ..., overrides}
+  std::string vs;             // explain: a second spec to compare with
   // Quantize-policy overrides (as in a case file's "spec").
   std::string order, compute, rounding, clamp, nan;
   bool narrow_range = false;

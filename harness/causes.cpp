@@ -289,16 +289,19 @@ QuantParams gathered_params(const QuantParams& p, const Shape& shape, const std:
 
 RequantizeParams gathered_params(const RequantizeParams& p, const Shape& shape, const std::vector<std::int64_t>& idx) {
   if (!p.axis || (p.weight_scales.size() <= 1 && p.output_zero_points.size() <= 1)) return p;
-  const int axis = *p.axis < 0 ? *p.axis + static_cast<int>(shape.size()) : *p.axis;
-  std::int64_t inner = 1;
-  for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
-  const std::int64_t dim = shape[static_cast<std::size_t>(axis)];
+  // The channel of a flat index, as the oracle's requantize finds it: ParamIndexer over one dummy
+  // scale per channel along the axis.
+  QuantParams channels;
+  channels.axis = p.axis;
+  channels.scales.assign(
+      static_cast<std::size_t>(shape[static_cast<std::size_t>(normalized_axis(*p.axis, shape.size()))]), 1.0);
+  const ParamIndexer channel_of(channels, shape);
   RequantizeParams g = p;
   g.axis = 0;
   g.weight_scales.clear();
   g.output_zero_points.clear();
   for (const std::int64_t i : idx) {
-    const auto c = static_cast<std::size_t>((i / inner) % dim);
+    const auto c = static_cast<std::size_t>(channel_of(i));
     g.weight_scales.push_back(p.weight_scales[p.weight_scales.size() == 1 ? 0 : c]);
     if (!p.output_zero_points.empty())
       g.output_zero_points.push_back(p.output_zero_points[p.output_zero_points.size() == 1 ? 0 : c]);

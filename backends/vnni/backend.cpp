@@ -194,7 +194,7 @@ Tensor run_gemm(vnni::Isa isa, const QGemmOp& op) {
 }
 
 Tensor run_conv(vnni::Isa isa, const QConv2dOp& op) {
-  const Shape& is = op.input.values.shape();  // NHWC
+  const Shape& is = op.input.values.shape();   // NHWC
   const Shape& ws = logical_shape(op.weight);  // OIHW
   vnni::Conv2dParams cp;
   cp.batch = is[0];

@@ -13,7 +13,6 @@ namespace qc {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::read_json;
 using testing::run_qconform_output;
 
 const std::string kRequantizeCases = std::string(QCONFORM_SOURCE_DIR) + "/cases/requantize.json";
@@ -21,15 +20,6 @@ const std::string kRequantizeCases = std::string(QCONFORM_SOURCE_DIR) + "/cases/
 std::string runner(const std::string& mode) {
   return "'exec:/usr/bin/python3 " + std::string(QCONFORM_SOURCE_DIR) + "/python/tests/data/fault_runner.py " + mode +
          "'";
-}
-
-// (case id, backend) -> (verdict, reason)
-std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> results(const fs::path& report) {
-  std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> out;
-  const nlohmann::json j = read_json(report);
-  for (const auto& c : j["cases"])
-    for (const auto& b : c["backends"]) out[{c["id"], b["backend"]}] = {b["verdict"], b["reason"]};
-  return out;
 }
 
 class CliExec : public ::testing::Test {
@@ -42,7 +32,7 @@ class CliExec : public ::testing::Test {
     const auto r = run_qconform_output("run --backend cpu-ref " + kRequantizeCases + " -q --no-reproducers -o " +
                                        (dir_ / "alone").string());
     ASSERT_EQ(r.code, 0) << r.output;
-    alone_ = results(dir_ / "alone" / "report.json");
+    alone_ = testing::report_results(dir_ / "alone" / "report.json");
     ASSERT_EQ(alone_.size(), 4u);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -57,7 +47,7 @@ class CliExec : public ::testing::Test {
                                        " " + flags + " -q --no-reproducers -o " + out.string());
     EXPECT_EQ(r.code, 1) << r.output;
     for (const char* f : {"report.json", "report.html", "report.junit.xml"}) EXPECT_TRUE(fs::exists(out / f)) << f;
-    const auto got = results(out / "report.json");
+    const auto got = testing::report_results(out / "report.json");
     int mine = 0;
     for (const auto& [key, vr] : got) {
       if (key.second == "cpu-ref") {
@@ -74,7 +64,7 @@ class CliExec : public ::testing::Test {
   }
 
   fs::path dir_;
-  std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>> alone_;
+  testing::ReportResults alone_;
 };
 
 TEST_F(CliExec, SegfaultIsCrashWithSignalAndStderr) {

@@ -9,12 +9,15 @@
 #include <unistd.h>
 
 #include <sys/wait.h>
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <utility>
 
 namespace qc::testing {
 
@@ -61,6 +64,27 @@ inline CliResult run_qconform_output(const std::string& args, const std::string&
 inline nlohmann::json read_json(const std::filesystem::path& p) {
   std::ifstream in(p);
   return nlohmann::json::parse(in);
+}
+
+// The first `n` cases of a case file, written to `dest` as a suite of their own (a short run of the
+// default suites); returns dest's path.
+inline std::string write_first_cases(const std::filesystem::path& suite_file, std::size_t n,
+                                     const std::filesystem::path& dest) {
+  nlohmann::json suite = read_json(suite_file);
+  auto& cases = suite["cases"];
+  cases.erase(cases.begin() + static_cast<std::ptrdiff_t>(std::min(n, cases.size())), cases.end());
+  std::ofstream(dest) << suite.dump(1);
+  return dest.string();
+}
+
+// (case id, backend) -> (verdict, reason) of every result in a report.json.
+using ReportResults = std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>>;
+inline ReportResults report_results(const std::filesystem::path& report_json) {
+  ReportResults out;
+  const nlohmann::json report = read_json(report_json);
+  for (const auto& c : report["cases"])
+    for (const auto& b : c["backends"]) out[{c["id"], b["backend"]}] = {b["verdict"], b["reason"]};
+  return out;
 }
 
 // Timing fields differ between any two runs.

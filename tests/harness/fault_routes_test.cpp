@@ -46,32 +46,18 @@ const std::vector<FaultRow> kTable = {
     {KernelFault::huge_alloc, "CRASH", {"bad_alloc"}},
 };
 
-// (case id, backend) -> (verdict, reason)
-using Results = std::map<std::pair<std::string, std::string>, std::pair<std::string, std::string>>;
-
-Results results_of(const fs::path& report_json) {
-  Results out;
-  const nlohmann::json report = read_json(report_json);
-  for (const auto& c : report["cases"])
-    for (const auto& b : c["backends"]) out[{c["id"], b["backend"]}] = {b["verdict"], b["reason"]};
-  return out;
-}
-
 class FaultRoutes : public TempDirTest {
  protected:
   void SetUp() override {
     TempDirTest::SetUp();
     // The first case of the default quantize suite (ten f32 values to i8): every fault costs at most
     // one timeout.
-    nlohmann::json suite = read_json(std::string(QCONFORM_SOURCE_DIR) + "/cases/quantize_linear.json");
-    suite["cases"].erase(suite["cases"].begin() + 1, suite["cases"].end());
-    ASSERT_EQ(suite["cases"][0]["input"]["shape"], nlohmann::json::parse("[10]"));
-    cases_ = (dir_ / "one.json").string();
-    std::ofstream(cases_) << suite.dump(1);
+    cases_ = write_first_cases(std::string(QCONFORM_SOURCE_DIR) + "/cases/quantize_linear.json", 1, dir_ / "one.json");
+    ASSERT_EQ(read_json(cases_)["cases"][0]["input"]["shape"], nlohmann::json::parse("[10]"));
     const auto r =
         run_qconform_output("run " + cases_ + " --backend cpu-ref --no-reproducers -q -o " + (dir_ / "alone").string());
     ASSERT_EQ(r.code, 0) << r.output;
-    alone_ = results_of(dir_ / "alone" / "report.json");
+    alone_ = report_results(dir_ / "alone" / "report.json");
     ASSERT_EQ(alone_.size(), 1u);
   }
 
@@ -91,7 +77,7 @@ class FaultRoutes : public TempDirTest {
     }();
     EXPECT_NE(junit.find("tests=\"" + std::to_string(backends) + "\""), std::string::npos) << junit.substr(0, 400);
 
-    const Results got = results_of(out / "report.json");
+    const ReportResults got = report_results(out / "report.json");
     EXPECT_EQ(got.size(), backends);
     for (const auto& [key, vr] : alone_) {
       ASSERT_TRUE(got.count(key)) << key.first << " " << key.second;
@@ -113,7 +99,7 @@ class FaultRoutes : public TempDirTest {
   }
 
   std::string cases_;
-  Results alone_;
+  ReportResults alone_;
 };
 
 TEST_F(FaultRoutes, CompiledIn) {

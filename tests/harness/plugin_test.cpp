@@ -68,10 +68,7 @@ TEST_F(Plugin, QconformPluginsVariableLoadsTheSamePlugin) {
 // the same backend is a CRASH among the other results.
 TEST_F(Plugin, ABackendThatExitsZeroNeverPassesTheRun) {
   const fs::path& d = dir_;
-  nlohmann::json suite = read_json(kPluginSrc + "/cases/quantize_linear.json");
-  suite["cases"].erase(suite["cases"].begin() + 2, suite["cases"].end());
-  const std::string cases = (d / "two.json").string();
-  std::ofstream(cases) << suite.dump(1);
+  const std::string cases = write_first_cases(kPluginSrc + "/cases/quantize_linear.json", 2, d / "two.json");
   fs::create_directories(d / "out");
   { std::ofstream(d / "out" / "report.json") << "{\"earlier\": true}\n"; }
   const auto r =
@@ -98,10 +95,7 @@ TEST_F(Plugin, ABackendThatExitsZeroNeverPassesTheRun) {
 // fails a case and then dies on its reproducer used to take the harness down with it.
 TEST_F(Plugin, IsolationCoversTheReproducerStep) {
   const fs::path& d = dir_;
-  nlohmann::json suite = read_json(kPluginSrc + "/cases/quantize_linear.json");
-  suite["cases"].erase(suite["cases"].begin() + 2, suite["cases"].end());
-  const std::string cases = (d / "two.json").string();
-  std::ofstream(cases) << suite.dump(1);
+  const std::string cases = write_first_cases(kPluginSrc + "/cases/quantize_linear.json", 2, d / "two.json");
   const auto r =
       run_qconform_output("run " + cases + " --plugin " + QCONFORM_TEST_PLUGIN_FAULTY +
                           " --backend cpu-ref --backend plugin-segv-on-one --isolate -o " + (d / "out").string());
@@ -123,10 +117,7 @@ TEST_F(Plugin, IsolationCoversTheReproducerStep) {
 // case is the one-element case that kills it. Without isolation the signal ends qconform.
 TEST_F(Plugin, ShrinkUnderIsolationContainsABackendThatDies) {
   const fs::path& d = dir_;
-  nlohmann::json suite = read_json(kPluginSrc + "/cases/quantize_linear.json");
-  suite["cases"].erase(suite["cases"].begin() + 1, suite["cases"].end());
-  const std::string cases = (d / "one.json").string();
-  std::ofstream(cases) << suite.dump(1);
+  const std::string cases = write_first_cases(kPluginSrc + "/cases/quantize_linear.json", 1, d / "one.json");
   const std::string shrink = "shrink " + cases + " --case ties_at_half_integers --plugin " +
                              QCONFORM_TEST_PLUGIN_FAULTY + " --backend plugin-segv-on-one -o " +
                              (d / "small.json").string();

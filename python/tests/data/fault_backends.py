@@ -58,18 +58,19 @@ class Hang(_Fault):
         time.sleep(3600)
 
 
-class Exit0(_Fault):
-    FAULT = "exit0"
+class _Exit(_Fault):
+    STATUS = None
 
     def fault(self, op):
-        os._exit(0)  # no exception, no atexit: the process is simply gone
+        os._exit(self.STATUS)  # no exception, no atexit: the process is simply gone
 
 
-class Exit1(_Fault):
-    FAULT = "exit1"
+class Exit0(_Exit):
+    FAULT, STATUS = "exit0", 0
 
-    def fault(self, op):
-        os._exit(1)
+
+class Exit1(_Exit):
+    FAULT, STATUS = "exit1", 1
 
 
 class WrongShape(_Fault):
