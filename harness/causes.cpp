@@ -211,8 +211,6 @@ void linear_changes(Builder& b, const ActivationOperand& a, const QWeights& w, c
   if (out.kind == OutputKind::dequantized) dequantize_changes(b, false);
 }
 
-int normalized_axis(int axis, std::size_t rank) { return axis < 0 ? axis + static_cast<int>(rank) : axis; }
-
 }  // namespace
 
 std::vector<Variation> single_changes(const Spec& spec, const OpRequest& op) {
@@ -236,17 +234,17 @@ std::vector<Variation> single_changes(const Spec& spec, const OpRequest& op) {
 std::optional<int> channel_axis(const OpRequest& op) {
   if (const auto* q = std::get_if<QuantizeOp>(&op)) {
     if (q->params.axis && q->params.granularity() != Granularity::per_tensor)
-      return normalized_axis(*q->params.axis, q->x.shape().size());
+      return resolve_axis(*q->params.axis, static_cast<std::int64_t>(q->x.shape().size()));
     return std::nullopt;
   }
   if (const auto* d = std::get_if<DequantizeOp>(&op)) {
     if (d->params.axis && d->params.granularity() != Granularity::per_tensor)
-      return normalized_axis(*d->params.axis, d->q.shape().size());
+      return resolve_axis(*d->params.axis, static_cast<std::int64_t>(d->q.shape().size()));
     return std::nullopt;
   }
   if (const auto* r = std::get_if<RequantizeOp>(&op)) {
     if (r->params.axis && r->params.weight_scales.size() > 1)
-      return normalized_axis(*r->params.axis, r->acc.shape().size());
+      return resolve_axis(*r->params.axis, static_cast<std::int64_t>(r->acc.shape().size()));
     return std::nullopt;
   }
   if (const auto* g = std::get_if<QGemmOp>(&op)) return static_cast<int>(g->a.values.shape().size()) - 1;  // N
@@ -294,7 +292,9 @@ RequantizeParams gathered_params(const RequantizeParams& p, const Shape& shape, 
   QuantParams channels;
   channels.axis = p.axis;
   channels.scales.assign(
-      static_cast<std::size_t>(shape[static_cast<std::size_t>(normalized_axis(*p.axis, shape.size()))]), 1.0);
+      static_cast<std::size_t>(
+          shape[static_cast<std::size_t>(resolve_axis(*p.axis, static_cast<std::int64_t>(shape.size())))]),
+      1.0);
   const ParamIndexer channel_of(channels, shape);
   RequantizeParams g = p;
   g.axis = 0;

@@ -102,8 +102,7 @@ Metrics compare(const Reference& ref, const Tensor& actual, int max_worst) {
   return m;
 }
 
-std::vector<std::int64_t> mismatch_indices(const Tensor& a, const Tensor& b,
-                                           const std::vector<std::uint8_t>& specified) {
+std::vector<std::int64_t> mismatch_indices(const Tensor& a, const Tensor& b, const SpecifiedMask& specified) {
   std::vector<std::int64_t> v;
   for (std::int64_t i = 0; i < a.size(); ++i)
     if (specified[static_cast<std::size_t>(i)] && !same_element(a, b, i)) v.push_back(i);
@@ -126,7 +125,7 @@ std::string fingerprint(const std::vector<std::int64_t>& indices) {
   return std::to_string(indices.size()) + ":" + hex;
 }
 
-std::int64_t count_mismatches(const Tensor& a, const Tensor& b, const std::vector<std::uint8_t>& specified) {
+std::int64_t count_mismatches(const Tensor& a, const Tensor& b, const SpecifiedMask& specified) {
   std::int64_t n = 0;
   for (std::int64_t i = 0; i < a.size(); ++i)
     if (specified[static_cast<std::size_t>(i)] && !same_element(a, b, i)) ++n;

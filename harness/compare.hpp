@@ -20,14 +20,13 @@ std::int64_t ulp_delta(DType t, std::uint64_t expected, std::uint64_t actual);
 bool same_element(const Tensor& a, const Tensor& b, std::int64_t i);
 
 // The specified elements where `a` and `b` differ, in index order.
-std::vector<std::int64_t> mismatch_indices(const Tensor& a, const Tensor& b,
-                                           const std::vector<std::uint8_t>& specified);
+std::vector<std::int64_t> mismatch_indices(const Tensor& a, const Tensor& b, const SpecifiedMask& specified);
 
 // "<count>:<16 hex digits>": the number of mismatching elements and a hash of their indices, so
 // a baseline can tell an unchanged known mismatch from one element more or less.
 std::string fingerprint(const std::vector<std::int64_t>& indices);
 
 // Number of specified elements where `a` and `b` differ bit for bit (NaN payloads aside).
-std::int64_t count_mismatches(const Tensor& a, const Tensor& b, const std::vector<std::uint8_t>& specified);
+std::int64_t count_mismatches(const Tensor& a, const Tensor& b, const SpecifiedMask& specified);
 
 }  // namespace qc

@@ -34,12 +34,8 @@ Reference evaluate_quantize(const QuantizeOp& op, const Spec& spec) {
 
 Reference evaluate_dequantize(const DequantizeOp& op, const Spec& spec) {
   DequantizeResult r = dequantize(op.q, op.params, op.out, spec.dequantize);
-  Reference ref{std::move(r.y),
-                std::move(r.labels),
-                std::vector<std::uint8_t>(static_cast<std::size_t>(op.q.size()), 1),
-                std::nullopt,
-                {},
-                {}};
+  Reference ref{
+      std::move(r.y), std::move(r.labels), SpecifiedMask(static_cast<std::size_t>(op.q.size())), std::nullopt, {}, {}};
   // The real value (q - zp) * s is exact; its correct rounding into the output format is the
   // dequantize of an exact-arithmetic policy.
   DequantizePolicy exact_policy{DequantizeOrder::sub_int_then_mul, ComputeFormat{ComputeFormat::Kind::exact, 0}};
@@ -60,7 +56,7 @@ Reference evaluate_requantize(const RequantizeOp& op, const Spec& spec) {
   RequantizeResult r = requantize(op.acc, op.params, op.out, spec.requantize);
   Reference ref{std::move(r.q),
                 std::move(r.labels),
-                std::vector<std::uint8_t>(static_cast<std::size_t>(op.acc.size()), 1),
+                SpecifiedMask(static_cast<std::size_t>(op.acc.size())),
                 std::nullopt,
                 {},
                 {}};
@@ -71,7 +67,7 @@ Reference evaluate_requantize(const RequantizeOp& op, const Spec& spec) {
     std::size_t channel = 0;
     if (p.weight_scales.size() > 1 || p.output_zero_points.size() > 1) {
       const int rank = op->acc.rank();
-      const int axis = *p.axis < 0 ? *p.axis + rank : *p.axis;
+      const int axis = resolve_axis(*p.axis, rank);
       std::vector<std::int64_t> c;
       unravel(i, op->acc.shape(), c);
       channel = static_cast<std::size_t>(c[static_cast<std::size_t>(axis)]);
@@ -88,8 +84,7 @@ Reference evaluate_requantize(const RequantizeOp& op, const Spec& spec) {
 
 // qgemm and qconv2d share the output stage and so the reference they produce.
 Reference linear_reference(QLinearResult r, DType out) {
-  Reference ref{r.y,          r.labels, std::vector<std::uint8_t>(static_cast<std::size_t>(r.y.size()), 1),
-                std::nullopt, {},       {}};
+  Reference ref{r.y, r.labels, SpecifiedMask(static_cast<std::size_t>(r.y.size())), std::nullopt, {}, {}};
   if (is_float(out)) {  // the exact value rounded once into the output format
     Tensor cr(out, r.y.shape());
     for (std::int64_t i = 0; i < cr.size(); ++i)
@@ -108,7 +103,7 @@ Reference linear_reference(QLinearResult r, DType out) {
 // implementation is judged by the TOSA dot-product bound since the summation order is free.
 Reference evaluate_weight_only(const WeightOnlyGemmOp& op, const Spec& spec) {
   auto r = std::make_shared<WeightOnlyResult>(weight_only_gemm(op, weight_only_policy(spec)));
-  Reference ref{r->y, r->labels, std::vector<std::uint8_t>(static_cast<std::size_t>(r->y.size()), 1), r->y, {}, {}};
+  Reference ref{r->y, r->labels, SpecifiedMask(static_cast<std::size_t>(r->y.size())), r->y, {}, {}};
   const DotProductCheck check{TosaDotProductRevision::ksb, tosa_kernel_size_bound(r->kernel_size, r->nonzero_bias), -1,
                               op.out};
   ref.dot_product = [r, check](const Tensor& actual) { return check_dot_product(r->exact, r->bound, actual, check); };

@@ -18,7 +18,7 @@ namespace qc {
 struct Reference {
   Tensor expected;                      // bit for bit, under the spec
   std::vector<Label> labels;            // per element
-  std::vector<std::uint8_t> specified;  // 0 where the spec leaves the element open
+  SpecifiedMask specified;              // where the spec leaves the element open
   // Float outputs: the exact real value correctly rounded (ties to even) into the output format,
   // so a backend's distance to the real answer is reported beside its distance to the spec.
   std::optional<Tensor> correctly_rounded;

@@ -73,8 +73,6 @@ Box point_box(std::int64_t index, const Shape& shape, std::vector<std::int64_t>&
   return box;
 }
 
-int resolved(int axis, std::size_t rank) { return axis < 0 ? axis + static_cast<int>(rank) : axis; }
-
 // The parameters of `x[box]`. Blocked parameters need the box to start on a block boundary along
 // the blocked axis (or to hold one element there).
 QuantParams crop_params(const QuantParams& p, const Shape& x, const Box& box) {
@@ -83,14 +81,14 @@ QuantParams crop_params(const QuantParams& p, const Shape& x, const Box& box) {
     case Granularity::per_tensor:
       return out;
     case Granularity::per_axis: {
-      const auto a = static_cast<std::size_t>(resolved(*p.axis, x.size()));
+      const auto a = static_cast<std::size_t>(resolve_axis(*p.axis, static_cast<std::int64_t>(x.size())));
       const Box pb{box[a]};
       out.scales = crop_flat(p.scales, {x[a]}, pb);
       out.zero_points = crop_flat(p.zero_points, {x[a]}, pb);
       return out;
     }
     case Granularity::blocked: {
-      const auto a = static_cast<std::size_t>(resolved(*p.axis, x.size()));
+      const auto a = static_cast<std::size_t>(resolve_axis(*p.axis, static_cast<std::int64_t>(x.size())));
       const std::int64_t bs = p.block_size;
       const auto [start, len] = box[a];
       if (len > 1 && start % bs != 0) throw std::logic_error("crop not aligned to the blocks");
@@ -258,7 +256,7 @@ std::vector<Box> halve(const Shape& s, std::size_t d, std::int64_t align = 1) {
 // The block size along axis `d` of parameters `p` for a tensor of shape `x` (1 if not blocked there).
 std::int64_t block_along(const QuantParams& p, const Shape& x, std::size_t d) {
   if (p.granularity() != Granularity::blocked) return 1;
-  return static_cast<std::size_t>(resolved(*p.axis, x.size())) == d ? p.block_size : 1;
+  return static_cast<std::size_t>(resolve_axis(*p.axis, static_cast<std::int64_t>(x.size()))) == d ? p.block_size : 1;
 }
 
 }  // namespace
@@ -286,7 +284,8 @@ OpUnit unit_op(const OpRequest& op, std::int64_t index) {
     RequantizeOp u = *r;
     u.acc = crop(r->acc, box);
     if (r->params.axis) {
-      const std::int64_t ch = c[static_cast<std::size_t>(resolved(*r->params.axis, c.size()))];
+      const std::int64_t ch =
+          c[static_cast<std::size_t>(resolve_axis(*r->params.axis, static_cast<std::int64_t>(c.size())))];
       if (r->params.weight_scales.size() > 1) u.params.weight_scales = {r->params.weight_scales[ch]};
       if (r->params.output_zero_points.size() > 1) u.params.output_zero_points = {r->params.output_zero_points[ch]};
     }
@@ -336,9 +335,10 @@ std::vector<OpRequest> halves(const OpRequest& op) {
           },
           halve(dq->q.shape(), d, block_along(dq->params, dq->q.shape(), d)));
   } else if (const auto* r = std::get_if<RequantizeOp>(&op)) {
-    const std::optional<std::size_t> ch =
-        r->params.axis ? std::optional(static_cast<std::size_t>(resolved(*r->params.axis, r->acc.shape().size())))
-                       : std::nullopt;
+    const std::optional<std::size_t> ch = r->params.axis
+                                              ? std::optional(static_cast<std::size_t>(resolve_axis(
+                                                    *r->params.axis, static_cast<std::int64_t>(r->acc.shape().size()))))
+                                              : std::nullopt;
     for (std::size_t d = 0; d < r->acc.shape().size(); ++d)
       add(
           [&](const Box& b) {

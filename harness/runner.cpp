@@ -206,7 +206,7 @@ const BackendRun& SuiteRunner::ran(const Case& c, std::size_t i) {
     bind_operand(own, l.field, *p.output);
     const Tensor& oracle = evaluated(producer).ref.expected;
     const std::int64_t moved =
-        count_mismatches(oracle, *p.output, std::vector<std::uint8_t>(static_cast<std::size_t>(p.output->size()), 1));
+        count_mismatches(oracle, *p.output, SpecifiedMask(static_cast<std::size_t>(p.output->size())));
     if (moved > 0) {
       InputVariation v{l.field + ".from=" + l.producer,
                        b.name() + "'s own output of '" + l.producer + "' as " + l.field + " (it differs from the " +

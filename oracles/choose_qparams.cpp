@@ -35,11 +35,6 @@ EF absolute(EF v) {
   if (v.is_finite()) v.value = abs(v.value);
   return v;
 }
-EF negate(EF v) {  // unary minus: exact
-  v.negative = !v.negative;
-  if (v.is_finite()) v.value = -v.value;
-  return v;
-}
 // std::max(a, b) and std::min(a, b): (a < b) ? b : a and (b < a) ? b : a.
 EF std_max(const EF& a, const EF& b) { return dbl(a) < dbl(b) ? b : a; }
 EF std_min(const EF& a, const EF& b) { return dbl(b) < dbl(a) ? b : a; }
@@ -491,7 +486,7 @@ DynamicQParams choose_dynamic_qparams(const Tensor& x, DType q, const QParamsRul
   if (x.size() == 0) throw InputError("choose_dynamic_qparams: the input is empty");
   std::int64_t dim = 1, inner = x.size();
   if (axis) {
-    const int a = *axis < 0 ? *axis + x.rank() : *axis;
+    const int a = resolve_axis(*axis, x.rank());
     if (a < 0 || a >= x.rank())
       throw InputError("choose_dynamic_qparams: axis " + std::to_string(*axis) + " is out of range for rank " +
                        std::to_string(x.rank()));

@@ -21,14 +21,6 @@ int msb(u128 v) {  // v > 0
 
 ExactFloat exact_int(std::int64_t v) { return ExactFloat::finite(Rational(v)); }
 
-// -(v): an exact sign flip (the unary minus of C), not a subtraction from zero.
-ExactFloat negate(ExactFloat v) {
-  if (v.is_nan()) return v;
-  v.negative = !v.negative;
-  if (v.is_finite()) v.value = -v.value;
-  return v;
-}
-
 void require_integer_input(DType q) {
   if (!is_int(q))
     throw InputError("dequantize: input format " + std::string(name(q)) +

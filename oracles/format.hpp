@@ -32,6 +32,14 @@ struct ExactFloat {
   bool is_finite() const { return kind == Kind::finite; }
 };
 
+// -(v): an exact sign flip (the unary minus of C), not a subtraction from zero; NaN stays NaN.
+inline ExactFloat negate(ExactFloat v) {
+  if (v.is_nan()) return v;
+  v.negative = !v.negative;
+  if (v.is_finite()) v.value = -v.value;
+  return v;
+}
+
 // What to do with a finite value whose rounded magnitude exceeds the format's largest finite
 // value. ieee: to inf under nearest modes and under the directed mode pointing away from zero,
 // else to max finite (IEEE 754 7.4); a format without inf gives NaN (ONNX Cast, saturate=0).

@@ -68,7 +68,7 @@ PairLayout pair_layout(const Shape& shape, const Int4Packing& packing, const cha
     l.length = numel(shape);
   } else {
     const int rank = static_cast<int>(shape.size());
-    const int a = *packing.axis < 0 ? *packing.axis + rank : *packing.axis;
+    const int a = resolve_axis(*packing.axis, rank);
     if (a < 0 || a >= rank)
       throw InputError(std::string(op) + ": packing axis " + std::to_string(*packing.axis) +
                        " is out of range for a tensor of rank " + std::to_string(rank));

@@ -10,8 +10,6 @@ namespace qc {
 
 namespace {
 
-int resolve_axis(int axis, int rank) { return axis < 0 ? axis + rank : axis; }
-
 // The block length of a parameter along dimension `dim` of `shape`: its block size when blocked
 // along dim, 1 when per axis along dim, 0 when it does not vary along dim.
 std::int64_t block_along(const QuantParams& p, const Shape& shape, int dim) {

@@ -1,5 +1,7 @@
 #include "oracles/quantize.hpp"
 
+#include "oracles/quantize_f32.hpp"
+
 #include "qconform/error.hpp"
 
 #include <algorithm>
@@ -396,7 +398,7 @@ template <class T>
   const bool adjust = fl > t;
   fli -= adjust;
   fl -= static_cast<T>(adjust);
-  const T d = t - (fl + T(0.5));  // exact when |d| <= 1/4: see f32_kernel
+  const T d = t - (fl + T(0.5));  // exact when |d| <= 1/4: see quantize_f32_kernel.hpp
   const bool f_zero = t == fl, f_half = (d == T(0)) & !f_zero, f_above = (d > T(0)) & !f_zero;
   const std::int64_t r = fli + round_up(f_zero, f_half, f_above, (fli & 1) != 0, fli < 0);
   const bool near = (std::fabs(d) <= T(kNearTieDistance)) & !f_zero;
@@ -461,7 +463,7 @@ double two_sum_err(double a, double b, double s) {
   auto fli0 = static_cast<std::int64_t>(t);  // floor by truncation: |t| < 2^50 here
   double fl = static_cast<double>(fli0);
   if (fl > t) fl -= 1;
-  // Classify against m = fl + 1/2 (d = t - m is exact when |d| <= 1/4, see f32_kernel), then
+  // Classify against m = fl + 1/2 (d = t - m is exact when |d| <= 1/4, see quantize_f32_kernel.hpp), then
   // let the residual's sign settle values that sit exactly on an integer or a half.
   double d = t - (fl + 0.5);
   Fraction f = t == fl ? Fraction::zero : d == 0 ? Fraction::half : d < 0 ? Fraction::below_half : Fraction::above_half;
@@ -551,118 +553,6 @@ void fast_run(const FastContext& c, const In* x, Out* q, Label* labels, std::int
   }
 }
 
-// The common case, vectorized: f32 input, f32 arithmetic, outputs of at most 16 bits,
-// saturating. The body is written without data-dependent branches (compare masks and
-// selects) so the compiler vectorizes it; every element it cannot settle (NaN, infinities,
-// subnormal inputs, a quotient that overflows) is flagged in `bad` and redone by the slow path.
-// It computes exactly what fast_float_element<float> computes: t is clamped to [lo_f, hi_f]
-// first, which is the policy's own clamp under float_before and otherwise +-2^30, a bound
-// beyond which every output of at most 16 bits saturates anyway.
-template <RoundingMode M, QuantizeOrder O, class Out, bool kLabels>
-void f32_kernel(const float* __restrict x, std::int32_t* __restrict q, std::int32_t* __restrict labels,
-                std::int32_t* __restrict bad, std::int64_t n, float s, std::int32_t zp, float lo_f, float hi_f,
-                bool float_before, std::int32_t lo, std::int32_t hi, float min_normal) {
-  constexpr bool kIntAdd = O == QuantizeOrder::div_then_add_int || O == QuantizeOrder::recip_then_add_int;
-  const float inv = 1.0f / s;
-  const auto zpf = static_cast<float>(zp);
-  const std::int32_t off = kIntAdd ? zp : 0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float xv = x[i];
-    const float ax = std::fabs(xv);
-    float t;
-    if constexpr (O == QuantizeOrder::div_then_add_int)
-      t = xv / s;
-    else if constexpr (O == QuantizeOrder::div_add_float)
-      t = xv / s + zpf;
-    else if constexpr (O == QuantizeOrder::recip_then_add_int)
-      t = xv * inv;
-    else
-      t = xv * inv + zpf;
-    const bool is_bad = ((ax < min_normal) & (ax != 0.0f)) | !(ax <= std::numeric_limits<float>::max()) |
-                        !(std::fabs(t) <= std::numeric_limits<float>::max());
-    const bool sat_f = float_before & ((t < lo_f) | (t > hi_f));
-    // A NaN would pass the clamp and make the int cast undefined; its element is flagged in `bad`
-    // and redone by the slow path, so any finite stand-in does (a select: the loop still vectorizes).
-    t = t == t ? t : 0.0f;
-    t = std::min(std::max(t, lo_f), hi_f);
-    std::int32_t ti = static_cast<std::int32_t>(t);
-    float fl = static_cast<float>(ti);
-    const std::int32_t adjust = fl > t ? 1 : 0;
-    ti -= adjust;
-    fl -= static_cast<float>(adjust);
-    // Classify t against m = floor(t) + 1/2 rather than forming t - floor(t), which is not
-    // exact for small negative t; d = t - m is exact whenever |d| <= 1/4 (Sterbenz), and
-    // otherwise far from both the tie and the near-tie band.
-    const float d = t - (fl + 0.5f);
-    const std::int32_t zero = t == fl, half = (d == 0.0f) & !zero, above = (d > 0.0f) & !zero;
-    const std::int32_t up = rounds_up_bits<std::int32_t>(M, zero, half, above, ti & 1, ti < 0);
-    const std::int32_t v = ti + up + off;
-    const std::int32_t c = std::min(std::max(v, lo), hi);
-    q[i] = c;
-    bad[i] = is_bad ? 1 : 0;
-    if constexpr (kLabels) {
-      // clear 0, near_tie 1, tie 2 (a tie is also near), saturated 3 (ORs over the others).
-      static_assert(static_cast<int>(Label::near_tie) == 1 && static_cast<int>(Label::tie) == 2 &&
-                    static_cast<int>(Label::saturated) == 3);
-      const bool sat = sat_f | (c != v);
-      const bool near = (std::fabs(d) <= static_cast<float>(kNearTieDistance)) & !zero;
-      labels[i] = static_cast<std::int32_t>((static_cast<unsigned>(near) + static_cast<unsigned>(half)) |
-                                            (static_cast<unsigned>(sat) * 3u));
-    }
-  }
-}
-
-template <RoundingMode M, QuantizeOrder O, class Out>
-void f32_kernel_labels(bool with_labels, const float* x, std::int32_t* q, std::int32_t* labels, std::int32_t* bad,
-                       std::int64_t n, float s, std::int32_t zp, float lo_f, float hi_f, bool fb, std::int32_t lo,
-                       std::int32_t hi, float mn) {
-  if (with_labels)
-    f32_kernel<M, O, Out, true>(x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, hi, mn);
-  else
-    f32_kernel<M, O, Out, false>(x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, hi, mn);
-}
-
-template <RoundingMode M, class Out>
-void f32_kernel_order(QuantizeOrder o, bool with_labels, const float* x, std::int32_t* q, std::int32_t* labels,
-                      std::int32_t* bad, std::int64_t n, float s, std::int32_t zp, float lo_f, float hi_f, bool fb,
-                      std::int32_t lo, std::int32_t hi, float mn) {
-  switch (o) {
-#define QC_ORDER(ORD)                                                                                                  \
-  case QuantizeOrder::ORD:                                                                                             \
-    return f32_kernel_labels<M, QuantizeOrder::ORD, Out>(with_labels, x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, \
-                                                         hi, mn);
-    QC_ORDER(div_then_add_int)
-    QC_ORDER(div_add_float)
-    QC_ORDER(recip_then_add_int)
-    QC_ORDER(recip_add_float)
-#undef QC_ORDER
-    case QuantizeOrder::fma_recip:
-    case QuantizeOrder::round_then_add_float:
-    case QuantizeOrder::recip_round_then_add_float:
-      break;  // not taken: left to the scalar path
-  }
-}
-
-template <class Out>
-void f32_kernel_mode(RoundingMode m, QuantizeOrder o, bool with_labels, const float* x, std::int32_t* q,
-                     std::int32_t* labels, std::int32_t* bad, std::int64_t n, float s, std::int32_t zp, float lo_f,
-                     float hi_f, bool fb, std::int32_t lo, std::int32_t hi, float mn) {
-  switch (m) {
-#define QC_MODE(MODE)                                                                                                 \
-  case RoundingMode::MODE:                                                                                            \
-    return f32_kernel_order<RoundingMode::MODE, Out>(o, with_labels, x, q, labels, bad, n, s, zp, lo_f, hi_f, fb, lo, \
-                                                     hi, mn);
-    QC_MODE(rne)
-    QC_MODE(rna)
-    QC_MODE(rhu)
-    QC_MODE(rhd)
-    QC_MODE(rtz)
-    QC_MODE(floor)
-    QC_MODE(ceil)
-#undef QC_MODE
-  }
-}
-
 // Calls f(begin, end, k) for each maximal run of consecutive elements with parameter index k.
 template <class F>
 void for_each_param_run(const QuantParams& p, const Shape& shape, std::int64_t n, F&& f) {
@@ -689,33 +579,26 @@ void fast_tensor(const FastContext& c, const Tensor& x, const QuantParams& p, Te
   if constexpr (std::is_same_v<In, float> && sizeof(Out) <= 2) {
     if (c.kind == FastKind::f32 && c.pol.clamp != Clamp::wrap && c.pol.order != QuantizeOrder::fma_recip &&
         !adds_zp_in_float_after_rounding(c.pol.order) && c.pol.cast == IntCast::exact) {
-      // The kernel flags the elements it cannot settle in a small reused buffer (chunks of 4096
-      // elements), so the flags cost no extra pass over memory.
-      constexpr std::int64_t kChunk = 4096;
-      // The kernel writes int32 lanes (one vector width with the f32 lanes, which GCC needs to
-      // vectorize it); they are narrowed to the output and label types afterwards.
-      std::vector<std::int32_t> qbuf(kChunk), lbuf(kChunk), bad(kChunk);
+      constexpr auto kOut = std::is_same_v<Out, std::int8_t>    ? quantize_f32::Out::s8
+                            : std::is_same_v<Out, std::uint8_t> ? quantize_f32::Out::u8
+                            : std::is_same_v<Out, std::int16_t> ? quantize_f32::Out::s16
+                                                                : quantize_f32::Out::u16;
+      const quantize_f32::Kernel kernel = quantize_f32::kernel();
       const bool fb = c.pol.clamp == Clamp::float_before;
       for_each_param_run(p, x.shape(), x.size(), [&](std::int64_t b, std::int64_t e, std::int64_t k) {
-        const auto s = static_cast<float>(p.scales[static_cast<std::size_t>(k)]);
-        const auto zp = static_cast<std::int32_t>(p.zero_point(k));
-        const std::int32_t off = c.int_add ? zp : 0;
-        const float lo_f = fb ? static_cast<float>(c.fin.range.lo - off) : -0x1p30f;
-        const float hi_f = fb ? static_cast<float>(c.fin.range.hi - off) : 0x1p30f;
-        for (std::int64_t cb = b; cb < e; cb += kChunk) {
-          const std::int64_t n = std::min(kChunk, e - cb);
-          f32_kernel_mode<Out>(c.pol.rounding, c.pol.order, labels != nullptr, xd + cb, qbuf.data(), lbuf.data(),
-                               bad.data(), n, s, zp, lo_f, hi_f, fb, static_cast<std::int32_t>(c.fin.range.lo),
-                               static_cast<std::int32_t>(c.fin.range.hi), static_cast<float>(c.min_normal));
-          Out* qo = qd + cb;
-          for (std::int64_t i = 0; i < n; ++i) qo[i] = static_cast<Out>(qbuf[static_cast<std::size_t>(i)]);
-          if (labels) {
-            auto* lo = reinterpret_cast<std::uint8_t*>(labels + cb);
-            for (std::int64_t i = 0; i < n; ++i) lo[i] = static_cast<std::uint8_t>(lbuf[static_cast<std::size_t>(i)]);
-          }
-          for (std::int64_t i = 0; i < n; ++i)  // flags are rare: a predictable branch
-            if (bad[static_cast<std::size_t>(i)]) slow.push_back(cb + i);
-        }
+        quantize_f32::Params kp;
+        kp.s = static_cast<float>(p.scales[static_cast<std::size_t>(k)]);
+        kp.zp = static_cast<std::int32_t>(p.zero_point(k));
+        const std::int32_t off = c.int_add ? kp.zp : 0;
+        kp.lo_f = fb ? static_cast<float>(c.fin.range.lo - off) : -0x1p30f;
+        kp.hi_f = fb ? static_cast<float>(c.fin.range.hi - off) : 0x1p30f;
+        kp.float_before = fb;
+        kp.lo = static_cast<std::int32_t>(c.fin.range.lo);
+        kp.hi = static_cast<std::int32_t>(c.fin.range.hi);
+        kp.min_normal = static_cast<float>(c.min_normal);
+        kp.mode = c.pol.rounding;
+        kp.order = c.pol.order;
+        kernel(kp, kOut, xd + b, e - b, qd + b, labels ? labels + b : nullptr, b, slow);
       });
       return;
     }
@@ -760,11 +643,23 @@ void fast_tensor_out(const FastContext& c, const Tensor& x, const QuantParams& p
 
 QuantizeResult quantize(const Tensor& x, const QuantParams& p, DType out, const QuantizePolicy& pol, OraclePath path,
                         bool want_labels) {
-  if (!is_int(out)) throw InputError("quantize: output format " + std::string(name(out)) + " is not an integer format");
   QuantizeResult res;
-  res.q = Tensor(out, x.shape());
-  if (want_labels) res.labels.assign(static_cast<std::size_t>(x.size()), Label::clear);
-  res.specified.assign(static_cast<std::size_t>(x.size()), 1);
+  quantize(x, p, out, pol, res, path, want_labels);
+  return res;
+}
+
+void quantize(const Tensor& x, const QuantParams& p, DType out, const QuantizePolicy& pol, QuantizeResult& res,
+              OraclePath path, bool want_labels) {
+  if (!is_int(out)) throw InputError("quantize: output format " + std::string(name(out)) + " is not an integer format");
+  // Every element is written below (by a fast path or the slow path), so buffers of the right
+  // size are reused as they are.
+  if (res.q.dtype() != out || res.q.shape() != x.shape() || res.q.bytes().empty() != (x.size() == 0))
+    res.q = Tensor(out, x.shape());
+  if (want_labels)
+    res.labels.resize(static_cast<std::size_t>(x.size()));
+  else
+    res.labels.clear();
+  res.specified = SpecifiedMask(static_cast<std::size_t>(x.size()));
   const Arith A = resolve_compute(pol.compute, x.dtype(), p.scale_dtype);
   const FastKind fk = path == OraclePath::fast ? A.native() : FastKind::none;
   const FastContext ctx{pol,
@@ -804,10 +699,9 @@ QuantizeResult quantize(const Tensor& x, const QuantParams& p, DType out, const 
     }
     res.q.set_int(i, e.q);
     if (want_labels) res.labels[static_cast<std::size_t>(i)] = e.label;
-    res.specified[static_cast<std::size_t>(i)] = e.specified ? 1 : 0;
+    res.specified.set(static_cast<std::size_t>(i), e.specified);
   }
   res.slow_elements = static_cast<std::int64_t>(slow.size());  // every element, when no fast path applies
-  return res;
 }
 
 }  // namespace qc

@@ -10,6 +10,7 @@
 #include "oracles/ieee.hpp"
 #include "oracles/labels.hpp"
 #include "oracles/policy.hpp"
+#include "oracles/specified.hpp"
 #include "qconform/qparams.hpp"
 #include "qconform/tensor.hpp"
 
@@ -23,12 +24,15 @@ enum class OraclePath : std::uint8_t { fast, slow };
 struct QuantizeResult {
   Tensor q;
   std::vector<Label> labels;            // empty unless requested
-  std::vector<std::uint8_t> specified;  // 0 where the policy leaves the value open (NaN, unspecified)
+  SpecifiedMask specified;              // where the policy leaves the value open (NaN, unspecified)
   std::int64_t slow_elements = 0;       // how many elements the fast path handed to the slow path
 };
 
 QuantizeResult quantize(const Tensor& x, const QuantParams& p, DType out, const QuantizePolicy& policy,
                         OraclePath path = OraclePath::fast, bool want_labels = true);
+// The same into `res`, reusing its buffers where they have the right size (for repeated calls).
+void quantize(const Tensor& x, const QuantParams& p, DType out, const QuantizePolicy& policy, QuantizeResult& res,
+              OraclePath path = OraclePath::fast, bool want_labels = true);
 
 // One element, every step: for `qconform explain` and for reports' worst elements.
 struct TraceStep {

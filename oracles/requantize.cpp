@@ -619,12 +619,6 @@ RequantizeElement requantize_element(std::int64_t acc, const RequantizeScales& s
 
 // ---- Tensor driver: validation, channels, the fast path (requantize_fast.cpp), the rest by definition
 
-namespace {
-
-int resolve_axis(int axis, int rank) { return axis < 0 ? axis + rank : axis; }
-
-}  // namespace
-
 void validate(const RequantizeParams& p, const Shape& acc, DType out, const std::string& where) {
   if (!is_float(p.scale_dtype))
     throw InputError(where + ": field 'scale_dtype': " + std::string(name(p.scale_dtype)) + " is not a float format");

@@ -296,7 +296,7 @@ struct FloatKernel {
       v = v > 0 ? big : -big;  // saturates below all the same
     }
     // floor(v) by truncation, and where v lies against floor(v) + 1/2 (exact where it matters: see
-    // quantize.cpp's f32_kernel; a v of 2^23 or more in f32, 2^52 in f64, is an integer).
+    // quantize_f32_kernel.hpp; a v of 2^23 or more in f32, 2^52 in f64, is an integer).
     auto fli = static_cast<std::int64_t>(v);
     T fl = static_cast<T>(fli);
     const bool adjust = fl > v;  // written branch-free: the sign is data

@@ -286,7 +286,7 @@ Tensor requantize(const RequantizeOp& op, const Numerics& n) {
   Tensor y(op.out, op.acc.shape());
   std::int64_t inner = 1, dim = 1;
   if (p.axis) {
-    const int a = *p.axis < 0 ? *p.axis + op.acc.rank() : *p.axis;
+    const int a = resolve_axis(*p.axis, op.acc.rank());
     dim = op.acc.shape()[static_cast<std::size_t>(a)];
     for (int d = a + 1; d < op.acc.rank(); ++d) inner *= op.acc.shape()[static_cast<std::size_t>(d)];
   }

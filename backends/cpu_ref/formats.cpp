@@ -86,7 +86,7 @@ Tensor unpack_nibbles(const Tensor& packed, DType nibble_type, const Shape& shap
   std::int64_t outer = 1, length = numel(shape), inner = 1;
   if (packing.axis) {
     const int rank = static_cast<int>(shape.size());
-    const int axis = *packing.axis < 0 ? *packing.axis + rank : *packing.axis;
+    const int axis = resolve_axis(*packing.axis, rank);
     outer = 1;
     inner = 1;
     for (int d = 0; d < axis; ++d) outer *= shape[static_cast<std::size_t>(d)];

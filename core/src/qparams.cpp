@@ -15,10 +15,6 @@ Granularity QuantParams::granularity() const {
   return Granularity::per_tensor;
 }
 
-namespace {
-int resolve_axis(int axis, int rank) { return axis < 0 ? axis + rank : axis; }
-}  // namespace
-
 Shape QuantParams::param_shape(const Shape& x) const {
   switch (granularity()) {
     case Granularity::per_tensor:

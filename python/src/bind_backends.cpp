@@ -483,7 +483,7 @@ void bind_backends(py::module_& m) {
                                                              r.ref.expected.shape().end());
                                py::array_t<bool> s(dims);
                                for (std::size_t i = 0; i < r.ref.specified.size(); ++i)
-                                 s.mutable_data()[i] = r.ref.specified[i] != 0;
+                                 s.mutable_data()[i] = r.ref.specified[i];
                                return s;
                              })
       .def_property_readonly("correctly_rounded",

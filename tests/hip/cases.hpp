@@ -368,7 +368,7 @@ inline Mismatches compare_to_claim(const OpRequest& op, const Tensor& out, const
     return m;
   }
   for (std::int64_t i = 0; i < out.size(); ++i) {
-    if (!ref.specified.empty() && ref.specified[static_cast<std::size_t>(i)] == 0) continue;
+    if (!ref.specified[static_cast<std::size_t>(i)]) continue;
     if (out.bits(i) != ref.expected.bits(i)) {
       if (++m.count <= 3)
         m.first += " [" + std::to_string(i) + "] got bits " + std::to_string(out.bits(i)) + " expected " +

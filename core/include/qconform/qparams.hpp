@@ -35,6 +35,9 @@ struct QuantParams {
   std::int64_t zero_point(std::int64_t k) const { return zero_points.empty() ? 0 : zero_points[k]; }
 };
 
+// An axis as an index: negative axes count from the end (-1 is the last of `rank` dimensions).
+constexpr int resolve_axis(int axis, std::int64_t rank) { return axis < 0 ? axis + static_cast<int>(rank) : axis; }
+
 // Checks scales (positive, finite, representable in scale_dtype), zero points (inside the
 // integer format `q`), and counts against the shape. Throws InputError naming `where` and the
 // offending field.
