@@ -490,8 +490,8 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
 
 namespace {
 
-constexpr std::int64_t kInt32Min = std::numeric_limits<std::int32_t>::min();
-constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t kAccInt32Min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int64_t kAccInt32Max = std::numeric_limits<std::int32_t>::max();
 
 // Two's-complement wrap to 64 bits (int64 is not a DType, so int_convert does not cover it).
 BigInt wrap_int64(const BigInt& v) {
@@ -536,7 +536,8 @@ DotProduct accumulate_dot(std::span<const std::int32_t> a, std::span<const std::
       break;
     case Accumulation::int32_saturate: {
       std::int64_t s = 0;
-      for (std::size_t k = 0; k < a.size(); ++k) s = std::clamp(s + std::int64_t{a[k]} * b[k], kInt32Min, kInt32Max);
+      for (std::size_t k = 0; k < a.size(); ++k)
+        s = std::clamp(s + std::int64_t{a[k]} * b[k], kAccInt32Min, kAccInt32Max);
       d.value = s;
       break;
     }
@@ -566,7 +567,7 @@ AccumulationBound accumulation_bound(Accumulation acc, std::int64_t k, IntRange 
   const BigInt partial_lo = r.lo < 0 ? r.lo : BigInt(0);
   const BigInt partial_hi = r.hi > 0 ? r.hi : BigInt(0);
   auto fits = [&](const BigInt& lo, const BigInt& hi) { return partial_lo >= lo && partial_hi <= hi; };
-  const BigInt i32_lo(kInt32Min), i32_hi(kInt32Max);
+  const BigInt i32_lo(kAccInt32Min), i32_hi(kAccInt32Max);
   switch (acc) {
     case Accumulation::exact:
       r.exact = true;

@@ -13,8 +13,8 @@ using K = ComputeFormat::Kind;
 using O = QuantizeOrder;
 using R = RoundingMode;
 using S = RequantizeScheme;
-constexpr ComputeFormat kF32{K::f32, 0};
-constexpr ComputeFormat kF64{K::f64, 0};
+constexpr ComputeFormat kPresetF32{K::f32, 0};
+constexpr ComputeFormat kPresetF64{K::f64, 0};
 constexpr ComputeFormat kScaleType{K::scale_type, 0};
 constexpr ComputeFormat kInputType{K::input_type, 0};
 
@@ -81,9 +81,9 @@ std::vector<Spec> make_presets() {
                  "onnx/onnx onnx/reference/ops/op_qlinear_matmul.py"};
     // x86 astype(int32) of NaN gives INT_MIN, which the clip takes to qmin (inferred).
     s.quantize = quantize(O::div_then_add_int, kScaleType, R::rne, Clamp::int_after, NanRule::to_qmin);
-    s.dequantize = dequantize(DequantizeOrder::sub_float_then_mul, kF32);
-    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF64, ZeroPointAdd::float_before_rounding,
-                                    R::rne, Clamp::int_after);
+    s.dequantize = dequantize(DequantizeOrder::sub_float_then_mul, kPresetF32);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kPresetF32, kPresetF64,
+                                    ZeroPointAdd::float_before_rounding, R::rne, Clamp::int_after);
     s.accumulation = Accumulation::int32_wrap;  // np.matmul on int32 arrays
     s.qparams = "onnx-dynamic-quantize-linear";
     add(s);
@@ -101,22 +101,22 @@ std::vector<Spec> make_presets() {
         "microsoft/onnxruntime onnxruntime/core/util/qmath.h::ParQuantizeLinearStd (after PR #32452)",
         "microsoft/onnxruntime onnxruntime/core/providers/cpu/quantization/quantize_linear.cc::DequantizeLinearApply",
         "microsoft/onnxruntime onnxruntime/core/providers/cpu/quantization/qlinearconv.cc::ComputeOutputScale"};
-    s.quantize = quantize(O::div_then_add_int, kF32, R::rne, Clamp::float_before, NanRule::to_qmin);
+    s.quantize = quantize(O::div_then_add_int, kPresetF32, R::rne, Clamp::float_before, NanRule::to_qmin);
     // f16 input: static_cast<int32_t>(std::nearbyint(x / s)) + zp, then the clamp. The cast is
     // cvttss2si on x86-64: NaN, +-inf and |x/s| >= 2^31 give INT32_MIN, and the int32 + zp wraps
     // (measured with onnxruntime-node 1.30: f16 +inf, s 1, i8 zp -1 -> 127).
-    s.quantize_half_input = quantize(O::div_then_add_int, kF32, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.quantize_half_input = quantize(O::div_then_add_int, kPresetF32, R::rne, Clamp::int_after, NanRule::unspecified);
     s.quantize_half_input->cast = IntCast::x86_int32;
-    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
-    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding,
-                                    R::rne, Clamp::float_before);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kPresetF32, kPresetF32,
+                                    ZeroPointAdd::int_after_rounding, R::rne, Clamp::float_before);
     s.qparams = "ort-dynamic";
     add(s);
     Spec old = s;
     old.name = "ort-cpu@pre-pr32452";
     old.description = "ONNX Runtime CPU before PR #32452: f16 inputs truncated (static_cast<int32_t>(x/s)) in f32";
     old.sources.push_back("microsoft/onnxruntime PR #32452 'Fix float16 QuantizeLinear rounding on CPU'; issue #18576");
-    old.quantize_half_input = quantize(O::div_then_add_int, kF32, R::rtz, Clamp::int_after, NanRule::unspecified);
+    old.quantize_half_input = quantize(O::div_then_add_int, kPresetF32, R::rtz, Clamp::int_after, NanRule::unspecified);
     old.quantize_half_input->cast = IntCast::x86_int32;  // the same static_cast<int32_t>
     add(old);
     // On an x86 CPU without VNNI, MLAS's u8 x s8 GEMM kernels (MlasGemmU8S8KernelAvx2, ...Avx512Core)
@@ -152,8 +152,8 @@ std::vector<Spec> make_presets() {
         "microsoft/onnxruntime onnxruntime/core/providers/cuda/tensor/quantize_linear.cu::DequantizeLinearKernel"};
     s.quantize = quantize(O::div_then_add_int, kScaleType, R::rne, Clamp::int_after, NanRule::to_zero_point);
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kScaleType);
-    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding,
-                                    R::rne, Clamp::float_before);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kPresetF32, kPresetF32,
+                                    ZeroPointAdd::int_after_rounding, R::rne, Clamp::float_before);
     s.qparams = "ort-dynamic";
     add(s);
   }
@@ -168,8 +168,8 @@ std::vector<Spec> make_presets() {
                  "tensorflow/tensorflow tensorflow/lite/kernels/internal/reference/dequantize.h::Dequantize",
                  "tensorflow/tensorflow tensorflow/lite/kernels/internal/common.cc::MultiplyByQuantizedMultiplier",
                  "tensorflow/tensorflow tensorflow/lite/kernels/internal/quantization_util.cc::QuantizeMultiplier"};
-    s.quantize = quantize(O::div_then_add_int, kF32, R::rna, Clamp::int_after, NanRule::unspecified);
-    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF64);
+    s.quantize = quantize(O::div_then_add_int, kPresetF32, R::rna, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF64);
     s.requantize = requantize_policy_for(S::gemmlowp_double);
     s.qparams = "tflite";
     add(s);
@@ -188,8 +188,8 @@ std::vector<Spec> make_presets() {
         "google/gemmlowp internal/output.h::OutputStageEvalImpl<OutputStageScaleInt32ByFixedPointAndExponent>",
         "tensorflow/tensorflow tensorflow/lite/kernels/internal/quantization_util.cc::QuantizeMultiplier",
         "tensorflow/tensorflow tensorflow/lite/kernels/internal/quantization_util.h::ChooseQuantizationParams"};
-    s.quantize = quantize(O::div_then_add_int, kF32, R::rna, Clamp::int_after, NanRule::unspecified);
-    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF64);
+    s.quantize = quantize(O::div_then_add_int, kPresetF32, R::rna, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF64);
     s.requantize = requantize_policy_for(S::gemmlowp_scalar);
     s.qparams = "tflite";
     add(s);
@@ -220,8 +220,8 @@ std::vector<Spec> make_presets() {
                  "openxla/stablehlo stablehlo/transforms/StablehloLegalizeQuantToMath.cpp::matchAndRewriteQuantize"};
     s.quantize = quantize(O::div_add_float, kScaleType, R::rne, Clamp::float_before, NanRule::unspecified);
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kScaleType);
-    s.requantize = float_requantize(MultiplierOrder::per_op, kF32, kF32, ZeroPointAdd::float_before_rounding, R::rne,
-                                    Clamp::float_before);
+    s.requantize = float_requantize(MultiplierOrder::per_op, kPresetF32, kPresetF32,
+                                    ZeroPointAdd::float_before_rounding, R::rne, Clamp::float_before);
     s.accumulation = Accumulation::exact;
     s.qparams = "tflite";
     add(s);
@@ -247,8 +247,8 @@ std::vector<Spec> make_presets() {
                  "google/XNNPACK src/microparams-init.c::xnn_init_f32_qs8_cvt_scalar_params",
                  rndnu ? "google/XNNPACK src/xnnpack/requantization.h::xnn_qs8_requantize_rndnu"
                        : "google/XNNPACK src/xnnpack/requantization.h::xnn_qs8_requantize_fp32"};
-    s.quantize = quantize(O::recip_then_add_int, kF32, R::rne, Clamp::float_before, NanRule::unspecified);
-    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
+    s.quantize = quantize(O::recip_then_add_int, kPresetF32, R::rne, Clamp::float_before, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32);
     s.requantize = requantize_policy_for(rndnu ? S::xnnpack_rndnu : S::xnnpack_fp32);
     s.qparams = "xnnpack-qd8";
     add(s);
@@ -274,10 +274,10 @@ std::vector<Spec> make_presets() {
     s.sources = {"uxlfoundation/oneDNN src/cpu/simple_q10n.hpp::saturate_and_round",
                  "uxlfoundation/oneDNN src/cpu/ref_convolution_int8.cpp",
                  "uxlfoundation/oneDNN doc/functional_api/programming_model/attributes_quantization.md"};
-    s.quantize = quantize(O::div_add_float, kF32, R::rne, Clamp::float_before, NanRule::unspecified);
-    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
-    s.requantize = float_requantize(MultiplierOrder::per_op, kF32, kF32, ZeroPointAdd::float_before_rounding, R::rne,
-                                    Clamp::float_before);
+    s.quantize = quantize(O::div_add_float, kPresetF32, R::rne, Clamp::float_before, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32);
+    s.requantize = float_requantize(MultiplierOrder::per_op, kPresetF32, kPresetF32,
+                                    ZeroPointAdd::float_before_rounding, R::rne, Clamp::float_before);
     s.qparams = "ort-dynamic";
     add(s);
   }
@@ -297,10 +297,11 @@ std::vector<Spec> make_presets() {
                  "oneapi-src/oneDNN@v2.6.3 src/cpu/simple_q10n.hpp::saturate_and_round",
                  "oneapi-src/oneDNN@v2.6.3 src/cpu/x64/brgemm/jit_brgemm_kernel.cpp::store_accumulators_apply_post_ops",
                  "oneapi-src/oneDNN@v2.6.3 src/cpu/matmul/ref_matmul_int8.cpp"};
-    s.quantize = quantize(O::recip_add_float, kF32, R::rne, Clamp::float_before, NanRule::to_qmax_signed_qmin_unsigned);
-    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
-    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::float_before_rounding,
-                                    R::rne, Clamp::float_before);
+    s.quantize =
+        quantize(O::recip_add_float, kPresetF32, R::rne, Clamp::float_before, NanRule::to_qmax_signed_qmin_unsigned);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kPresetF32, kPresetF32,
+                                    ZeroPointAdd::float_before_rounding, R::rne, Clamp::float_before);
     s.qparams = "ort-dynamic";
     add(s);
     // Without VNNI an int8 matmul runs gemm_s8u8s32 (impl gemm:jit): vpmaddubsw pairs of raw bytes
@@ -343,10 +344,10 @@ std::vector<Spec> make_presets() {
                  "pytorch/FBGEMM src/QuantUtilsAvx2.cc::QuantizeAvx2",
                  "pytorch/FBGEMM include/fbgemm/OutputProcessing-inl.h::ReQuantizeOutput::f",
                  "pytorch/pytorch aten/src/ATen/native/quantized/AffineQuantizerBase.cpp::quantize_val"};
-    s.quantize = quantize(O::recip_then_add_int, kF32, R::rne, Clamp::int_after, NanRule::to_qmax);
-    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
-    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding,
-                                    R::rne, Clamp::int_after);
+    s.quantize = quantize(O::recip_then_add_int, kPresetF32, R::rne, Clamp::int_after, NanRule::to_qmax);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kPresetF32, kPresetF32,
+                                    ZeroPointAdd::int_after_rounding, R::rne, Clamp::int_after);
     s.qparams = "pytorch-observer-affine";
     add(s);
   }
@@ -376,12 +377,12 @@ std::vector<Spec> make_presets() {
           "pytorch/pytorch@v1.13.1 aten/src/ATen/native/quantized/cpu/qnnpack/src/requantization/"
           "fp32-sse2.c; aten/src/ATen/native/quantized/cpu/qnnpack_utils.h::generate_requantization_scales");
     }
-    s.quantize = quantize(O::recip_round_then_add_float, kF32, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.quantize = quantize(O::recip_round_then_add_float, kPresetF32, R::rne, Clamp::int_after, NanRule::unspecified);
     s.quantize.cast = IntCast::x86_int64;
-    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
-    s.requantize = onednn ? float_requantize(MultiplierOrder::reciprocal_scales, kF32, kF32,
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32);
+    s.requantize = onednn ? float_requantize(MultiplierOrder::reciprocal_scales, kPresetF32, kPresetF32,
                                              ZeroPointAdd::float_before_rounding, R::rne, Clamp::float_before)
-                          : float_requantize(MultiplierOrder::product_times_reciprocal, kF32, kF32,
+                          : float_requantize(MultiplierOrder::product_times_reciprocal, kPresetF32, kPresetF32,
                                              ZeroPointAdd::int_after_rounding, R::rne, Clamp::int_after);
     s.qparams = "pytorch-observer-affine";
     add(s);
@@ -396,10 +397,10 @@ std::vector<Spec> make_presets() {
         "pytorch/pytorch "
         "aten/src/ATen/native/quantized/cuda/AffineQuantizer.cu::quantize_tensor_per_tensor_affine_cuda",
         "pytorch/pytorch issue #153340 (NaN differs from CPU)"};
-    s.quantize = quantize(O::div_then_add_int, kF64, R::rne, Clamp::int_after, NanRule::unspecified);
-    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF64);
-    s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding,
-                                    R::rne, Clamp::int_after);
+    s.quantize = quantize(O::div_then_add_int, kPresetF64, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF64);
+    s.requantize = float_requantize(MultiplierOrder::left_to_right, kPresetF32, kPresetF32,
+                                    ZeroPointAdd::int_after_rounding, R::rne, Clamp::int_after);
     s.qparams = "pytorch-observer-affine";
     add(s);
   }
@@ -414,9 +415,9 @@ std::vector<Spec> make_presets() {
                  "ROCm/AMDMIGraphX src/include/migraphx/op/dequantizelinear.hpp",
                  "ROCm/AMDMIGraphX src/simplify_qdq.cpp::match_find_quantizable_ops"};
     s.quantize = quantize(O::div_then_add_int, kInputType, R::rne, Clamp::int_after, NanRule::unspecified);
-    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF64);
-    s.requantize = float_requantize(MultiplierOrder::per_op, kF32, kF32, ZeroPointAdd::int_after_rounding, R::rne,
-                                    Clamp::int_after);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF64);
+    s.requantize = float_requantize(MultiplierOrder::per_op, kPresetF32, kPresetF32, ZeroPointAdd::int_after_rounding,
+                                    R::rne, Clamp::int_after);
     s.qparams = "onnx-dynamic-quantize-linear";
     add(s);
     Spec old = s;
@@ -453,8 +454,8 @@ std::vector<Spec> make_presets() {
     s.sources = {"apache/tvm src/relay/qnn/op/quantize.cc::QuantizeLower",
                  "apache/tvm src/relay/qnn/op/requantize.cc (rounding UPWARD/TONEAREST)",
                  "apache/tvm PR #19368 (tir.round lowered to ties-to-even)"};
-    s.quantize = quantize(O::round_then_add_float, kF32, R::rne, Clamp::int_after, NanRule::unspecified);
-    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
+    s.quantize = quantize(O::round_then_add_float, kPresetF32, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32);
     RequantizePolicy r = requantize_policy_for(upward ? S::tflite_single : S::qnnpack_precise);
     // UPWARD: GetFixedPointMultiplierShift (frexp + std::round) then q_multiply_shift. TONEAREST is
     // modelled by QNNPACK's exact round-half-away shift with the f32 significand as multiplier; TVM
@@ -480,10 +481,10 @@ std::vector<Spec> make_presets() {
         "pytorch/glow include/glow/Quantization/Base/Base.h::quantize",
         cpu ? "pytorch/glow lib/Quantization/Base/Base.cpp::quantizeScaleOffset32To8; libjit_defs.h::libjit_scale"
             : "pytorch/glow lib/Backends/Interpreter/InterpreterNodes.cpp (conv)"};
-    s.quantize = quantize(O::div_add_float, kF32, R::rne, Clamp::int_after, NanRule::unspecified);
-    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
+    s.quantize = quantize(O::div_add_float, kPresetF32, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32);
     s.requantize = cpu ? requantize_policy_for(S::glow_int32)
-                       : float_requantize(MultiplierOrder::left_to_right, kF32, kF32,
+                       : float_requantize(MultiplierOrder::left_to_right, kPresetF32, kPresetF32,
                                           ZeroPointAdd::float_before_rounding, R::rna, Clamp::int_after);
     s.qparams = "glow-asymmetric";
     add(s);
@@ -500,8 +501,8 @@ std::vector<Spec> make_presets() {
                  "microsoft/onnxruntime onnxruntime/core/mlas/lib/quantize.cpp::MlasQuantizeLinearVector",
                  "google/XNNPACK src/xnnpack/requantization.h::xnn_qs8_requantize_fp32 (the same f32 epilogue)",
                  "qconform backends/vnni/vnni.hpp (the kernels' contract)"};
-    s.quantize = quantize(O::div_then_add_int, kF32, R::rne, Clamp::float_before, NanRule::to_qmin);
-    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kF32);
+    s.quantize = quantize(O::div_then_add_int, kPresetF32, R::rne, Clamp::float_before, NanRule::to_qmin);
+    s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32);
     s.requantize = requantize_policy_for(S::xnnpack_fp32);
     s.accumulation = maddubs ? Accumulation::int16_pair_saturate : Accumulation::int32_wrap;
     s.zero_points = ZeroPointCorrection::compensate;
@@ -525,8 +526,8 @@ std::vector<Spec> make_presets() {
       s.sources.push_back("qconform backends/hip/numerics.hpp (the kernels' contract)");
       s.quantize = q;
       s.dequantize = d;
-      s.requantize = float_requantize(MultiplierOrder::left_to_right, kF32, kF32, ZeroPointAdd::int_after_rounding,
-                                      rounding, Clamp::float_before);
+      s.requantize = float_requantize(MultiplierOrder::left_to_right, kPresetF32, kPresetF32,
+                                      ZeroPointAdd::int_after_rounding, rounding, Clamp::float_before);
       s.accumulation = Accumulation::int32_wrap;
       s.zero_points = ZeroPointCorrection::compensate;
       s.qparams = "ort-dynamic";
@@ -539,16 +540,16 @@ std::vector<Spec> make_presets() {
         {ort_cuda + "::RoundStd<float> (__float2int_rn(v / scale) + zp)",
          ort_cuda + "::DequantizeLinearKernel (static_cast<OutT>(v - zp) * scale)",
          "NVIDIA CUDA Math API __fdiv_rn, __float2int_rn (nvcc -prec-div=true: IEEE division)"},
-        quantize(O::div_then_add_int, kF32, R::rne, Clamp::int_after, NanRule::to_zero_point),
-        dequantize(DequantizeOrder::sub_int_then_mul, kF32), R::rne);
+        quantize(O::div_then_add_int, kPresetF32, R::rne, Clamp::int_after, NanRule::to_zero_point),
+        dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32), R::rne);
     gpu("gpu-recip",
         "GPU f32 reciprocal: __float2int_rn(x * __frcp_rn(s)) + zp (1/s rounded to f32 first), int clamp, NaN -> zp",
         {"pytorch/FBGEMM include/fbgemm/QuantUtils.h::Quantize (nearbyint(src * (1.0f / scale)) + zp)",
          "pytorch/pytorch torch/ao/quantization/fx/_decomposed.py::quantize_per_tensor (round(input * (1.0 / "
          "scale)) + zp)",
          "NVIDIA CUDA Math API __frcp_rn (correctly rounded reciprocal)"},
-        quantize(O::recip_then_add_int, kF32, R::rne, Clamp::int_after, NanRule::to_zero_point),
-        dequantize(DequantizeOrder::sub_int_then_mul, kF32), R::rne);
+        quantize(O::recip_then_add_int, kPresetF32, R::rne, Clamp::int_after, NanRule::to_zero_point),
+        dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32), R::rne);
     gpu("gpu-f16",
         "GPU binary16 for f16 scales: __half2int_rn(x_h / s_h) + zp (x converted to f16, correctly rounded f16 "
         "division); dequantize (half)(q - zp) * s_h; f32 scales as gpu-div",
@@ -567,22 +568,22 @@ std::vector<Spec> make_presets() {
         "GPU affine forms contracted (nvcc --fmad=true): rint(fma(x, 1/s, zp)), NaN -> 0; dequantize "
         "fma(q, s, -(zp * s)); all in f32",
         {fake_quant, new_zero_point, "NVIDIA nvcc --fmad (default true: a*b+c contracted into one FFMA)"},
-        quantize(O::fma_recip, kF32, R::rne, Clamp::int_after, NanRule::to_zero),
-        dequantize(DequantizeOrder::fma, kF32), R::rne);
+        quantize(O::fma_recip, kPresetF32, R::rne, Clamp::int_after, NanRule::to_zero),
+        dequantize(DequantizeOrder::fma, kPresetF32), R::rne);
     gpu("gpu-nofma",
         "GPU affine forms not contracted (nvcc --fmad=false): rint(fl(fl(x * (1/s)) + zp)), NaN -> 0; dequantize "
         "fl(fl(q * s) - fl(zp * s)); all in f32",
         {fake_quant, new_zero_point, "NVIDIA nvcc --fmad=false (a multiply and an add, each rounded)"},
-        quantize(O::recip_add_float, kF32, R::rne, Clamp::int_after, NanRule::to_zero),
-        dequantize(DequantizeOrder::mul_then_sub, kF32), R::rne);
+        quantize(O::recip_add_float, kPresetF32, R::rne, Clamp::int_after, NanRule::to_zero),
+        dequantize(DequantizeOrder::mul_then_sub, kPresetF32), R::rne);
     gpu("gpu-roundf",
         "GPU roundf (ties away from zero): (int)roundf(x / s) + zp and roundf in the requantize epilogue; "
         "otherwise as gpu-div",
         {"apache/tvm src/target/source/intrin_rule_cuda.cc (round lowered to roundf before PR #19368)",
          "NVIDIA libdevice __nv_roundf (halfway cases rounded away from zero)",
          "pytorch/glow lib/Backends/OpenCL/kernels.cl::quantize (OpenCL round)"},
-        quantize(O::div_then_add_int, kF32, R::rna, Clamp::int_after, NanRule::to_zero_point),
-        dequantize(DequantizeOrder::sub_int_then_mul, kF32), R::rna);
+        quantize(O::div_then_add_int, kPresetF32, R::rna, Clamp::int_after, NanRule::to_zero_point),
+        dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32), R::rna);
   }
   return v;
 }

@@ -16,7 +16,7 @@
 namespace qc {
 namespace {
 
-QParamsRule preset(std::string_view n) {
+QParamsRule qparams_preset(std::string_view n) {
   const std::optional<QParamsRule> r = find_qparams_preset(n);
   EXPECT_TRUE(r.has_value()) << n;
   return r.value_or(QParamsRule{});
@@ -30,7 +30,7 @@ struct Want {
 void expect_choice(std::string_view preset_name, float min, float max, DType q, Want want) {
   SCOPED_TRACE(std::string(preset_name) + " [" + std::to_string(min) + ", " + std::to_string(max) + "] " +
                std::string(name(q)));
-  const ChosenQParams c = choose_qparams(min, max, q, preset(preset_name));
+  const ChosenQParams c = choose_qparams(min, max, q, qparams_preset(preset_name));
   EXPECT_EQ(c.scale, want.scale);
   EXPECT_EQ(c.zero_point, want.zp);
 }
@@ -73,7 +73,7 @@ TEST(ChooseQParams, AllZeroRange) {
   expect_choice("onnx-dynamic-quantize-linear", 0.0f, 0.0f, DType::u8, {1.0, 0});
   // TFLite: rmin == rmax -> scale 0, zp 0 (and that scale cannot quantize).
   expect_choice("tflite", 0.0f, 0.0f, DType::u8, {0.0, 0});
-  EXPECT_THROW(to_quant_params(choose_qparams(0.0f, 0.0f, DType::u8, preset("tflite"))), InputError);
+  EXPECT_THROW(to_quant_params(choose_qparams(0.0f, 0.0f, DType::u8, qparams_preset("tflite"))), InputError);
   // FBGEMM: scale 0 -> 0.1 stored as float. u8: error_min = 0 < error_max = 255, zp = 0.
   expect_choice("fbgemm", 0.0f, 0.0f, DType::u8, {static_cast<double>(0.1f), 0});
   // i8: error_min = |-128| = 128 is not < error_max = 127, so from_max = 127 - 0 = 127.
@@ -108,14 +108,14 @@ TEST(ChooseQParams, OrtInt8ReduceRangeAndSymmetric) {
   // 8454660 * 2^-29 = 0x1.020408p-6.
   expect_choice("ort-int8-symmetric", -1.0f, 2.0f, DType::i8, {0x1.020408p-6, 0});
   EXPECT_EQ(0x1.020408p-6, static_cast<double>(2.0f / 127.0f));
-  EXPECT_EQ(qparams_range(DType::i8, preset("ort-int8-reduce-range")),
+  EXPECT_EQ(qparams_range(DType::i8, qparams_preset("ort-int8-reduce-range")),
             std::make_pair(std::int64_t{-64}, std::int64_t{64}));
 }
 
 TEST(ChooseQParams, TfliteNarrowRange) {
   // narrow_range: qmin = -127. scale = 3/254 in double. from_min = -127 + 1/scale = -42.33...
   // with error 127 + 84.67 < 127 + 169.33, so from_min; round() half away: -42.
-  const ChosenQParams c = choose_qparams(-1.0f, 2.0f, DType::i8, preset("tflite-narrow-range"));
+  const ChosenQParams c = choose_qparams(-1.0f, 2.0f, DType::i8, qparams_preset("tflite-narrow-range"));
   EXPECT_EQ(c.scale, 3.0 / 254.0);
   EXPECT_EQ(c.scale_dtype, DType::f64);
   EXPECT_EQ(c.zero_point, -42);
@@ -125,14 +125,14 @@ TEST(ChooseQParams, TfliteNarrowRange) {
 TEST(ChooseQParams, XnnpackFormsTheReciprocalFirst) {
   // [-1, 2], qd8: r = 255/3 = 85 exactly; scale = 1/85 in f32. dmin = -85, dmax = 170;
   // (-128 - 85) + (127 + 170) = 84 > 0, so zp = -128 + 85 = -43.
-  const ChosenQParams c = choose_qparams(-1.0f, 2.0f, DType::i8, preset("xnnpack-qd8"));
+  const ChosenQParams c = choose_qparams(-1.0f, 2.0f, DType::i8, qparams_preset("xnnpack-qd8"));
   EXPECT_EQ(c.scale, static_cast<double>(1.0f / 85.0f));
   EXPECT_EQ(c.quantize_multiplier, 85.0);
   EXPECT_EQ(c.zero_point, -43);
   // [0, 0.875], qdu8: r = RN(2040/7) = 9549385 * 2^-15 = 0x1.236db6p+8 (rounded down by 1/7 of a
   // step), so 1/r lies a relative 1.5e-8 above 7/2040 and rounds one f32 step above the direct
   // quotient 0.875f/255 = 0x1.c1c1c2p-9: scale 0x1.c1c1c4p-9. zp = lrintf(-0 * r) = 0.
-  const ChosenQParams u = choose_qparams(0.0f, 0.875f, DType::u8, preset("xnnpack-qd8"));
+  const ChosenQParams u = choose_qparams(0.0f, 0.875f, DType::u8, qparams_preset("xnnpack-qd8"));
   EXPECT_EQ(u.quantize_multiplier, 0x1.236db6p+8);
   EXPECT_EQ(u.scale, 0x1.c1c1c4p-9);
   EXPECT_EQ(u.zero_point, 0);
@@ -149,7 +149,7 @@ TEST(ChooseQParams, PytorchObservers) {
   expect_choice("pytorch-observer-affine-reduce-range", -1.0f, 126.0f, DType::u8, {1.0, 1});
   expect_choice("pytorch-observer-affine-reduce-range", -1.0f, 126.0f, DType::i8, {1.0, -63});
   // MinMaxObserver refuses reduce_range with symmetric quint8.
-  QParamsRule r = preset("pytorch-observer-symmetric");
+  QParamsRule r = qparams_preset("pytorch-observer-symmetric");
   r.reduce_range = ReduceRange::halve;
   EXPECT_THROW(choose_qparams(-1.0f, 2.0f, DType::u8, r), InputError);
 }
@@ -186,9 +186,9 @@ TEST(ChooseQParams, GlowSchemas) {
   // SymmetricWithUnsigned, a range >= 0 on u8: asymmetric with min 0: scale 255/255 = 1, zp 0.
   expect_choice("glow-symmetric-unsigned", 0.0f, 255.0f, DType::u8, {1.0, 0});
   // ... and with a negative min it falls back to Symmetric, which u8 cannot express.
-  EXPECT_THROW(choose_qparams(-1.0f, 255.0f, DType::u8, preset("glow-symmetric-unsigned")), InputError);
+  EXPECT_THROW(choose_qparams(-1.0f, 255.0f, DType::u8, qparams_preset("glow-symmetric-unsigned")), InputError);
   // int32 is reduced to int30 (getQuantizedRange: INT32_MIN >> 2, INT32_MAX >> 2).
-  EXPECT_EQ(qparams_range(DType::i32, preset("glow-asymmetric")),
+  EXPECT_EQ(qparams_range(DType::i32, qparams_preset("glow-asymmetric")),
             std::make_pair(std::int64_t{-536870912}, std::int64_t{536870911}));
 }
 
@@ -196,7 +196,7 @@ TEST(ChooseQParams, DynamicPerTensorAndPerRow) {
   Tensor x(DType::f32, {2, 3});
   const float vals[] = {-1.0f, 0.5f, 2.0f, 0.0f, 1.0f, 254.0f};
   for (int i = 0; i < 6; ++i) x.set_double(i, vals[i]);
-  const QParamsRule onnx = preset("onnx-dynamic-quantize-linear");
+  const QParamsRule onnx = qparams_preset("onnx-dynamic-quantize-linear");
   // Per tensor: [-1, 254], range 255: scale 1, zp 1.
   const DynamicQParams t = choose_dynamic_qparams(x, DType::u8, onnx);
   EXPECT_EQ(t.params.granularity(), Granularity::per_tensor);
@@ -214,21 +214,22 @@ TEST(ChooseQParams, DynamicPerTensorAndPerRow) {
 }
 
 TEST(ChooseQParams, RulesTheCodeCannotExpressAreErrors) {
-  EXPECT_THROW(choose_qparams(-1, 1, DType::u4, preset("xnnpack-qd8")), InputError);
-  EXPECT_THROW(choose_qparams(-1, 1, DType::u8, preset("ort-int8-symmetric")), InputError);
-  EXPECT_THROW(choose_qparams(-1, 1, DType::f32, preset("onnx-dynamic-quantize-linear")), InputError);
-  QParamsRule r = preset("tflite");
+  EXPECT_THROW(choose_qparams(-1, 1, DType::u4, qparams_preset("xnnpack-qd8")), InputError);
+  EXPECT_THROW(choose_qparams(-1, 1, DType::u8, qparams_preset("ort-int8-symmetric")), InputError);
+  EXPECT_THROW(choose_qparams(-1, 1, DType::f32, qparams_preset("onnx-dynamic-quantize-linear")), InputError);
+  QParamsRule r = qparams_preset("tflite");
   r.scale_floor = 1e-3;
   EXPECT_THROW(choose_qparams(-1, 1, DType::u8, r), InputError);
-  r = preset("tflite");
+  r = qparams_preset("tflite");
   r.zero_point = ZeroPointChoice::from_min;
   EXPECT_THROW(choose_qparams(-1, 1, DType::u8, r), InputError);
-  r = preset("onnx-dynamic-quantize-linear");
+  r = qparams_preset("onnx-dynamic-quantize-linear");
   r.arithmetic = DType::f16;
   EXPECT_THROW(choose_qparams(-1, 1, DType::u8, r), InputError);
-  EXPECT_THROW(choose_qparams(2, 1, DType::u8, preset("tflite")), InputError);
-  EXPECT_THROW(choose_qparams(-std::numeric_limits<float>::infinity(), 1, DType::u8, preset("tflite")), InputError);
-  r = preset("tflite");
+  EXPECT_THROW(choose_qparams(2, 1, DType::u8, qparams_preset("tflite")), InputError);
+  EXPECT_THROW(choose_qparams(-std::numeric_limits<float>::infinity(), 1, DType::u8, qparams_preset("tflite")),
+               InputError);
+  r = qparams_preset("tflite");
   r.include_zero = false;
   EXPECT_THROW(choose_qparams(1, 2, DType::u8, r), InputError);
 }
@@ -248,8 +249,8 @@ TEST(ChooseQParams, EveryPresetIsNamedOnceAndRuns) {
     EXPECT_LE(c.zero_point, c.qmax);
     EXPECT_NO_THROW(to_quant_params(c));
   }
-  EXPECT_EQ(preset("tflite").nudge, RoundingMode::rna);
-  EXPECT_EQ(preset("fbgemm").scale_floor, 6.1e-5);
+  EXPECT_EQ(qparams_preset("tflite").nudge, RoundingMode::rna);
+  EXPECT_EQ(qparams_preset("fbgemm").scale_floor, 6.1e-5);
   EXPECT_FALSE(find_qparams_preset("no-such-preset").has_value());
 }
 
