@@ -229,14 +229,20 @@ def quantize_inputs(rng, scale, zp, dtype, n_random=2000):
 
 
 def discriminating_accs(column_rules, rows, rng, acc_lo, acc_hi):
-    """Per column, accumulators where the column's recipe and some alternative disagree (searched
-    over every accumulator whose output is not saturated), the range ends, then random fill.
-    column_rules[n] = (recipe, alternatives, multiplier, zero point)."""
+    """Per column, accumulators where the column's recipe and some alternative disagree, the range
+    ends, then random fill. column_rules[n] = (recipe, alternatives, multiplier, zero point).
+    Every rule computes the real acc * m (below 2^9 here) with at most eight f32 roundings,
+    multipliers included, so within 8 * 2^-24 * 2^9 = 2^-12 of it: two rules' outputs can differ
+    only where acc * m lies within 2^-12 of a half-integer k + 1/2 - zo (the saturation edges are
+    such points too). The search visits every accumulator within 2^-10 / m + 2 of those points,
+    four times that distance, instead of the whole unsaturated range."""
     out = np.empty((rows, len(column_rules)), dtype=np.int64)
     for n, (recipe, alts, m, zo) in enumerate(column_rules):
         lo = max(acc_lo, int(np.floor((-zo - 2) / float(m))))
         hi = min(acc_hi, int(np.ceil((258 - zo) / float(m))))
-        cand = np.arange(lo, hi + 1, dtype=np.int64)
+        reach = int(np.ceil(2.0**-10 / float(m))) + 2
+        centers = np.round((np.arange(-zo - 2, 259 - zo) + 0.5) / float(m)).astype(np.int64)
+        cand = np.unique(np.clip(centers[:, None] + np.arange(-reach, reach + 1), lo, hi))
         mine = recipe(cand)
         differs = np.zeros(len(cand), dtype=bool)
         for alt in alts:
@@ -479,22 +485,26 @@ def test_dequantize_recipe_matches_torch():
 
 def linear_configs(rng, n):
     """Scales whose three float multipliers (pytorch-cpu's, onednn's, qnnpack's) differ pairwise in
-    every column, so that the accumulators can tell the recipes apart."""
+    every column, so that the accumulators can tell the recipes apart. Few random draws qualify, so
+    each config is the first of a batch of draws that does."""
+    batch, n_cols = 4096, 4
     for i in range(n):
         per_channel = i % 3 == 1
-        n_cols = 4
         while True:
-            s_in = f32_scale(rng, 1e-3, 1.0)
-            s_w = (np.array([f32_scale(rng, 1e-3, 0.1) for _ in range(n_cols)], f32) if per_channel
-                   else np.full(n_cols, f32_scale(rng, 1e-3, 0.1), f32))
+            s_in = np.exp(rng.uniform(np.log(1e-3), np.log(1.0), size=(batch, 1))).astype(f32)
+            s_w = np.exp(rng.uniform(np.log(1e-3), np.log(0.1), size=(batch, n_cols if per_channel else 1)))
+            s_w = np.broadcast_to(s_w.astype(f32), (batch, n_cols))
             # Unsaturated accumulators up to about 2^20: m around 255 / 2^20 .. 255 / 2^17.
-            s_out = f32(float(s_in) * float(np.max(s_w)) * np.exp(rng.uniform(np.log(2.0**12), np.log(2.0**14))))
+            spread = np.exp(rng.uniform(np.log(2.0**12), np.log(2.0**14), size=(batch, 1)))
+            s_out = (s_in.astype(np.float64) * s_w.max(axis=1, keepdims=True) * spread).astype(f32)
             ltr = ((s_in * s_w).astype(f32) / s_out).astype(f32)
             on, qn = onednn_multipliers(s_in, s_w, s_out)[0], qnnpack_multiplier(s_in, s_w, s_out)
-            if np.all(ltr != on) and np.all(ltr != qn) and np.all(on != qn):
+            good = np.flatnonzero(np.all((ltr != on) & (ltr != qn) & (on != qn), axis=1))
+            if len(good):
+                k = good[0]
                 break
         za, zo = int(rng.integers(0, 256)), int(rng.integers(0, 256))
-        yield per_channel, n_cols, s_in, s_w, s_out, za, zo
+        yield per_channel, n_cols, f32(s_in[k, 0]), np.array(s_w[k], f32), f32(s_out[k, 0]), za, zo
 
 
 @pytest.mark.parametrize("engine", ENGINES)
