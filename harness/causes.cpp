@@ -341,23 +341,29 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
   std::unordered_map<std::int64_t, ElementDiff*> worst;
   for (ElementDiff& d : r.metrics.worst) worst[d.index] = &d;
   std::vector<std::uint8_t> explained(mismatches.size(), 0);
-  // Counts the mismatches that `alt_op` evaluated under `alt_spec` reproduces. An element-wise op is
-  // evaluated on the mismatching elements alone (element j of the cut-down op is element mismatches[j]).
+  // Counts the mismatches that `alt_op` evaluated under `alt_spec` reproduces, evaluated on the
+  // mismatching elements alone (element j of the result is element mismatches[j]): an element-wise op
+  // cut down to them, a GEMM or convolution on the rows that hold them. An op that cannot (weight-only
+  // GEMM) is evaluated whole.
   const Tensor actual_cut = gather(actual, mismatches);
   auto tally = [&](const std::string& cause, const std::string& description, const OpRequest& alt_op,
                    const Spec& alt_spec) {
-    const std::optional<OpRequest> cut = gathered(alt_op, mismatches);
-    Reference alt;
+    std::optional<Tensor> cut_values;
+    Tensor whole;
     try {
-      alt = evaluate(cut ? *cut : alt_op, alt_spec);
+      if (const std::optional<OpRequest> cut = gathered(alt_op, mismatches))
+        cut_values = evaluate(*cut, alt_spec).expected;
+      else
+        cut_values = evaluate_elements(alt_op, alt_spec, mismatches);
+      if (!cut_values) whole = evaluate(alt_op, alt_spec).expected;
     } catch (const InputError&) {
       return;  // the op rejects this combination (e.g. a multiplier outside the scheme's range)
     }
     CauseCount cc{cause, description, 0, {}};
     for (std::size_t j = 0; j < mismatches.size(); ++j) {
       const std::int64_t i = mismatches[j];
-      if (cut ? !same_element(alt.expected, actual_cut, static_cast<std::int64_t>(j))
-              : !same_element(alt.expected, actual, i))
+      if (cut_values ? !same_element(*cut_values, actual_cut, static_cast<std::int64_t>(j))
+                     : !same_element(whole, actual, i))
         continue;
       ++cc.count;
       explained[j] = 1;

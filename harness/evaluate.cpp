@@ -149,4 +149,12 @@ Reference evaluate(const OpRequest& op, const Spec& spec) {
   return std::visit(Visitor{spec}, op);
 }
 
+std::optional<Tensor> evaluate_elements(const OpRequest& op, const Spec& spec, const std::vector<std::int64_t>& idx) {
+  if (const auto* g = std::get_if<QGemmOp>(&op))
+    return qgemm(*g, qgemm_policy(spec, g->a.values.dtype(), LinearOp::gemm), &idx).y;
+  if (const auto* c = std::get_if<QConv2dOp>(&op))
+    return qconv2d(*c, qgemm_policy(spec, c->input.values.dtype(), LinearOp::conv), &idx).y;
+  return std::nullopt;
+}
+
 }  // namespace qc

@@ -31,6 +31,10 @@ struct Reference {
 
 Reference evaluate(const OpRequest& op, const Spec& spec);
 
+// The spec's values at output elements `idx` alone (a tensor of shape [idx.size()]), for the ops that
+// compute them without the rest (qgemm, qconv2d: the rows that hold them); nullopt for the others.
+std::optional<Tensor> evaluate_elements(const OpRequest& op, const Spec& spec, const std::vector<std::int64_t>& idx);
+
 // The GEMM/conv policy a spec defines for activations of format `a` in a GEMM or a convolution
 // (Spec::conv_accumulation).
 enum class LinearOp : std::uint8_t { gemm, conv };

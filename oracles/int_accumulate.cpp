@@ -596,4 +596,35 @@ bool int32_accumulation_is_exact(std::int64_t k, IntRange a_range, IntRange b_ra
   return accumulation_bound(Accumulation::int32_saturate, k, a_range, b_range).exact;
 }
 
+IntGemmProblem select_rows(const IntGemmProblem& p, const std::vector<std::int64_t>& rows,
+                           std::vector<std::int32_t>& a) {
+  IntGemmProblem q;
+  q.rows = static_cast<std::int64_t>(rows.size());
+  q.cols = p.cols;
+  q.depth = p.depth;
+  q.bt = p.bt;
+  q.segment_starts = p.segment_starts;
+  q.b_zero_points = p.b_zero_points;
+  const auto K = static_cast<std::size_t>(p.depth), S = static_cast<std::size_t>(p.segments());
+  a.resize(rows.size() * K);
+  q.a_zero_points.resize(rows.size() * S);
+  for (std::size_t j = 0; j < rows.size(); ++j) {
+    const auto r = static_cast<std::size_t>(rows[j]);
+    std::copy_n(p.a.begin() + static_cast<std::ptrdiff_t>(r * K), K, a.begin() + static_cast<std::ptrdiff_t>(j * K));
+    std::copy_n(p.a_zero_points.begin() + static_cast<std::ptrdiff_t>(r * S), S,
+                q.a_zero_points.begin() + static_cast<std::ptrdiff_t>(j * S));
+  }
+  q.a = a;
+  return q;
+}
+
+std::vector<std::int64_t> rows_of(const std::vector<std::int64_t>& elements, std::int64_t cols) {
+  std::vector<std::int64_t> rows;
+  rows.reserve(elements.size());
+  for (const std::int64_t e : elements) rows.push_back(e / cols);
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
 }  // namespace qc

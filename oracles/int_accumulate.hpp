@@ -177,6 +177,15 @@ struct IntGemmAccumulators {
   bool overflowed(std::int64_t r, std::int64_t n) const;
 };
 
+// The same problem restricted to some rows of A (sorted, distinct): row j of the result is row
+// rows[j]. Every accumulator depends only on its own row and column, so those rows' accumulators are
+// the whole problem's. `a` receives the rows' values, which the result views.
+IntGemmProblem select_rows(const IntGemmProblem& p, const std::vector<std::int64_t>& rows,
+                           std::vector<std::int32_t>& a);
+
+// The rows (sorted, distinct) that hold the elements `elements` of a row-major [rows, cols] result.
+std::vector<std::int64_t> rows_of(const std::vector<std::int64_t>& elements, std::int64_t cols);
+
 // Throws InputError on inconsistent sizes, on int16_pair_saturate with subtract_first and nonzero
 // zero points (vpmaddubsw multiplies raw u8 x s8 bytes: use compensate), on operands outside the
 // pair's byte ranges, and on an exact accumulator that does not fit int64.

@@ -74,7 +74,7 @@ std::vector<std::int32_t> group_filters(const Tensor& w, const Conv2dShape& cs, 
 
 }  // namespace
 
-QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy) {
+QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy, const std::vector<std::int64_t>* only) {
   if (op.input.quantization == ActivationQuantization::dynamic_per_row)
     throw InputError("qconv2d: the input is quantized per tensor (static or dynamic), not per row");
   const QuantizedOperand qx = quantize_activation(op.input, policy.quantize);
@@ -94,14 +94,30 @@ QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy) {
   const auto [accumulation, shift] =
       paired_accumulation(policy.accumulation, policy.pair_rule, qx.q.dtype(), qw.q.dtype(), zero_points);
 
+  // With `only`: element j of the result is output only[j], at row only_row[j] (a pixel) and
+  // output channel only_oc[j]; each group computes the rows its selected elements need.
+  std::vector<std::int64_t> only_row, only_oc;
+  if (only) {
+    const bool nchw = op.layout == ConvLayout::nchw;
+    const std::int64_t pixels = cs.out_height * cs.out_width;
+    for (const std::int64_t e : *only) {
+      const std::int64_t oc = nchw ? (e / pixels) % cs.out_channels : e % cs.out_channels;
+      const std::int64_t n = nchw ? e / (pixels * cs.out_channels) : e / (pixels * cs.out_channels);
+      const std::int64_t pixel = nchw ? e % pixels : (e / cs.out_channels) % pixels;
+      only_row.push_back(n * pixels + pixel);
+      only_oc.push_back(oc);
+    }
+  }
   ScaledAccumulators sa;
-  sa.shape = cs.output_shape();
+  sa.shape = only ? Shape{static_cast<std::int64_t>(only->size())} : cs.output_shape();
+  sa.channels = cs.out_channels;
   sa.segments = 1;
   const auto E = static_cast<std::size_t>(numel(sa.shape));
   sa.value.resize(E);
   sa.a_index.assign(E, 0);
   sa.b_index.resize(E);
   sa.channel.resize(E);
+  bool first_proof = true;
   for (std::int64_t g = 0; g < op.geometry.groups; ++g) {
     std::vector<std::int32_t> a = im2col(qx.q, cs, g, pad, k_of);
     const std::vector<std::int32_t> bt = group_filters(qw.q, cs, g, k_of);
@@ -115,6 +131,30 @@ QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy) {
     p.b_zero_points.resize(static_cast<std::size_t>(OCg));
     for (std::int64_t j = 0; j < OCg; ++j)
       p.b_zero_points[static_cast<std::size_t>(j)] = qw.params.zero_point(w_param((g * OCg + j) * K));
+    if (only) {
+      std::vector<std::int64_t> elements;  // (row, column) of this group's selected outputs, as r * OCg + j
+      for (std::size_t i = 0; i < only->size(); ++i)
+        if (only_oc[i] / OCg == g) elements.push_back(only_row[i] * OCg + only_oc[i] % OCg);
+      if (elements.empty()) continue;
+      const std::vector<std::int64_t> rows = rows_of(elements, OCg);
+      std::vector<std::int32_t> sel;
+      IntGemmProblem q = select_rows(p, rows, sel);
+      if (shift) shift_signed_activations(sel, q.a_zero_points);
+      const IntGemmAccumulators acc = accumulate_gemm(q, accumulation, policy.zero_points, policy.pair_rule);
+      merge_proof(sa.proof, acc.proof, first_proof);
+      first_proof = false;
+      for (std::size_t i = 0; i < only->size(); ++i) {
+        if (only_oc[i] / OCg != g) continue;
+        const std::int64_t j = only_oc[i] % OCg;
+        const auto rj =
+            static_cast<std::int64_t>(std::lower_bound(rows.begin(), rows.end(), only_row[i]) - rows.begin());
+        sa.value[i] = acc.at(rj, j, 0);
+        if (acc.overflowed(rj, j)) sa.exact_where_different.emplace(static_cast<std::int64_t>(i), acc.exact(rj, j, 0));
+        sa.b_index[i] = static_cast<std::int32_t>(w_param(only_oc[i] * K));
+        sa.channel[i] = static_cast<std::int32_t>(only_oc[i]);
+      }
+      continue;
+    }
     if (shift) {
       shift_signed_activations(a, p.a_zero_points);  // in place: p.a still views a
     }

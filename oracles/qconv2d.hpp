@@ -35,6 +35,9 @@ namespace qc {
 
 using QConv2dPolicy = QGemmPolicy;
 
-QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy);
+// With `only`, the result holds the output elements only[j] (flat indices, any order) alone, as
+// qgemm does (qgemm.hpp).
+QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy,
+                      const std::vector<std::int64_t>* only = nullptr);
 
 }  // namespace qc

@@ -54,9 +54,47 @@ std::int64_t b_flat(const GemmShape& d, std::int64_t k, std::int64_t n) {
   return d.b_k_axis == 0 ? k * d.cols + n : n * d.depth + k;
 }
 
+// The accumulators of output elements `only` alone: the rows holding them, then those elements.
+ScaledAccumulators selected_accumulators(const IntGemmProblem& p, const GemmShape& d,
+                                         const std::vector<std::int64_t>& only, const std::vector<std::int64_t>& a_idx,
+                                         const std::vector<std::int64_t>& b_idx, Accumulation accumulation, bool shift,
+                                         const QGemmPolicy& policy) {
+  const std::vector<std::int64_t> rows = rows_of(only, d.cols);
+  std::vector<std::int32_t> a;
+  IntGemmProblem q = select_rows(p, rows, a);
+  if (shift) shift_signed_activations(a, q.a_zero_points);
+  const IntGemmAccumulators acc = accumulate_gemm(q, accumulation, policy.zero_points, policy.pair_rule);
+  const std::int64_t S = p.segments();
+  ScaledAccumulators sa;
+  sa.shape = {static_cast<std::int64_t>(only.size())};
+  sa.channels = d.cols;
+  sa.segments = S;
+  sa.proof = acc.proof;
+  const auto ES = only.size() * static_cast<std::size_t>(S);
+  sa.value.resize(ES);
+  sa.a_index.resize(ES);
+  sa.b_index.resize(ES);
+  sa.channel.resize(only.size());
+  for (std::size_t j = 0; j < only.size(); ++j) {
+    const std::int64_t r = only[j] / d.cols, n = only[j] % d.cols;
+    const auto rj = static_cast<std::int64_t>(std::lower_bound(rows.begin(), rows.end(), r) - rows.begin());
+    sa.channel[j] = static_cast<std::int32_t>(n);
+    for (std::int64_t s = 0; s < S; ++s) {
+      const std::size_t k = j * static_cast<std::size_t>(S) + static_cast<std::size_t>(s);
+      sa.value[k] = acc.at(rj, n, s);
+      if (const auto it = acc.exact_where_different.find((rj * d.cols + n) * S + s);
+          it != acc.exact_where_different.end())
+        sa.exact_where_different.emplace(static_cast<std::int64_t>(k), it->second);
+      sa.a_index[k] = static_cast<std::int32_t>(a_idx[static_cast<std::size_t>(r * S + s)]);
+      sa.b_index[k] = static_cast<std::int32_t>(b_idx[static_cast<std::size_t>(s * d.cols + n)]);
+    }
+  }
+  return sa;
+}
+
 }  // namespace
 
-QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy) {
+QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vector<std::int64_t>* only) {
   const QuantizedOperand qa = quantize_activation(op.a, policy.quantize);
   const QuantizedOperand qb = quantize_weights(op.b, policy.quantize);
   const GemmShape d = gemm_shape(op.a.values.shape(), qb.q.shape(), op.b_layout);
@@ -93,6 +131,9 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy) {
 
   const auto [accumulation, shift] =
       paired_accumulation(policy.accumulation, policy.pair_rule, qa.q.dtype(), qb.q.dtype(), p.any_zero_point());
+  if (only)
+    return finish_output(selected_accumulators(p, d, *only, a_idx, b_idx, accumulation, shift, policy), qa.params,
+                         qb.params, op.bias, op.output, policy);
   if (shift) {
     shift_signed_activations(a, p.a_zero_points);  // in place: p.a still views a
   }
@@ -100,6 +141,7 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy) {
 
   ScaledAccumulators sa;
   sa.shape = d.out_shape;
+  sa.channels = d.cols;
   sa.segments = S;
   sa.value = std::move(acc.value);
   sa.exact_where_different = std::move(acc.exact_where_different);

@@ -40,7 +40,10 @@ using QGemmResult = QLinearResult;
 
 // Throws InputError for inconsistent shapes, parameters the path cannot express, or an output stage
 // the policy cannot evaluate (see qlinear.hpp).
-QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy);
+// With `only`, the result holds the output elements only[j] (flat indices, any order) alone, y of
+// shape [only.size()]: what the whole op gives there, for a fraction of the work (cause
+// attribution evaluates alternatives on the mismatching elements).
+QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vector<std::int64_t>* only = nullptr);
 
 // The K segments of a GEMM: starts of the runs of K over which both operands' parameters are
 // constant (the union of A's and B's block grids along K). `a_shape` is the shape the A parameters

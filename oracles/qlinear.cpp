@@ -261,6 +261,8 @@ void check_accumulators(const ScaledAccumulators& acc, const QuantParams& a, con
   if (acc.segments < 1 || acc.value.size() != ES || acc.a_index.size() != ES || acc.b_index.size() != ES ||
       acc.channel.size() != E)
     throw InputError("finish_output: accumulator arrays do not match shape " + shape_str(acc.shape));
+  for (const std::int32_t c : acc.channel)
+    if (c < 0 || c >= acc.channels) throw InputError("finish_output: a channel index is out of range");
   for (std::size_t k = 0; k < ES; ++k)
     if (acc.a_index[k] < 0 || static_cast<std::size_t>(acc.a_index[k]) >= a.scales.size() || acc.b_index[k] < 0 ||
         static_cast<std::size_t>(acc.b_index[k]) >= b.scales.size())
@@ -274,15 +276,9 @@ std::vector<Rational> exact_scales(const QuantParams& p) {
   return s;
 }
 
-std::int64_t channel_count(const std::vector<std::int32_t>& channel) {
-  std::int32_t m = -1;
-  for (const std::int32_t c : channel) m = std::max(m, c);
-  return std::int64_t{m} + 1;
-}
-
-void attach_bias(QLinearResult::State& st, const std::optional<Tensor>& bias, const OutputStage& out) {
+void attach_bias(QLinearResult::State& st, std::int64_t channels, const std::optional<Tensor>& bias,
+                 const OutputStage& out) {
   if (!bias) return;
-  const std::int64_t channels = channel_count(st.channel);
   if (bias->rank() != 1 || bias->size() != channels)
     throw InputError("bias: expected a 1-D tensor with one value per output channel (" + std::to_string(channels) +
                      "), got shape " + shape_str(bias->shape()));
@@ -572,7 +568,7 @@ QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const 
   st->a_scale_values = a.scales;
   st->b_scale_values = b.scales;
   st->out = out;
-  attach_bias(*st, bias, out);
+  attach_bias(*st, acc.channels, bias, out);
   if (out.kind == OutputKind::requantized &&
       (out.zero_point < int_min(out.format) || out.zero_point > int_max(out.format)))
     throw InputError("output: zero point " + std::to_string(out.zero_point) + " is outside " +

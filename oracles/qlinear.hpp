@@ -105,6 +105,7 @@ struct ScaledAccumulators {
   std::unordered_map<std::int64_t, BigInt> exact_where_different;  // keyed by e*S + s
   std::vector<std::int32_t> a_index, b_index;
   std::vector<std::int32_t> channel;
+  std::int64_t channels = 0;  // how many output channels the op has (a bias has one value each)
   AccumulationProof proof;
 };
 

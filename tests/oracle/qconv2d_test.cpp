@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 namespace qc {
@@ -305,6 +306,67 @@ TEST(QConv2d, RejectsInconsistentGroups) {
   QConv2dOp op = grouped_conv(ConvLayout::nchw);
   op.geometry.groups = 3;  // does not divide C = 4
   EXPECT_THROW(qconv2d(op, QGemmPolicy{}), InputError);
+}
+
+// qconv2d(op, policy, &only) is the whole op's result at those elements, in both layouts, grouped
+// and not, strided, padded and dilated, per tensor and per output channel, with a bias and a
+// requantized output: the shortcut cause attribution takes, against the whole op.
+TEST(QConv2d, SelectedElementsAreTheWholeOpsElements) {
+  std::mt19937_64 rng(20261126);
+  auto pick = [&](std::int64_t lo, std::int64_t hi) { return lo + static_cast<std::int64_t>(rng() % (hi - lo + 1)); };
+  int compared = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    QConv2dOp op;
+    op.layout = trial % 2 ? ConvLayout::nhwc : ConvLayout::nchw;
+    op.geometry.groups = trial % 3 == 0 ? 2 : 1;
+    const std::int64_t g = op.geometry.groups, N = pick(1, 2), C = g * pick(1, 3), H = pick(3, 7), W = pick(3, 7),
+                       OC = g * pick(1, 3), KH = pick(1, 3), KW = pick(1, 3);
+    op.geometry.stride_h = pick(1, 2);
+    op.geometry.stride_w = pick(1, 2);
+    op.geometry.pad_top = op.geometry.pad_left = pick(0, 1);
+    op.geometry.pad_bottom = op.geometry.pad_right = pick(0, 1);
+    op.geometry.dilation_h = trial % 4 == 3 ? 2 : 1;
+    std::vector<std::int64_t> x(static_cast<std::size_t>(N * C * H * W)),
+        w(static_cast<std::size_t>(OC * (C / g) * KH * KW));
+    for (auto& v : x) v = pick(0, 255);
+    for (auto& v : w) v = pick(-128, 127);
+    op.input.values = ints(DType::u8, op.layout == ConvLayout::nchw ? Shape{N, C, H, W} : Shape{N, H, W, C}, x);
+    op.input.params = per_tensor(0.0625, pick(0, 255));
+    op.weight.values = ints(DType::i8, {OC, C / g, KH, KW}, w);
+    if (trial % 2) {
+      std::vector<double> scales;
+      for (std::int64_t o = 0; o < OC; ++o)
+        scales.push_back(std::ldexp(1.0 + static_cast<double>(pick(0, 1023)) / 1024, -6));
+      op.weight.params = per_axis(0, scales);
+    } else {
+      op.weight.params = per_tensor(0.015625);
+    }
+    std::vector<std::int64_t> bias;
+    for (std::int64_t o = 0; o < OC; ++o) bias.push_back(pick(-500, 500));
+    op.bias = ints(DType::i32, {OC}, bias);
+    op.output = trial % 3 == 1
+                    ? int32_out()
+                    : requant_out(std::ldexp(1.0 + static_cast<double>(pick(0, 1023)) / 1024, -1), pick(-10, 10));
+    QLinearResult whole;
+    try {
+      whole = qconv2d(op, ideal_policy());
+    } catch (const InputError&) {
+      continue;  // a geometry with no output: nothing to compare
+    }
+    std::vector<std::int64_t> only;
+    for (std::int64_t e = 0; e < whole.y.size(); ++e)
+      if (rng() % 3 == 0) only.push_back(e);
+    std::shuffle(only.begin(), only.end(), rng);
+    const QLinearResult part = qconv2d(op, ideal_policy(), &only);
+    ASSERT_EQ(part.y.shape(), (Shape{static_cast<std::int64_t>(only.size())})) << "trial " << trial;
+    for (std::size_t j = 0; j < only.size(); ++j) {
+      EXPECT_EQ(part.y.bits(static_cast<std::int64_t>(j)), whole.y.bits(only[j]))
+          << "trial " << trial << ", element " << only[j];
+      EXPECT_EQ(part.labels[j], whole.labels[static_cast<std::size_t>(only[j])]) << "trial " << trial;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 500);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <random>
+#include <set>
 
 namespace qc {
 namespace {
@@ -611,6 +612,79 @@ TEST(QGemm, FloatGridLabelAgreesWithDequantizeLabels) {
           << x << " * " << s << " in " << name(out);
     }
   }
+}
+
+// qgemm(op, policy, &only) is the whole op's result at those elements, for every output kind and
+// scheme, per tensor and per channel, with an int32 bias and under int16 pair saturation: the
+// shortcut cause attribution takes, checked against the slow way round (the whole op).
+TEST(QGemm, SelectedElementsAreTheWholeOpsElements) {
+  std::mt19937_64 rng(20261125);
+  int compared = 0;
+  std::set<int> kinds;  // trial % 8 and whether pairs saturate, among the trials compared
+  for (int trial = 0; trial < 160; ++trial) {
+    const std::int64_t M = 1 + static_cast<std::int64_t>(rng() % 9), K = 1 + static_cast<std::int64_t>(rng() % 40),
+                       N = 1 + static_cast<std::int64_t>(rng() % 7);
+    QGemmOp op;
+    std::vector<std::int64_t> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * N));
+    for (auto& v : a) v = static_cast<std::int64_t>(rng() % 256);
+    for (auto& v : b) v = static_cast<std::int64_t>(rng() % 256) - 128;
+    op.a.values = ints(DType::u8, {M, K}, a);
+    op.a.params = per_tensor(0.03125, static_cast<std::int64_t>(rng() % 256));
+    op.b.values = ints(DType::i8, {K, N}, b);
+    if (trial % 2) {
+      std::vector<double> scales;
+      for (std::int64_t n = 0; n < N; ++n)
+        scales.push_back(std::ldexp(1.0 + static_cast<double>(rng() % 1024) / 1024, -7));
+      op.b.params = per_axis(1, scales);
+    } else {
+      op.b.params = per_tensor(0.0078125);
+    }
+    if (trial % 3 == 0) {
+      std::vector<std::int64_t> bias;
+      for (std::int64_t n = 0; n < N; ++n) bias.push_back(static_cast<std::int64_t>(rng() % 2001) - 1000);
+      op.bias = ints(DType::i32, {N}, bias);
+    }
+    QGemmPolicy policy = ideal_policy();
+    switch (trial % 4) {
+      case 0:
+        op.output = int32_out();
+        break;
+      case 1:
+        op.output = float_out(DType::f32);
+        break;
+      default:
+        op.output = requant_out(std::ldexp(1.0 + static_cast<double>(rng() % 1024) / 1024, -2),
+                                static_cast<std::int64_t>(rng() % 21) - 10);
+        policy.requantize = requantize_policy_for(trial % 8 == 2 ? RequantizeScheme::gemmlowp_double
+                                                                 : RequantizeScheme::float_multiplier);
+        break;
+    }
+    if (trial % 5 == 0) {
+      policy.accumulation = Accumulation::int16_pair_saturate;
+      policy.zero_points = ZeroPointCorrection::compensate;
+    }
+    QGemmResult whole;
+    try {
+      whole = qgemm(op, policy);
+    } catch (const InputError&) {
+      continue;  // a combination the policy cannot express: nothing to compare
+    }
+    std::vector<std::int64_t> only;
+    for (std::int64_t e = 0; e < whole.y.size(); ++e)
+      if (rng() % 3 == 0) only.push_back(e);
+    std::shuffle(only.begin(), only.end(), rng);
+    const QGemmResult part = qgemm(op, policy, &only);
+    kinds.insert(trial % 8 + (trial % 5 == 0 ? 8 : 0));
+    ASSERT_EQ(part.y.shape(), (Shape{static_cast<std::int64_t>(only.size())})) << "trial " << trial;
+    for (std::size_t j = 0; j < only.size(); ++j) {
+      EXPECT_EQ(part.y.bits(static_cast<std::int64_t>(j)), whole.y.bits(only[j]))
+          << "trial " << trial << ", element " << only[j];
+      EXPECT_EQ(part.labels[j], whole.labels[static_cast<std::size_t>(only[j])]) << "trial " << trial;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 800);
+  EXPECT_GE(kinds.size(), 12u);  // every output kind and scheme, with and without pair saturation
 }
 
 }  // namespace
