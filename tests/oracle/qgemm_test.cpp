@@ -669,19 +669,10 @@ TEST(QGemm, SelectedElementsAreTheWholeOpsElements) {
     } catch (const InputError&) {
       continue;  // a combination the policy cannot express: nothing to compare
     }
-    std::vector<std::int64_t> only;
-    for (std::int64_t e = 0; e < whole.y.size(); ++e)
-      if (rng() % 3 == 0) only.push_back(e);
-    std::shuffle(only.begin(), only.end(), rng);
+    const std::vector<std::int64_t> only = some_elements(whole.y, rng);
     const QGemmResult part = qgemm(op, policy, &only);
     kinds.insert(trial % 8 + (trial % 5 == 0 ? 8 : 0));
-    ASSERT_EQ(part.y.shape(), (Shape{static_cast<std::int64_t>(only.size())})) << "trial " << trial;
-    for (std::size_t j = 0; j < only.size(); ++j) {
-      EXPECT_EQ(part.y.bits(static_cast<std::int64_t>(j)), whole.y.bits(only[j]))
-          << "trial " << trial << ", element " << only[j];
-      EXPECT_EQ(part.labels[j], whole.labels[static_cast<std::size_t>(only[j])]) << "trial " << trial;
-      ++compared;
-    }
+    compared += expect_selected_equal_whole(part, whole, only, trial);
   }
   EXPECT_GT(compared, 800);
   EXPECT_GE(kinds.size(), 12u);  // every output kind and scheme, with and without pair saturation

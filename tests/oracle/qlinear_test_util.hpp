@@ -3,8 +3,12 @@
 
 #include "oracles/qlinear.hpp"
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <vector>
 
 namespace qc::test {
@@ -65,6 +69,29 @@ inline QGemmPolicy ideal_policy() {
   QGemmPolicy p;
   p.requantize.scheme = RequantizeScheme::ideal;  // round(v / s_out) + zp exactly, RNE
   return p;
+}
+
+// About a third of a result's elements, in random order: what qgemm/qconv2d(..., &only) are given.
+inline std::vector<std::int64_t> some_elements(const Tensor& y, std::mt19937_64& rng) {
+  std::vector<std::int64_t> only;
+  for (std::int64_t e = 0; e < y.size(); ++e)
+    if (rng() % 3 == 0) only.push_back(e);
+  std::shuffle(only.begin(), only.end(), rng);
+  return only;
+}
+
+// `part` (computed for elements `only`) against the whole result at those elements, bit for bit and
+// label for label. Returns how many elements it compared.
+inline int expect_selected_equal_whole(const QLinearResult& part, const QLinearResult& whole,
+                                       const std::vector<std::int64_t>& only, int trial) {
+  EXPECT_EQ(part.y.shape(), (Shape{static_cast<std::int64_t>(only.size())})) << "trial " << trial;
+  if (part.y.size() != static_cast<std::int64_t>(only.size())) return 0;
+  for (std::size_t j = 0; j < only.size(); ++j) {
+    EXPECT_EQ(part.y.bits(static_cast<std::int64_t>(j)), whole.y.bits(only[j]))
+        << "trial " << trial << ", element " << only[j];
+    EXPECT_EQ(part.labels[j], whole.labels[static_cast<std::size_t>(only[j])]) << "trial " << trial;
+  }
+  return static_cast<int>(only.size());
 }
 
 }  // namespace qc::test
