@@ -19,14 +19,18 @@ class Arith {
 
   bool is_exact() const { return kind_ == Kind::exact; }
   // Which arithmetic a fast path can run natively: the hardware's f32 or f64 (IEEE, default
-  // environment), exact, or none of them (f16, bf16, f8, fixed point).
-  enum class Native : std::uint8_t { none, f32, f64, exact };
+  // environment), exact, f16 or bf16 emulated in f64 (`narrow`: every result rounded into
+  // format()), or none of them (the f8 formats, which lack infinities, and fixed point).
+  enum class Native : std::uint8_t { none, f32, f64, exact, narrow };
   Native native() const {
     if (kind_ == Kind::exact) return Native::exact;
     if (kind_ == Kind::floating && type_ == DType::f32) return Native::f32;
     if (kind_ == Kind::floating && type_ == DType::f64) return Native::f64;
+    if (kind_ == Kind::floating && (type_ == DType::f16 || type_ == DType::bf16)) return Native::narrow;
     return Native::none;
   }
+  // The float format of a floating arithmetic.
+  DType format() const { return type_; }
   std::string name() const;
 
   // Round an exact value into this arithmetic.

@@ -341,57 +341,143 @@ struct RoundTable {
 
 constexpr double k2p62 = 4611686018427387904.0;
 
-// Fast path for f32/f64 compute: the hardware's IEEE operation in the default environment is
-// exactly the policy's rounded operation, so the only work is the final rounding, decided
-// exactly on the representable value t. Returns false to hand the element to the slow path
-// (non-finite inputs or intermediates, and huge values under wrap).
-template <class T>
+// The compute format's rounding, applied after every operation of fast_float_element. f32 and
+// f64 need none: the hardware's operation is already the rounded one. f16 and bf16 are computed
+// in f64 and each result rounded into the format (round_into: RNE, overflow to infinity): their
+// operands have at most 11 significant bits, so f64 holds a product exactly and a quotient or a
+// sum rounded once to 53 bits, and rounding that again to p bits gives the correctly rounded
+// result because 53 >= 2p + 2 (S. A. Figueroa, "When is double rounding innocuous?", ACM SIGNUM
+// Newsletter 30(3), 1995). fma is one rounding of an unbounded sum: not emulated (slow path).
+struct NativeRound {
+  template <class T>
+  T operator()(T v) const {
+    return v;
+  }
+};
+struct NarrowRound {
+  DType t;
+  double operator()(double v) const { return round_into(t, v); }
+};
+
+// What a cast (IntCast) of a value that is not finite or does not fit gives: the integer
+// indefinite value (the most negative of the cast's type); a zero point added in integers wraps
+// in that type (quantize_element's cast_indefinite and cast_add, in int64).
+std::int64_t sign_extend(std::uint64_t v, int bits) {
+  return bits == 64 ? static_cast<std::int64_t>(v) : static_cast<std::int64_t>(static_cast<std::int32_t>(v));
+}
+std::int64_t cast_wrap_add(IntCast c, std::int64_t a, std::int64_t zp) {
+  return sign_extend(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(zp), cast_bits(c));
+}
+std::int64_t cast_indefinite_value(IntCast c) {
+  return sign_extend(std::uint64_t{1} << (cast_bits(c) - 1), cast_bits(c));
+}
+
+// A special result: NaN or an infinity reached the rounding (label special). Returns false where
+// only the slow path says what happens (the NaN rule 'error' raises there).
+bool special_result(bool nan, bool negative, std::int64_t zp, const QuantizePolicy& pol, const Finish& fin,
+                    bool int_add, std::int64_t& q, Label& label, bool& specified) {
+  label = Label::special;
+  if (pol.cast != IntCast::exact) {
+    const std::int64_t c = cast_indefinite_value(pol.cast);
+    q = std::clamp(int_add ? cast_wrap_add(pol.cast, c, zp) : c, fin.range.lo, fin.range.hi);
+    return true;
+  }
+  if (nan) {
+    if (pol.nan == NanRule::error) return false;
+    q = nan_value(pol.nan, fin.range, zp, info(fin.out).is_signed);
+    specified = pol.nan != NanRule::unspecified;
+    return true;
+  }
+  q = negative ? fin.range.lo : fin.range.hi;  // infinities saturate, under wrap too
+  return true;
+}
+
+// Fast path for floating-point compute: f32 and f64 on the hardware, f16 and bf16 emulated
+// (Round). Every input class is decided here: NaN and infinities (inputs, or quotients that
+// overflow) by the policy's special-value rules, subnormal inputs (`x_special`) computed as they
+// are and labelled special, casts of values that do not fit in their integer type. Returns false
+// to hand the element to the slow path: a NaN under a cast with float_before (the slow path
+// compares it as zero), the NaN rule 'error', fma under f16/bf16, a float zero-point add that
+// overflows, huge values under wrap.
+template <class T, class Round>
 [[gnu::always_inline]] inline bool fast_float_element(double xd, double sd, std::int64_t zp, const QuantizePolicy& pol,
                                                       const RoundTable& round_up, const Finish& fin, bool int_add,
-                                                      std::int64_t& q, Label& label) {
-  if (!std::isfinite(xd)) return false;
-  const T x = static_cast<T>(xd);  // correctly rounded (RNE) conversion
-  const T s = static_cast<T>(sd);
-  if (!(s > 0) || !std::isfinite(s) || !std::isfinite(x)) return false;
-  const T zpt = static_cast<T>(zp);
+                                                      bool x_special, Round rnd, std::int64_t& q, Label& label,
+                                                      bool& specified) {
+  constexpr bool kNative = std::is_same_v<Round, NativeRound>;
+  const T s = rnd(static_cast<T>(sd));  // correctly rounded (RNE) conversions
+  if (!(s > 0) || !std::isfinite(s)) return false;
+  const T x = rnd(static_cast<T>(xd));  // NaN and infinities pass through
+  const T zpt = rnd(static_cast<T>(zp));
   T t = 0;
   switch (pol.order) {
     case QuantizeOrder::div_then_add_int:
     case QuantizeOrder::round_then_add_float:
-      t = x / s;
+      t = rnd(x / s);
       break;
     case QuantizeOrder::div_add_float:
-      t = x / s + zpt;
+      t = rnd(rnd(x / s) + zpt);
       break;
     case QuantizeOrder::recip_then_add_int:
     case QuantizeOrder::recip_round_then_add_float:
-      t = x * (T(1) / s);
+      t = rnd(x * rnd(T(1) / s));
       break;
     case QuantizeOrder::recip_add_float:
-      t = x * (T(1) / s) + zpt;
+      t = rnd(rnd(x * rnd(T(1) / s)) + zpt);
       break;
     case QuantizeOrder::fma_recip:
+      if constexpr (!kNative) return false;
       t = std::fma(x, T(1) / s, zpt);
       break;
   }
-  if (!std::isfinite(t)) return false;
-  // Under a cast (IntCast) the result is the exact one while |t| + |zp| < 2^30: no cast overflows
-  // and no zero-point add wraps. Elements past that go to the slow path.
-  if (pol.cast != IntCast::exact && !(std::fabs(t) + std::fabs(static_cast<T>(zp)) < T(0x1p30))) return false;
+  if (std::isnan(t)) {
+    if (pol.cast != IntCast::exact && pol.clamp == Clamp::float_before) return false;
+    return special_result(true, false, zp, pol, fin, int_add, q, label, specified);
+  }
   bool saturated = false;
   const std::int64_t off = int_add ? zp : 0;
   const bool round_add = adds_zp_in_float_after_rounding(pol.order);
   if (pol.clamp == Clamp::float_before) {
     const std::int64_t boff = int_add || round_add ? zp : 0;
-    const T lo = static_cast<T>(fin.range.lo - boff), hi = static_cast<T>(fin.range.hi - boff);
+    const T lo = rnd(static_cast<T>(fin.range.lo - boff)), hi = rnd(static_cast<T>(fin.range.hi - boff));
+    if (!std::isfinite(lo) || !std::isfinite(hi)) return false;
     if (t < lo) t = lo, saturated = true;
     if (t > hi) t = hi, saturated = true;
   }
+  if (std::isinf(t)) return special_result(false, t < 0, zp, pol, fin, int_add, q, label, specified);
+  const bool casts = pol.cast != IntCast::exact;
+  std::int64_t r = 0;
+  bool f_half = false, near = false;
   if (std::fabs(t) >= T(k2p62)) {
-    if (pol.clamp == Clamp::wrap) return false;
+    if (casts) {
+      // t is an integer this large, and the cast sees t itself (or t + zp in float): whether it
+      // fits decides, with no rounding left to do.
+      const T seen = round_add ? rnd(t + zpt) : t;
+      const T lim = static_cast<T>(std::ldexp(1.0, cast_bits(pol.cast) - 1));
+      const bool fits = seen >= -lim && seen < lim;  // false for an infinite sum
+      const std::int64_t c = fits ? static_cast<std::int64_t>(seen) : cast_indefinite_value(pol.cast);
+      std::int64_t v = int_add ? cast_wrap_add(pol.cast, c, zp) : c;
+      saturated |= !fits;
+      if (pol.clamp == Clamp::wrap) v = wrap_to(fin.out, v);
+      q = std::min(std::max(v, fin.range.lo), fin.range.hi);
+      saturated |= q != v;
+      label = x_special ? Label::special : saturated ? Label::saturated : Label::clear;
+      return true;
+    }
+    if (pol.clamp == Clamp::wrap) {
+      // An integer this large wraps to its low bits, which fmod gives exactly.
+      const T seen = round_add ? rnd(t + zpt) : t;
+      if (!std::isfinite(seen)) return false;
+      std::uint64_t u = static_cast<std::uint64_t>(std::fmod(std::fabs(static_cast<double>(seen)), 0x1p64));
+      if (seen < 0) u = ~u + 1;
+      const std::int64_t v = wrap_to(fin.out, static_cast<std::int64_t>(u + static_cast<std::uint64_t>(off)));
+      q = std::min(std::max(v, fin.range.lo), fin.range.hi);  // an explicit clip still applies
+      label = x_special ? Label::special : q != v ? Label::saturated : Label::clear;
+      return true;
+    }
     t = t > 0 ? T(k2p62) : T(-k2p62);  // saturates below in any case
   }
-  // floor(t) by truncation (|t| < 2^62 here). Everything below is
+  // floor(t) by truncation (|t| <= 2^62 here). Everything below is
   // data-independent control flow: the tie decisions are the hot, unpredictable part.
   auto fli = static_cast<std::int64_t>(t);
   T fl = static_cast<T>(fli);
@@ -399,20 +485,38 @@ template <class T>
   fli -= adjust;
   fl -= static_cast<T>(adjust);
   const T d = t - (fl + T(0.5));  // exact when |d| <= 1/4: see quantize_f32_kernel.hpp
-  const bool f_zero = t == fl, f_half = (d == T(0)) & !f_zero, f_above = (d > T(0)) & !f_zero;
-  const std::int64_t r = fli + round_up(f_zero, f_half, f_above, (fli & 1) != 0, fli < 0);
-  const bool near = (std::fabs(d) <= T(kNearTieDistance)) & !f_zero;
+  const bool f_zero = t == fl, f_above = (d > T(0)) & !f_zero;
+  f_half = (d == T(0)) & !f_zero;
+  r = fli + round_up(f_zero, f_half, f_above, (fli & 1) != 0, fli < 0);
+  near = (std::fabs(d) <= T(kNearTieDistance)) & !f_zero;
   std::int64_t v = r + off;
+  bool sum_inf = false;
   if (round_add) {  // r is a rounded T value, so exact in T; the add rounds once
-    const T sum = static_cast<T>(r) + zpt;
-    if (!std::isfinite(sum)) return false;
-    v = static_cast<std::int64_t>(sum);
+    const T sum = rnd(static_cast<T>(r) + zpt);
+    if (!std::isfinite(sum)) {
+      if (!casts) return false;
+      sum_inf = true;
+    } else {
+      v = static_cast<std::int64_t>(sum);
+    }
+  }
+  if (casts) {  // the cast sees the rounded value (and the float sum, when the zp was added in float)
+    const std::int64_t seen = int_add ? r : v;
+    // |seen| < 2^63 here, so every value fits a 64-bit cast
+    const bool fits = !sum_inf && (cast_bits(pol.cast) == 64 || (seen >= INT32_MIN && seen <= INT32_MAX));
+    const std::int64_t c = fits ? seen : cast_indefinite_value(pol.cast);
+    v = int_add ? cast_wrap_add(pol.cast, c, zp) : c;
+    saturated |= !fits;
   }
   if (pol.clamp == Clamp::wrap) v = wrap_to(fin.out, v);
   const std::int64_t c = std::min(std::max(v, fin.range.lo), fin.range.hi);
   saturated |= c != v;
   q = c;
-  label = saturated ? Label::saturated : f_half ? Label::tie : near ? Label::near_tie : Label::clear;
+  label = x_special   ? Label::special
+          : saturated ? Label::saturated
+          : f_half    ? Label::tie
+          : near      ? Label::near_tie
+                      : Label::clear;
   return true;
 }
 
@@ -425,10 +529,13 @@ double two_sum_err(double a, double b, double s) {
 // Fast path for exact compute: q = x/s in f64 plus the exact sign of the residual x - q*s
 // (fma gives the residual exactly while nothing underflows). Every order is x/s [+ zp] in
 // exact arithmetic. The tie and near-tie decisions use (t, sign of residual); elements whose
-// decision the pair cannot settle go to the slow path.
+// decision the pair cannot settle go to the slow path. NaN and infinite inputs follow the
+// policy's special-value rules; subnormal inputs (`x_special`) are computed and labelled special.
 [[gnu::always_inline]] inline bool fast_exact_element(double x, double s, std::int64_t zp, const QuantizePolicy& pol,
-                                                      const Finish& fin, bool int_add, std::int64_t& q, Label& label) {
-  if (!std::isfinite(x) || pol.cast != IntCast::exact) return false;  // casts: the slow path
+                                                      const Finish& fin, bool int_add, bool x_special, std::int64_t& q,
+                                                      Label& label, bool& specified) {
+  if (pol.cast != IntCast::exact || !(s > 0) || !std::isfinite(s)) return false;  // casts: the slow path
+  if (!std::isfinite(x)) return special_result(std::isnan(x), x < 0, zp, pol, fin, int_add, q, label, specified);
   constexpr double kTiny = 0x1p-900, kHuge = 0x1p900;
   double t = 0;
   int sticky = 0;  // sign of (exact value - t)
@@ -479,6 +586,13 @@ double two_sum_err(double a, double b, double s) {
   } else if (f == Fraction::half && sticky != 0) {
     f = sticky > 0 ? Fraction::above_half : Fraction::below_half;
   }
+  const auto fli = static_cast<std::int64_t>(fl);
+  const std::int64_t r = fli + (rounds_up(pol.rounding, f, (fli & 1) != 0, fli < 0) ? 1 : 0);
+  q = fin(r + off, saturated);
+  if (saturated || x_special) {  // these labels override the rounding's
+    label = x_special ? Label::special : Label::saturated;
+    return true;
+  }
   // The exact value is t + e with |e| < ulp(t)/2 and the sign of e known. The near-tie label
   // needs |d + e| <= kNearTieDistance: settle it when the bound leaves no doubt, else decline.
   const double dist = f == Fraction::zero ? 0.5 : std::fabs(d);
@@ -492,11 +606,7 @@ double two_sum_err(double a, double b, double s) {
     else
       return false;
   }
-  const auto fli = static_cast<std::int64_t>(fl);
-  const std::int64_t r = fli + (rounds_up(pol.rounding, f, (fli & 1) != 0, fli < 0) ? 1 : 0);
   label = rounding_label(f, near);
-  q = fin(r + off, saturated);
-  if (saturated) label = Label::saturated;
   return true;
 }
 
@@ -513,43 +623,50 @@ struct FastContext {
   Finish fin;
   bool int_add;
   FastKind kind;
-  double min_normal;  // inputs below this (and nonzero) are subnormal: slow path, label special
+  NarrowRound narrow;  // the format of FastKind::narrow
+  double min_normal;   // nonzero inputs below this are subnormal: labelled special
 };
+
+// One element on the fast path of the context's compute kind; false hands it to the slow path.
+[[gnu::always_inline]] inline bool fast_element(const FastContext& c, double xd, double s, std::int64_t zp,
+                                                std::int64_t& v, Label& l, bool& specified) {
+  const double ax = std::fabs(xd);
+  const bool x_special = !(ax <= std::numeric_limits<double>::max()) || (ax < c.min_normal && ax != 0);
+  switch (c.kind) {
+    case FastKind::f32:
+      return fast_float_element<float>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, x_special, NativeRound{}, v, l,
+                                       specified);
+    case FastKind::f64:
+      return fast_float_element<double>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, x_special, NativeRound{}, v, l,
+                                        specified);
+    case FastKind::narrow:
+      return fast_float_element<double>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, x_special, c.narrow, v, l,
+                                        specified);
+    case FastKind::exact:  // in exact arithmetic the float add of an integer zp is an integer add
+      return fast_exact_element(xd, s, zp, c.pol, c.fin, c.int_add || adds_zp_in_float_after_rounding(c.pol.order),
+                                x_special, v, l, specified);
+    case FastKind::none:
+      break;
+  }
+  return false;
+}
 
 // One run of elements sharing a scale and zero point: a tight loop with the input and output
 // types known at compile time. Elements the fast path declines are appended to `slow`.
 template <class In, class Out, bool kLabels>
-void fast_run(const FastContext& c, const In* x, Out* q, Label* labels, std::int64_t begin, std::int64_t end, double s,
-              std::int64_t zp, std::vector<std::int64_t>& slow) {
+void fast_run(const FastContext& c, const In* x, Out* q, Label* labels, SpecifiedMask& specified, std::int64_t begin,
+              std::int64_t end, double s, std::int64_t zp, std::vector<std::int64_t>& slow) {
   for (std::int64_t i = begin; i < end; ++i) {
-    const double xd = static_cast<double>(x[i]);
-    const double ax = std::fabs(xd);
     std::int64_t v = 0;
     Label l = Label::clear;
-    bool ok = ax == 0 || (ax >= c.min_normal && ax <= std::numeric_limits<double>::max());
-    if (ok) {
-      switch (c.kind) {
-        case FastKind::f32:
-          ok = fast_float_element<float>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, v, l);
-          break;
-        case FastKind::f64:
-          ok = fast_float_element<double>(xd, s, zp, c.pol, c.round_up, c.fin, c.int_add, v, l);
-          break;
-        case FastKind::exact:  // in exact arithmetic the float add of an integer zp is an integer add
-          ok = fast_exact_element(xd, s, zp, c.pol, c.fin, c.int_add || adds_zp_in_float_after_rounding(c.pol.order), v,
-                                  l);
-          break;
-        case FastKind::none:
-          ok = false;
-          break;
-      }
-    }
-    if (!ok) {
+    bool spec = true;
+    if (!fast_element(c, static_cast<double>(x[i]), s, zp, v, l, spec)) {
       slow.push_back(i);
       continue;
     }
     q[i] = static_cast<Out>(v);
     if constexpr (kLabels) labels[i] = l;
+    if (!spec) specified.set(static_cast<std::size_t>(i), false);
   }
 }
 
@@ -573,7 +690,7 @@ void for_each_param_run(const QuantParams& p, const Shape& shape, std::int64_t n
 
 template <class In, class Out>
 void fast_tensor(const FastContext& c, const Tensor& x, const QuantParams& p, Tensor& q, Label* labels,
-                 std::vector<std::int64_t>& slow) {
+                 SpecifiedMask& specified, std::vector<std::int64_t>& slow) {
   const In* xd = x.data<In>();
   Out* qd = q.data<Out>();
   if constexpr (std::is_same_v<In, float> && sizeof(Out) <= 2) {
@@ -585,6 +702,7 @@ void fast_tensor(const FastContext& c, const Tensor& x, const QuantParams& p, Te
                                                                 : quantize_f32::Out::u16;
       const quantize_f32::Kernel kernel = quantize_f32::kernel();
       const bool fb = c.pol.clamp == Clamp::float_before;
+      std::vector<std::int64_t> flagged;
       for_each_param_run(p, x.shape(), x.size(), [&](std::int64_t b, std::int64_t e, std::int64_t k) {
         quantize_f32::Params kp;
         kp.s = static_cast<float>(p.scales[static_cast<std::size_t>(k)]);
@@ -598,7 +716,22 @@ void fast_tensor(const FastContext& c, const Tensor& x, const QuantParams& p, Te
         kp.min_normal = static_cast<float>(c.min_normal);
         kp.mode = c.pol.rounding;
         kp.order = c.pol.order;
-        kernel(kp, kOut, xd + b, e - b, qd + b, labels ? labels + b : nullptr, b, slow);
+        kernel(kp, kOut, xd + b, e - b, qd + b, labels ? labels + b : nullptr, b, flagged);
+        // What the vector kernel flags (NaN, infinities, subnormal inputs, overflowing
+        // quotients) the scalar fast path decides; the rest goes on to the slow path.
+        for (const std::int64_t i : flagged) {
+          std::int64_t v = 0;
+          Label l = Label::clear;
+          bool spec = true;
+          if (!fast_element(c, static_cast<double>(xd[i]), p.scales[static_cast<std::size_t>(k)], kp.zp, v, l, spec)) {
+            slow.push_back(i);
+            continue;
+          }
+          qd[i] = static_cast<Out>(v);
+          if (labels) labels[i] = l;
+          if (!spec) specified.set(static_cast<std::size_t>(i), false);
+        }
+        flagged.clear();
       });
       return;
     }
@@ -607,32 +740,32 @@ void fast_tensor(const FastContext& c, const Tensor& x, const QuantParams& p, Te
     const double s = p.scales[static_cast<std::size_t>(k)];
     const std::int64_t zp = p.zero_point(k);
     if (labels)
-      fast_run<In, Out, true>(c, xd, qd, labels, b, e, s, zp, slow);
+      fast_run<In, Out, true>(c, xd, qd, labels, specified, b, e, s, zp, slow);
     else
-      fast_run<In, Out, false>(c, xd, qd, labels, b, e, s, zp, slow);
+      fast_run<In, Out, false>(c, xd, qd, labels, specified, b, e, s, zp, slow);
   });
 }
 
 template <class In>
 void fast_tensor_out(const FastContext& c, const Tensor& x, const QuantParams& p, Tensor& q, Label* labels,
-                     std::vector<std::int64_t>& slow) {
+                     SpecifiedMask& specified, std::vector<std::int64_t>& slow) {
   switch (q.dtype()) {
     case DType::i8:
     case DType::i4:
-      fast_tensor<In, std::int8_t>(c, x, p, q, labels, slow);
+      fast_tensor<In, std::int8_t>(c, x, p, q, labels, specified, slow);
       break;
     case DType::u8:
     case DType::u4:
-      fast_tensor<In, std::uint8_t>(c, x, p, q, labels, slow);
+      fast_tensor<In, std::uint8_t>(c, x, p, q, labels, specified, slow);
       break;
     case DType::i16:
-      fast_tensor<In, std::int16_t>(c, x, p, q, labels, slow);
+      fast_tensor<In, std::int16_t>(c, x, p, q, labels, specified, slow);
       break;
     case DType::u16:
-      fast_tensor<In, std::uint16_t>(c, x, p, q, labels, slow);
+      fast_tensor<In, std::uint16_t>(c, x, p, q, labels, specified, slow);
       break;
     case DType::i32:
-      fast_tensor<In, std::int32_t>(c, x, p, q, labels, slow);
+      fast_tensor<In, std::int32_t>(c, x, p, q, labels, specified, slow);
       break;
     default:
       throw InputError("quantize: output format " + std::string(name(q.dtype())) + " is not an integer format");
@@ -667,6 +800,7 @@ void quantize(const Tensor& x, const QuantParams& p, DType out, const QuantizePo
                         Finish{out, output_range(out, pol), pol.clamp},
                         adds_zp_in_integers(pol.order),
                         fk,
+                        NarrowRound{fk == FastKind::narrow ? A.format() : DType::f64},
                         is_float(x.dtype()) ? std::ldexp(1.0, 1 - info(x.dtype()).fl.bias) : 0.0};
 
   // The fast path takes f32 and f64 inputs from memory directly; every other input format
@@ -677,14 +811,13 @@ void quantize(const Tensor& x, const QuantParams& p, DType out, const QuantizePo
     slow.resize(static_cast<std::size_t>(x.size()));
     for (std::int64_t i = 0; i < x.size(); ++i) slow[static_cast<std::size_t>(i)] = i;
   } else if (x.dtype() == DType::f32) {
-    fast_tensor_out<float>(ctx, x, p, res.q, labels, slow);
+    fast_tensor_out<float>(ctx, x, p, res.q, labels, res.specified, slow);
   } else if (x.dtype() == DType::f64) {
-    fast_tensor_out<double>(ctx, x, p, res.q, labels, slow);
+    fast_tensor_out<double>(ctx, x, p, res.q, labels, res.specified, slow);
   } else {
     Tensor wide(DType::f64, x.shape());
     for (std::int64_t i = 0; i < x.size(); ++i) wide.data<double>()[i] = x.get_double(i);
-    FastContext wctx = ctx;
-    fast_tensor_out<double>(wctx, wide, p, res.q, labels, slow);
+    fast_tensor_out<double>(ctx, wide, p, res.q, labels, res.specified, slow);
   }
 
   const ParamIndexer index(p, x.shape());

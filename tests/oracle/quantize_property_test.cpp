@@ -68,12 +68,12 @@ Config random_config(SplitMix64& rng) {
   Config c;
   c.in = pick(rng, {DType::f32, DType::f32, DType::f32, DType::f64, DType::f16, DType::bf16});
   c.out = pick(rng, {DType::i8, DType::u8, DType::i16, DType::u16, DType::i32, DType::i4, DType::u4});
-  c.scale_dtype = pick(rng, {DType::f32, DType::f32, DType::f64});
+  c.scale_dtype = pick(rng, {DType::f32, DType::f32, DType::f64, DType::f16, DType::bf16});
   c.pol.order = pick(rng, {QuantizeOrder::div_then_add_int, QuantizeOrder::div_add_float,
                            QuantizeOrder::recip_then_add_int, QuantizeOrder::recip_add_float, QuantizeOrder::fma_recip,
                            QuantizeOrder::round_then_add_float, QuantizeOrder::recip_round_then_add_float});
   using K = ComputeFormat::Kind;
-  c.pol.compute = {pick(rng, {K::scale_type, K::f32, K::f64, K::exact, K::exact}), 0};
+  c.pol.compute = {pick(rng, {K::scale_type, K::input_type, K::f32, K::f64, K::f16, K::bf16, K::exact, K::exact}), 0};
   c.pol.rounding = kAllRoundingModes[rng.below(kAllRoundingModes.size())];
   c.pol.clamp = pick(rng, {Clamp::int_after, Clamp::int_after, Clamp::float_before, Clamp::wrap});
   c.pol.narrow_range = rng.below(8) == 0;
@@ -88,9 +88,11 @@ Config random_config(SplitMix64& rng) {
   c.params.scale_dtype = c.scale_dtype;
   for (std::size_t k = 0; k < nparams; ++k) {
     // Scales across many binades, with random mantissas (reciprocal-sensitive) or powers of two.
-    const int e = static_cast<int>(rng.below(40)) - 30;
+    // (f16 scales within its normal range).
+    const int e =
+        c.scale_dtype == DType::f16 ? static_cast<int>(rng.below(24)) - 14 : static_cast<int>(rng.below(40)) - 30;
     const double m = rng.below(4) == 0 ? 1.0 : 1.0 + rng.uniform01();
-    c.params.scales.push_back(round_into(c.scale_dtype == DType::f64 ? DType::f64 : DType::f32, std::ldexp(m, e)));
+    c.params.scales.push_back(round_into(c.scale_dtype, std::ldexp(m, e)));
     const std::int64_t lo = int_min(c.out), hi = int_max(c.out);
     const std::int64_t zp =
         rng.below(3) == 0 ? 0 : lo + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(hi - lo + 1)));

@@ -276,3 +276,110 @@ TEST(QuantizeExplain, TraceNamesTheRoundingDecision) {
 
 }  // namespace
 }  // namespace qc
+
+namespace qc {
+namespace {
+
+// Every input class is decided without rationals under the common specs (the fast path's
+// special-value rules, docs/numerics.md "Exact and fast"): NaN, infinities, subnormal inputs,
+// quotients that overflow their format, integer casts of values that do not fit, and f16/bf16
+// compute. The fast path must equal the slow path element for element, and leave nothing to it.
+Tensor every_input_class() {
+  // Every 7th f16 and bf16 bit pattern: each binade, subnormals, infinities and NaNs of both.
+  std::vector<float> v;
+  for (std::uint32_t b = 0; b < 65536; b += 7) v.push_back(static_cast<float>(float_bits_to_double(DType::f16, b)));
+  for (std::uint32_t b = 0; b < 65536; b += 7) v.push_back(static_cast<float>(float_bits_to_double(DType::bf16, b)));
+  for (float f : {std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY, 0x1p-149f, -0x1p-140f, 0x1.fffffcp-127f,
+                  std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(), 0x1p62f, -0x1p63f, 0x1p64f})
+    v.push_back(f);
+  Tensor x(DType::f32, Shape{static_cast<std::int64_t>(v.size())});
+  for (std::size_t i = 0; i < v.size(); ++i) x.set_double(static_cast<std::int64_t>(i), v[i]);
+  return x;
+}
+
+TEST(QuantizeFastPath, DecidesEveryInputClass) {
+  const Tensor x = every_input_class();
+  struct Variant {
+    const char* what;
+    QuantizePolicy pol;
+    DType scale_dtype;
+    double scale;
+  };
+  std::vector<Variant> variants;
+  variants.push_back({"onnx", onnx(), DType::f32, 0.0123});
+  variants.push_back({"onnx, tiny scale (quotients overflow f32)", onnx(), DType::f32, 0x1p-120});
+  variants.push_back({"onnx, f16 scale (f16 compute)", onnx(), DType::f16, 0.0999755859375});
+  variants.push_back({"onnx, bf16 scale (bf16 compute)", onnx(), DType::bf16, 0.01171875});
+  QuantizePolicy cast = onnx();
+  cast.cast = IntCast::x86_int32;
+  cast.nan = NanRule::to_qmin;
+  variants.push_back({"int32 cast", cast, DType::f32, 0.0123});
+  cast.cast = IntCast::x86_int64;
+  cast.order = QuantizeOrder::recip_round_then_add_float;
+  variants.push_back({"int64 cast, zero point added in float", cast, DType::f32, 0.0123});
+  QuantizePolicy wrap = onnx();
+  wrap.clamp = Clamp::wrap;
+  wrap.nan = NanRule::to_zero_point;
+  variants.push_back({"wrap", wrap, DType::f32, 0.0123});
+  QuantizePolicy before = onnx();
+  before.clamp = Clamp::float_before;
+  before.order = QuantizeOrder::div_add_float;
+  variants.push_back({"clamp in float before rounding", before, DType::f32, 0.0123});
+  QuantizePolicy exact = onnx();
+  exact.compute = {ComputeFormat::Kind::exact, 0};
+  variants.push_back({"exact compute", exact, DType::f32, 0.0123});
+  for (const Variant& v : variants) {
+    for (const DType out : {DType::i8, DType::u16, DType::i32}) {
+      QuantParams p;
+      p.scales = {v.scale};
+      p.scale_dtype = v.scale_dtype;
+      p.zero_points = {out == DType::u16 ? 7 : -3};
+      const QuantizeResult fast = quantize(x, p, out, v.pol, OraclePath::fast, true);
+      const QuantizeResult slow = quantize(x, p, out, v.pol, OraclePath::slow, true);
+      SCOPED_TRACE(std::string(v.what) + " into " + std::string(name(out)));
+      EXPECT_EQ(fast.slow_elements, 0);
+      for (std::int64_t i = 0; i < x.size(); ++i) {
+        const auto u = static_cast<std::size_t>(i);
+        ASSERT_EQ(fast.q.get_int(i), slow.q.get_int(i)) << "x = " << x.get_double(i);
+        ASSERT_EQ(fast.labels[u], slow.labels[u]) << "x = " << x.get_double(i);
+        ASSERT_EQ(fast.specified[u], slow.specified[u]) << "x = " << x.get_double(i);
+      }
+    }
+  }
+}
+
+// The special-value rules, by hand: an f32 subnormal quantizes like any small value (to the zero
+// point) but is labelled special; a quotient that overflows f32 saturates and is special; under
+// an x86 int32 cast NaN becomes INT32_MIN, + zp wraps in int32, then the clamp.
+TEST(QuantizeFastPath, SpecialValuesByHand) {
+  QuantParams p;
+  p.scales = {0.5};
+  p.zero_points = {3};
+  Tensor x(DType::f32, Shape{4});
+  x.set_double(0, 0x1p-140);
+  x.set_double(1, 3e38);
+  x.set_double(2, -3e38);
+  x.set_double(3, std::numeric_limits<double>::quiet_NaN());
+  p.scales = {0x1p-20};  // 3e38 / 2^-20 overflows f32
+  QuantizePolicy pol = onnx();
+  pol.cast = IntCast::x86_int32;
+  const QuantizeResult r = quantize(x, p, DType::i8, pol);
+  EXPECT_EQ(r.slow_elements, 0);
+  EXPECT_EQ(r.q.get_int(0), 3);
+  EXPECT_EQ(r.labels[0], Label::special);
+  // inf cast to int32 is INT32_MIN; + 3 is -2147483645, which saturates to -128
+  EXPECT_EQ(r.q.get_int(1), -128);
+  EXPECT_EQ(r.q.get_int(2), -128);
+  EXPECT_EQ(r.q.get_int(3), -128);
+  pol.cast = IntCast::exact;
+  pol.nan = NanRule::to_zero_point;
+  const QuantizeResult e = quantize(x, p, DType::i8, pol);
+  EXPECT_EQ(e.slow_elements, 0);
+  EXPECT_EQ(e.q.get_int(1), 127);
+  EXPECT_EQ(e.labels[1], Label::special);
+  EXPECT_EQ(e.q.get_int(2), -128);
+  EXPECT_EQ(e.q.get_int(3), 3);
+}
+
+}  // namespace
+}  // namespace qc
