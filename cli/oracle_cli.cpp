@@ -4,6 +4,7 @@
 #include "oracles/dequantize.hpp"
 #include "oracles/quantize.hpp"
 #include "oracles/requantize.hpp"
+#include "oracles/sweep.hpp"
 #include "qconform/error.hpp"
 #include "qconform/npy.hpp"
 
@@ -27,7 +28,10 @@ void add_oracle_options(CLI::App* c, OracleOptions& o, bool explain) {
   c->add_option("--spec,--policy,-p", o.spec,
                 "a preset (qconform list presets) or a JSON spec as in a case file (--policy: its older name)")
       ->capture_default_str();
-  if (explain) c->add_option("--vs", o.vs, "a second spec: show both and the first step where they part");
+  if (explain)
+    c->add_option("--vs", o.vs, "a second spec: show both and the first step where they part");
+  else
+    c->add_option("--vs", o.vs, "with --sweep: a second spec, and the inputs on which the two differ");
   c->add_option("--order", o.order, "quantize order override (div_then_add_int, div_add_float, ...)");
   c->add_option("--compute", o.compute, "compute format override (exact, f64, f32, f16, bf16, scale_type, fixed64:N)");
   c->add_option("--rounding", o.rounding, "rounding mode override (rne, rna, rhu, rhd, rtz, floor, ceil)");
@@ -55,6 +59,11 @@ void add_oracle_options(CLI::App* c, OracleOptions& o, bool explain) {
     c->add_option("--values", o.values, "input values as an inline JSON list");
     c->add_option("--output,-o", o.output, "write the result to this .npy file (default: JSON on stdout)");
     c->add_flag("--labels", o.labels, "include per-element labels in the JSON output");
+    c->add_flag("--sweep", o.sweep,
+                "quantize: every value of the --from format (f32: all 2^32), streamed on every core; prints counts, "
+                "the output range and a digest (docs/oracle.md)");
+    c->add_option("--threads", o.threads, "with --sweep: worker threads (default: every core)")
+        ->check(CLI::Range(0, 1024));
   }
 }
 
@@ -269,8 +278,63 @@ Explained explain_one(const OracleOptions& o, const Spec& spec) {
 
 }  // namespace
 
+namespace {
+
+std::string hex64(std::uint64_t v) {
+  static const char* digits = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<std::size_t>(i)] = digits[v & 15];
+  return s;
+}
+
+int cmd_sweep(const OracleOptions& o, const Spec& spec) {
+  if (o.op != "quantize") throw InputError("--sweep: only quantize sweeps its inputs");
+  if (!o.input.empty() || !o.values.empty() || !o.output.empty() || o.labels)
+    throw InputError("--sweep generates its inputs and prints a summary: no --input, --values, --output or --labels");
+  if (o.scale.size() != 1 || o.zero_point.size() > 1 || o.axis || o.block_size != 0)
+    throw InputError("--sweep: one --scale and one --zero-point (per-tensor parameters)");
+  const DType xt = dtype_option(o.from, "f32", "--from"), out = dtype_option(o.to, "i8", "--to");
+  const std::optional<Spec> vs = o.vs.empty() ? std::nullopt : std::optional<Spec>(build_spec(o.vs, o, "--vs"));
+  const QuantizePolicy a = spec.quantize_for(xt);
+  const std::optional<QuantizePolicy> b = vs ? std::optional<QuantizePolicy>(vs->quantize_for(xt)) : std::nullopt;
+  SweepOptions so;
+  so.threads = o.threads;
+  const QuantizeSweep r = sweep_quantize(xt, quant_params(o, {1}, out), out, a, b ? &*b : nullptr, so);
+  json labels = json::object();
+  for (std::size_t l = 0; l < r.labels.size(); ++l) labels[std::string(name(static_cast<Label>(l)))] = r.labels[l];
+  json j = {{"op", "quantize"},
+            {"spec", spec.name},
+            {"from", std::string(name(xt))},
+            {"to", std::string(name(out))},
+            {"inputs", r.count},
+            {"labels", labels},
+            {"open", r.open},
+            {"slow_path_elements", r.slow_elements},
+            {"output_range", {r.q_min, r.q_max}},
+            {"digest", hex64(r.digest)}};
+  if (vs) {
+    json first = json::array();
+    for (const SweepDifference& d : r.first)
+      first.push_back({{"bits", "0x" + hex64(d.bits).substr(16 - static_cast<std::size_t>(info(xt).bits) / 4)},
+                       {"x", std::isfinite(d.x) ? json(d.x)
+                                                : json(std::isnan(d.x) ? "nan"
+                                                       : d.x < 0       ? "-inf"
+                                                                       : "inf")},
+                       {spec.name, d.q},
+                       {vs->name, d.q_vs},
+                       {"labels", {std::string(name(d.label)), std::string(name(d.label_vs))}}});
+    j["vs"] = {{"spec", vs->name}, {"differ", r.differ}, {"first", first}};
+  }
+  std::cout << j.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace
+
 int cmd_oracle(const OracleOptions& o) {
   const Spec spec = build_spec(o.spec, o, "--spec");
+  if (o.sweep) return cmd_sweep(o, spec);
+  if (!o.vs.empty()) throw InputError("--vs goes with --sweep (or with explain)");
   Tensor result;
   std::vector<Label> labels;
   if (o.op == "quantize") {

@@ -16,7 +16,7 @@ namespace qc {
 struct OracleOptions {
   std::string op;             // quantize | dequantize | requantize
   std::string spec = "onnx";  // --spec: a preset, or a JSON spec {"preset": ..., overrides}
-  std::string vs;             // explain: a second spec to compare with
+  std::string vs;             // explain, oracle --sweep: a second spec to compare with
   // Quantize-policy overrides (as in a case file's "spec").
   std::string order, compute, rounding, clamp, nan;
   bool narrow_range = false;
@@ -39,6 +39,8 @@ struct OracleOptions {
   std::string at;      // explain: the one input element
   std::string output;  // .npy file; JSON on stdout otherwise
   bool labels = false;
+  bool sweep = false;  // quantize every value of the --from format (streamed), print a summary
+  int threads = 0;     // --sweep: worker threads (0: every core)
 };
 
 // Adds the shared options to a subcommand.

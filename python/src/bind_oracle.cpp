@@ -11,6 +11,7 @@
 #include "oracles/qgemm.hpp"
 #include "oracles/quantize.hpp"
 #include "oracles/requantize.hpp"
+#include "oracles/sweep.hpp"
 #include "oracles/weight_only.hpp"
 #include "qconform/error.hpp"
 
@@ -149,6 +150,63 @@ qc::OutputStage output_arg(const py::handle& h) {
 }
 
 // ---- Oracle functions ------------------------------------------------------------------------
+
+// Every value of a float format through quantize, streamed (oracles/sweep.hpp), as a dict.
+py::dict sweep_quantize(const py::handle& scale, const py::handle& zero_point, const py::handle& dtype,
+                        const py::handle& policy, const py::handle& input_dtype, const py::handle& scale_dtype,
+                        const py::handle& vs, int threads, std::size_t max_examples) {
+  const DType in = dtype_arg(input_dtype, "sweep_quantize: input_dtype");
+  const DType out = dtype_arg(dtype, "sweep_quantize: dtype");
+  if (!qc::is_int(out)) throw InputError("sweep_quantize: dtype must be an integer format");
+  if (threads < 0) throw InputError("sweep_quantize: threads must be 0 (every core) or more");
+  const qc::QuantParams p =
+      quant_params(scale, zero_point, py::none(), 0, scale_dtype, qc::Shape{1}, out, "sweep_quantize");
+  const qc::Spec spec = spec_arg(policy);
+  const qc::QuantizePolicy a = spec.quantize_for(in);
+  std::optional<qc::Spec> other;
+  std::optional<qc::QuantizePolicy> b;
+  if (!vs.is_none()) {
+    other = spec_arg(vs);
+    b = other->quantize_for(in);
+  }
+  qc::SweepOptions o;
+  o.threads = threads;
+  o.max_examples = max_examples;
+  qc::QuantizeSweep r;
+  {
+    py::gil_scoped_release release;
+    r = qc::sweep_quantize(in, p, out, a, b ? &*b : nullptr, o);
+  }
+  py::dict labels;
+  for (std::size_t l = 0; l < r.labels.size(); ++l)
+    labels[py::str(std::string(qc::name(static_cast<qc::Label>(l))))] = r.labels[l];
+  py::dict d;
+  d["spec"] = spec.name;
+  d["inputs"] = r.count;
+  d["labels"] = labels;
+  d["open"] = r.open;
+  d["slow_path_elements"] = r.slow_elements;
+  d["output_range"] = py::make_tuple(r.q_min, r.q_max);
+  d["digest"] = r.digest;
+  if (other) {
+    py::list first;
+    for (const qc::SweepDifference& e : r.first) {
+      py::dict f;
+      f["bits"] = e.bits;
+      f["x"] = e.x;
+      f["q"] = e.q;
+      f["q_vs"] = e.q_vs;
+      f["labels"] = py::make_tuple(std::string(qc::name(e.label)), std::string(qc::name(e.label_vs)));
+      first.append(f);
+    }
+    py::dict v;
+    v["spec"] = other->name;
+    v["differ"] = r.differ;
+    v["first"] = first;
+    d["vs"] = v;
+  }
+  return d;
+}
 
 py::object quantize(const py::handle& x, const py::handle& scale, const py::handle& zero_point, const py::handle& dtype,
                     const py::handle& policy, const py::handle& axis, std::int64_t block_size,
@@ -481,6 +539,13 @@ void bind_oracle(py::module_& m) {
                      "into scale_dtype; the exact value is what the policy hands to its final rounding.") +
          labels_doc)
             .c_str());
+  m.def("sweep_quantize", &sweep_quantize, py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "i8",
+        py::arg("spec") = "onnx", py::arg("input_dtype") = "f32", py::arg("scale_dtype") = "f32",
+        py::arg("vs") = py::none(), py::arg("threads") = 0, py::arg("max_examples") = 10,
+        "Quantize every value of the float format input_dtype (f32: all 2^32 bit patterns), streamed on every core, "
+        "with one scale and zero point. Returns a dict: inputs, labels (counts), open, slow_path_elements, "
+        "output_range, digest (docs/oracle.md) and, with vs=SPEC, vs = {spec, differ, first: [{bits, x, q, q_vs, "
+        "labels}]}: the inputs on which the two specs differ.");
   m.def("dequantize", &dequantize, py::arg("q"), py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "f32",
         py::arg("spec") = "onnx", py::arg("axis") = py::none(), py::arg("block_size") = 0,
         py::arg("scale_dtype") = "f32", py::arg("input_dtype") = py::none(), py::arg("labels") = false,

@@ -122,3 +122,30 @@ def test_bad_input_raises_with_message():
         qconform.quantize(np.array([1.1], np.float32), 1.0, input_dtype="bf16")
     with pytest.raises(qconform.InputError, match="has no qconform format"):
         qconform.quantize(np.array([1, 2], dtype=np.int64), 1.0)
+
+
+def test_sweep_quantize_equals_quantizing_every_value():
+    # Every f16 bit pattern, materialized here and quantized by qconform.quantize, summed by numpy:
+    # the streamed sweep must report the same counts, range and differences.
+    x = np.arange(65536, dtype=np.uint16).view(np.float16)
+    q, labels = qconform.quantize(x, 0.05, 3, "i8", spec="onnx", labels=True)
+    q_ort = qconform.quantize(x, 0.05, 3, "i8", spec="ort-cpu")
+    r = qconform.sweep_quantize(0.05, 3, "i8", spec="onnx", input_dtype="f16", vs="ort-cpu")
+    assert r["inputs"] == 65536
+    assert r["slow_path_elements"] == 0
+    names, counts = np.unique(labels, return_counts=True)
+    assert {k: v for k, v in r["labels"].items() if v} == dict(zip(names.tolist(), counts.tolist()))
+    nan = np.isnan(x)  # open under onnx (NaN is unspecified there)
+    assert r["open"] == int(nan.sum())
+    assert r["output_range"] == (int(q[~nan].min()), int(q[~nan].max()))
+    differ = np.flatnonzero((q != q_ort) & ~nan)
+    assert r["vs"]["differ"] == len(differ)
+    assert [d["bits"] for d in r["vs"]["first"]] == differ[:10].tolist()
+    assert r["digest"] == qconform.sweep_quantize(0.05, 3, "i8", input_dtype="f16", threads=1)["digest"]
+
+
+def test_sweep_quantize_refuses_what_it_cannot_sweep():
+    with pytest.raises(qconform.InputError, match="sweep"):
+        qconform.sweep_quantize(1.0, input_dtype="f64")
+    with pytest.raises(qconform.InputError):
+        qconform.sweep_quantize([1.0, 2.0], input_dtype="f16")

@@ -359,6 +359,28 @@ TEST_F(Cli, OracleQuantizeToJson) {
   EXPECT_EQ(j["labels"], nlohmann::json::parse(R"(["tie", "tie", "clear"])"));
 }
 
+// Every f16 value under onnx and ORT's CPU kernel (s = 0.05, zp = 3, into i8). They differ on +inf
+// alone: ONNX saturates it to 127; ORT's f16 path computes static_cast<int32_t>(nearbyint(x / s)),
+// which gives INT32_MIN for inf on x86, and INT32_MIN + 3 clamps to -128 (at -inf both give -128).
+// The 2046 NaN patterns are open under onnx. The command docs/oracle.md shows, on f16.
+TEST_F(Cli, OracleSweepsEveryValueOfAFormat) {
+  const Result r = run("oracle quantize --sweep --from f16 --scale 0.05 --zero-point 3 --vs ort-cpu");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j["inputs"], 65536);
+  EXPECT_EQ(j["open"], 2046);
+  EXPECT_EQ(j["output_range"], nlohmann::json::parse("[-128, 127]"));
+  EXPECT_EQ(j["slow_path_elements"], 0);
+  EXPECT_EQ(j["vs"]["differ"], 1);
+  EXPECT_EQ(j["vs"]["first"][0]["bits"], "0x7c00");
+  EXPECT_EQ(j["vs"]["first"][0]["onnx"], 127);
+  EXPECT_EQ(j["vs"]["first"][0]["ort-cpu"], -128);
+  // One thread or two: the same digest.
+  const Result one = run("oracle quantize --sweep --from f16 --scale 0.05 --zero-point 3 --threads 1");
+  ASSERT_EQ(one.code, 0) << one.output;
+  EXPECT_EQ(nlohmann::json::parse(one.output)["digest"], j["digest"]);
+}
+
 TEST_F(Cli, OracleNpyRoundTrip) {
   // Quantize to a .npy file, then dequantize it: (q - zp) * s gives back the grid points.
   const fs::path q = dir_ / "q.npy";
