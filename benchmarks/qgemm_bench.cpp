@@ -1,10 +1,12 @@
 // The oracle's qgemm at 1024x1024x1024 (u8 x s8, exact integer accumulation, exact
-// requantization to i8 under `onnx`), in GOPS (2*M*N*K per second), beside a plain int32 GEMM loop
-// built -O3 -march=native and, where installed, oneDNN's int8 matmul, in one process; ratios of
-// medians of CPU time (benchmarks/README.md).
+// requantization to i8 under `onnx`), in GOPS (2*M*N*K per second), on one thread and on every
+// core, beside a plain int32 GEMM loop built -O3 -march=native and, where installed, oneDNN's int8
+// matmul, in one process; ratios of medians of CPU time (wall time for every core;
+// benchmarks/README.md).
 #include "benchmarks/baselines.hpp"
 #include "benchmarks/ratio_reporter.hpp"
 #include "harness/evaluate.hpp"
+#include "oracles/parallel.hpp"
 #include "oracles/presets.hpp"
 #include "oracles/qgemm.hpp"
 
@@ -13,7 +15,9 @@
 #include <dnnl.hpp>
 #endif
 
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 
 namespace {
 
@@ -77,7 +81,9 @@ void BM_OnednnMatmulU8S8S32(benchmark::State& state) {
 BENCHMARK(BM_OnednnMatmulU8S8S32)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 #endif
 
-void BM_OracleQGemmRequantized(benchmark::State& state) {
+// The oracle's qgemm on state.range(0) threads (oracles/parallel.hpp).
+void oracle_qgemm(benchmark::State& state) {
+  qc::set_oracle_threads(static_cast<int>(state.range(0)));
   const Operands& o = operands();
   qc::QGemmOp op;
   op.a.values = o.a;
@@ -99,10 +105,20 @@ void BM_OracleQGemmRequantized(benchmark::State& state) {
   }
   state.counters["GOPS"] = benchmark::Counter(2.0 * kM * kN * kK * static_cast<double>(state.iterations()),
                                               benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  qc::set_oracle_threads(0);
 }
 
+// One thread, in CPU time like the baselines; and every core, in wall time (its speed-up is the
+// ratio of the two).
+void BM_OracleQGemmRequantized(benchmark::State& state) { oracle_qgemm(state); }
+void BM_OracleQGemmRequantizedAllCores(benchmark::State& state) { oracle_qgemm(state); }
+
 BENCHMARK(BM_PlainInt32Gemm)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_OracleQGemmRequantized)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleQGemmRequantized)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleQGemmRequantizedAllCores)
+    ->Arg(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())))
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
@@ -117,6 +133,9 @@ int main(int argc, char** argv) {
       "\n1024^3 u8 x s8 (medians of CPU time): plain int32 loop %.2f GOPS, oracle qgemm (exact accumulation + "
       "exact requantize) %.2f GOPS, ratio %.3f\n",
       base, oracle, base > 0 ? oracle / base : 0.0);
+  const double all_cores = reporter.value("BM_OracleQGemmRequantizedAllCores") / 1e9;
+  std::printf("oracle qgemm on %u threads (wall time) %.2f GOPS: %.2fx its one-thread speed\n",
+              std::max(1u, std::thread::hardware_concurrency()), all_cores, oracle > 0 ? all_cores / oracle : 0.0);
   if (onednn > 0)
     std::printf("oneDNN u8 x s8 -> s32 matmul %.2f GOPS; oracle / oneDNN %.3f\n", onednn, oracle / onednn);
   benchmark::Shutdown();

@@ -1,5 +1,7 @@
 #include "oracles/int_accumulate.hpp"
 
+#include "oracles/parallel.hpp"
+
 #include "qconform/error.hpp"
 
 #include <algorithm>
@@ -191,16 +193,30 @@ Acc dot_1x1(const T* __restrict a, const T* __restrict b, std::int64_t len) {
 }
 
 // Exact sums of every (row, column, segment) into out[(r*N + n)*S + s]. The caller has proven that
-// Acc holds every partial sum. Columns are tiled so one tile of B^T (~128 KiB) stays in L2 while
-// every row of A streams past it.
+// Acc holds every partial sum. Rows are split across the oracle's threads (each writes its own
+// rows); within a thread columns are tiled so one tile of B^T (~128 KiB) stays in L2 while its rows
+// of A stream past it.
+template <class T, class Acc>
+void exact_sums_rows(const IntGemmProblem& p, const Operands<T>& o, std::int64_t r_begin, std::int64_t r_end,
+                     std::vector<std::int64_t>& out);
+
 template <class T, class Acc>
 void exact_sums(const IntGemmProblem& p, const Operands<T>& o, std::vector<std::int64_t>& out) {
-  const std::int64_t R = p.rows, N = p.cols, K = p.depth, S = p.segments();
+  const std::int64_t R = p.rows, N = p.cols, K = p.depth;
+  const std::int64_t row_work = std::max<std::int64_t>(1, N * K);
+  parallel_ranges(R, std::max<std::int64_t>(1, (std::int64_t{1} << 21) / row_work),
+                  [&](std::int64_t r0, std::int64_t r1) { exact_sums_rows<T, Acc>(p, o, r0, r1, out); });
+}
+
+template <class T, class Acc>
+void exact_sums_rows(const IntGemmProblem& p, const Operands<T>& o, std::int64_t r_begin, std::int64_t r_end,
+                     std::vector<std::int64_t>& out) {
+  const std::int64_t N = p.cols, K = p.depth, S = p.segments();
   const std::int64_t tile = std::max<std::int64_t>(
       4, (std::int64_t{128} * 1024) / std::max<std::int64_t>(1, K * static_cast<std::int64_t>(sizeof(T))) / 4 * 4);
   for (std::int64_t n0 = 0; n0 < N; n0 += tile) {
     const std::int64_t n1 = std::min(N, n0 + tile);
-    for (std::int64_t r = 0; r < R; ++r) {
+    for (std::int64_t r = r_begin; r < r_end; ++r) {
       const T* ar = o.a.data() + r * K;
       std::int64_t n = n0;
       for (; n + 4 <= n1; n += 4) {

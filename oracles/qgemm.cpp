@@ -1,5 +1,7 @@
 #include "oracles/qgemm.hpp"
 
+#include "oracles/parallel.hpp"
+
 #include "qconform/error.hpp"
 
 #include <algorithm>
@@ -33,9 +35,32 @@ std::vector<std::int64_t> k_segment_starts(const QuantParams& a, const Shape& a_
 
 namespace {
 
+template <class T>
+void widen(const T* x, std::vector<std::int32_t>& v) {
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int32_t>(x[i]);
+}
+
 std::vector<std::int32_t> int32_values(const Tensor& t) {
   std::vector<std::int32_t> v(static_cast<std::size_t>(t.size()));
-  for (std::int64_t i = 0; i < t.size(); ++i) v[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(t.get_int(i));
+  switch (t.dtype()) {  // the operand formats, on their own types (i4/u4 are held a value a byte)
+    case DType::i8:
+    case DType::i4:
+      widen(t.data<std::int8_t>(), v);
+      break;
+    case DType::u8:
+    case DType::u4:
+      widen(t.data<std::uint8_t>(), v);
+      break;
+    case DType::i16:
+      widen(t.data<std::int16_t>(), v);
+      break;
+    case DType::u16:
+      widen(t.data<std::uint16_t>(), v);
+      break;
+    default:
+      for (std::int64_t i = 0; i < t.size(); ++i)
+        v[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(t.get_int(i));
+  }
   return v;
 }
 
@@ -150,16 +175,19 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vecto
   sa.a_index.resize(ES);
   sa.b_index.resize(ES);
   sa.channel.resize(static_cast<std::size_t>(d.rows * d.cols));
-  for (std::int64_t r = 0; r < d.rows; ++r)
-    for (std::int64_t n = 0; n < d.cols; ++n) {
-      const std::int64_t e = r * d.cols + n;
-      sa.channel[static_cast<std::size_t>(e)] = static_cast<std::int32_t>(n);
-      for (std::int64_t s = 0; s < S; ++s) {
-        const auto k = static_cast<std::size_t>(e * S + s);
-        sa.a_index[k] = static_cast<std::int32_t>(a_idx[static_cast<std::size_t>(r * S + s)]);
-        sa.b_index[k] = static_cast<std::int32_t>(b_idx[static_cast<std::size_t>(s * d.cols + n)]);
-      }
-    }
+  parallel_ranges(d.rows, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, d.cols * S)),
+                  [&](std::int64_t r0, std::int64_t r1) {
+                    for (std::int64_t r = r0; r < r1; ++r)
+                      for (std::int64_t n = 0; n < d.cols; ++n) {
+                        const std::int64_t e = r * d.cols + n;
+                        sa.channel[static_cast<std::size_t>(e)] = static_cast<std::int32_t>(n);
+                        for (std::int64_t s = 0; s < S; ++s) {
+                          const auto k = static_cast<std::size_t>(e * S + s);
+                          sa.a_index[k] = static_cast<std::int32_t>(a_idx[static_cast<std::size_t>(r * S + s)]);
+                          sa.b_index[k] = static_cast<std::int32_t>(b_idx[static_cast<std::size_t>(s * d.cols + n)]);
+                        }
+                      }
+                  });
   return finish_output(std::move(sa), qa.params, qb.params, op.bias, op.output, policy);
 }
 

@@ -1,5 +1,7 @@
 #include "oracles/qlinear.hpp"
 
+#include "oracles/parallel.hpp"
+
 #include "oracles/dequantize.hpp"
 #include "oracles/ieee.hpp"
 #include "oracles/quantize.hpp"
@@ -502,6 +504,30 @@ struct ChannelMultiplier {
   IdealFraction ideal;
 };
 
+// The multipliers one thread has formed, by key (index of A's scale) * nb + (index of B's scale):
+// a table where the keys are few, else a map.
+class MultiplierCache {
+ public:
+  explicit MultiplierCache(std::int64_t keys) {
+    if (keys <= (std::int64_t{1} << 16)) dense_.resize(static_cast<std::size_t>(keys));
+  }
+  template <class Make>
+  const ChannelMultiplier& get(std::int64_t key, Make make) {
+    if (!dense_.empty()) {
+      auto& slot = dense_[static_cast<std::size_t>(key)];
+      if (!slot) slot = make();
+      return *slot;
+    }
+    auto it = sparse_.find(key);
+    if (it == sparse_.end()) it = sparse_.emplace(key, make()).first;
+    return it->second;
+  }
+
+ private:
+  std::vector<std::optional<ChannelMultiplier>> dense_;
+  std::unordered_map<std::int64_t, ChannelMultiplier> sparse_;
+};
+
 void requantized_output(const QLinearResult::State& st, const QGemmPolicy& policy, DType scale_dtype,
                         QLinearResult& r) {
   const OutputStage& out = st.out;
@@ -514,41 +540,44 @@ void requantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
                      "defined for the ideal scheme (round(v / s_out) + zp exactly)");
   const IntRange range = requantize_range(out.format, p);
   const bool ideal = p.scheme == RequantizeScheme::ideal;
-  std::unordered_map<std::int64_t, ChannelMultiplier> multipliers;  // by (a index, b index)
-  const std::int64_t nb = static_cast<std::int64_t>(st.b_scales.size());
+  const std::int64_t na = static_cast<std::int64_t>(st.a_scales.size()),
+                     nb = static_cast<std::int64_t>(st.b_scales.size());
   const Rational s_out(out.scale);
-  for (std::int64_t e = 0; e < r.y.size(); ++e) {
-    const bool overflowed = st.overflowed(e);
-    RequantizeElement q;
-    if (one_accumulator) {
-      const auto k = static_cast<std::size_t>(e);
-      const std::int64_t key = std::int64_t{st.a_index[k]} * nb + st.b_index[k];
-      auto it = multipliers.find(key);
-      if (it == multipliers.end()) {
-        const RequantizeScales scales{st.a_scale_values[static_cast<std::size_t>(st.a_index[k])],
-                                      st.b_scale_values[static_cast<std::size_t>(st.b_index[k])], out.scale,
-                                      scale_dtype};
-        ChannelMultiplier cm{prepare_multiplier(scales, p), {}};
-        if (ideal) cm.ideal = ideal_fraction(cm.m.exact);
-        it = multipliers.emplace(key, std::move(cm)).first;
-      }
-      const std::int64_t acc = st.policy_accumulator(e, 0, policy.accumulation);
-      if (ideal && !overflowed) {
-        if (const auto fast = ideal_requantize_fast(acc, it->second.ideal, out.zero_point, range, p)) {
-          r.y.set_int(e, fast->q);
-          r.labels[static_cast<std::size_t>(e)] = fast->label;
-          continue;
+  // Elements split across the oracle's threads; each thread keeps its own multipliers, formed when
+  // one of its elements first needs a (scale of A, scale of B) pair.
+  parallel_ranges(r.y.size(), 4096, [&](std::int64_t e0, std::int64_t e1) {
+    MultiplierCache multipliers(na * nb);
+    for (std::int64_t e = e0; e < e1; ++e) {
+      const bool overflowed = st.overflowed(e);
+      RequantizeElement q;
+      if (one_accumulator) {
+        const auto k = static_cast<std::size_t>(e);
+        const ChannelMultiplier& cm = multipliers.get(std::int64_t{st.a_index[k]} * nb + st.b_index[k], [&] {
+          const RequantizeScales scales{st.a_scale_values[static_cast<std::size_t>(st.a_index[k])],
+                                        st.b_scale_values[static_cast<std::size_t>(st.b_index[k])], out.scale,
+                                        scale_dtype};
+          ChannelMultiplier made{prepare_multiplier(scales, p), {}};
+          if (ideal) made.ideal = ideal_fraction(made.m.exact);
+          return made;
+        });
+        const std::int64_t acc = st.policy_accumulator(e, 0, policy.accumulation);
+        if (ideal && !overflowed) {
+          if (const auto fast = ideal_requantize_fast(acc, cm.ideal, out.zero_point, range, p)) {
+            r.y.set_int(e, fast->q);
+            r.labels[static_cast<std::size_t>(e)] = fast->label;
+            continue;
+          }
         }
+        q = requantize_element(acc, cm.m, out.zero_point, out.format, p);
+      } else {
+        const Rational v =
+            st.real_value(e, [&](std::int64_t s) { return st.policy_accumulator(e, s, policy.accumulation); });
+        q = requantize_real(v / s_out, out.scale, scale_dtype, out.zero_point, out.format, p);
       }
-      q = requantize_element(acc, it->second.m, out.zero_point, out.format, p);
-    } else {
-      const Rational v =
-          st.real_value(e, [&](std::int64_t s) { return st.policy_accumulator(e, s, policy.accumulation); });
-      q = requantize_real(v / s_out, out.scale, scale_dtype, out.zero_point, out.format, p);
+      r.y.set_int(e, q.q);
+      r.labels[static_cast<std::size_t>(e)] = overflowed ? Label::saturated : q.label;
     }
-    r.y.set_int(e, q.q);
-    r.labels[static_cast<std::size_t>(e)] = overflowed ? Label::saturated : q.label;
-  }
+  });
 }
 
 }  // namespace
