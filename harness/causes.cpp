@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <array>
-#include <unordered_map>
+#include <cstring>
 
 namespace qc {
 namespace {
@@ -258,13 +258,10 @@ namespace {
 // The elements `idx` of t, as a 1-D tensor.
 Tensor gather(const Tensor& t, const std::vector<std::int64_t>& idx) {
   Tensor g(t.dtype(), Shape{static_cast<std::int64_t>(idx.size())});
-  for (std::size_t j = 0; j < idx.size(); ++j) {
-    const auto k = static_cast<std::int64_t>(j);
-    if (is_int(t.dtype()))
-      g.set_int(k, t.get_int(idx[j]));
-    else
-      g.set_bits(k, t.bits(idx[j]));
-  }
+  const auto w = static_cast<std::size_t>(info(t.dtype()).storage_bytes);  // the stored bytes, as they are
+  const std::byte* from = t.bytes().data();
+  std::byte* to = g.bytes().data();
+  for (std::size_t j = 0; j < idx.size(); ++j) std::memcpy(to + j * w, from + static_cast<std::size_t>(idx[j]) * w, w);
   return g;
 }
 
@@ -325,6 +322,35 @@ std::optional<OpRequest> gathered(const OpRequest& op, const std::vector<std::in
 
 }  // namespace
 
+namespace {
+
+// Which of the elements `idx` the op `alt_op` under `alt_spec` computes as the backend did: per j, 1
+// where it equals actual[idx[j]] (actual_cut[j]). The op is evaluated on those elements alone where it
+// can be (`alt_cut`: an element-wise op cut down to them; a GEMM or convolution on the rows that hold
+// them), else whole (weight-only GEMM). nullopt where the op rejects the combination (e.g. a
+// multiplier outside the scheme's range).
+std::optional<std::vector<std::uint8_t>> reproduced(const OpRequest& alt_op, const Spec& alt_spec,
+                                                    const std::optional<OpRequest>& alt_cut,
+                                                    const std::vector<std::int64_t>& idx, const Tensor& actual,
+                                                    const Tensor& actual_cut) {
+  try {
+    std::optional<Tensor> cut_values;
+    if (alt_cut)
+      cut_values = evaluate(*alt_cut, alt_spec).expected;
+    else
+      cut_values = evaluate_elements(alt_op, alt_spec, idx);
+    if (cut_values) return same_elements(*cut_values, actual_cut);
+    const std::vector<std::uint8_t> whole = same_elements(evaluate(alt_op, alt_spec).expected, actual);
+    std::vector<std::uint8_t> same(idx.size());
+    for (std::size_t j = 0; j < idx.size(); ++j) same[j] = whole[static_cast<std::size_t>(idx[j])];
+    return same;
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& ref, const Tensor& actual,
                       const std::vector<std::int64_t>& mismatches, BackendResult& r,
                       const std::vector<InputVariation>& inputs) {
@@ -338,42 +364,46 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     dim = shape[static_cast<std::size_t>(*axis)];
     for (std::size_t d = static_cast<std::size_t>(*axis) + 1; d < shape.size(); ++d) inner *= shape[d];
   }
-  std::unordered_map<std::int64_t, ElementDiff*> worst;
-  for (ElementDiff& d : r.metrics.worst) worst[d.index] = &d;
+  std::vector<std::pair<std::int64_t, ElementDiff*>> worst;  // by index
+  for (ElementDiff& d : r.metrics.worst) worst.emplace_back(d.index, &d);
+  std::sort(worst.begin(), worst.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<std::uint8_t> explained(mismatches.size(), 0);
-  // Counts the mismatches that `alt_op` evaluated under `alt_spec` reproduces, evaluated on the
-  // mismatching elements alone (element j of the result is element mismatches[j]): an element-wise op
-  // cut down to them, a GEMM or convolution on the rows that hold them. An op that cannot (weight-only
-  // GEMM) is evaluated whole.
   const Tensor actual_cut = gather(actual, mismatches);
+  // The op cut down once for every change of the spec (input variations cut their own).
+  const std::optional<OpRequest> op_cut = gathered(op, mismatches);
+  // Past kCauseScreen mismatches a candidate is first tried on kCauseScreen of them, evenly spaced,
+  // and counted on all of them only if it reproduces one there (docs/reports.md "Causes").
+  std::vector<std::int64_t> sample;
+  if (mismatches.size() > kCauseScreen)
+    for (std::size_t k = 0; k < kCauseScreen; ++k) sample.push_back(mismatches[k * mismatches.size() / kCauseScreen]);
+  const Tensor actual_sample = gather(actual, sample);
+  const std::optional<OpRequest> op_sample = sample.empty() ? std::nullopt : gathered(op, sample);
   auto tally = [&](const std::string& cause, const std::string& description, const OpRequest& alt_op,
-                   const Spec& alt_spec) {
-    std::optional<Tensor> cut_values;
-    Tensor whole;
-    try {
-      if (const std::optional<OpRequest> cut = gathered(alt_op, mismatches))
-        cut_values = evaluate(*cut, alt_spec).expected;
-      else
-        cut_values = evaluate_elements(alt_op, alt_spec, mismatches);
-      if (!cut_values) whole = evaluate(alt_op, alt_spec).expected;
-    } catch (const InputError&) {
-      return;  // the op rejects this combination (e.g. a multiplier outside the scheme's range)
+                   const Spec& alt_spec, const std::optional<OpRequest>& alt_cut,
+                   const std::optional<OpRequest>& alt_sample) {
+    if (!sample.empty()) {
+      const auto screen = reproduced(alt_op, alt_spec, alt_sample, sample, actual, actual_sample);
+      if (!screen || std::find(screen->begin(), screen->end(), std::uint8_t{1}) == screen->end()) return;
     }
+    const auto same = reproduced(alt_op, alt_spec, alt_cut, mismatches, actual, actual_cut);
+    if (!same) return;
     CauseCount cc{cause, description, 0, {}};
     for (std::size_t j = 0; j < mismatches.size(); ++j) {
+      if (!(*same)[j]) continue;
       const std::int64_t i = mismatches[j];
-      if (cut_values ? !same_element(*cut_values, actual_cut, static_cast<std::int64_t>(j))
-                     : !same_element(whole, actual, i))
-        continue;
       ++cc.count;
       explained[j] = 1;
       if (axis) ++cc.per_channel[(i / inner) % dim];
-      if (auto it = worst.find(i); it != worst.end()) it->second->causes.push_back(cause);
+      const auto w =
+          std::lower_bound(worst.begin(), worst.end(), i, [](const auto& x, std::int64_t v) { return x.first < v; });
+      if (w != worst.end() && w->first == i) w->second->causes.push_back(cause);
     }
     if (cc.count > 0) r.causes.push_back(std::move(cc));
   };
-  for (const InputVariation& v : inputs) tally(v.cause, v.description, v.op, spec);
-  for (const Variation& v : single_changes(spec, op)) tally(v.cause, v.description, op, v.spec);
+  for (const InputVariation& v : inputs)
+    tally(v.cause, v.description, v.op, spec, gathered(v.op, mismatches),
+          sample.empty() ? std::nullopt : gathered(v.op, sample));
+  for (const Variation& v : single_changes(spec, op)) tally(v.cause, v.description, op, v.spec, op_cut, op_sample);
   r.unexplained = std::count(explained.begin(), explained.end(), std::uint8_t{0});
   std::stable_sort(r.causes.begin(), r.causes.end(),
                    [](const CauseCount& a, const CauseCount& b) { return a.count > b.count; });

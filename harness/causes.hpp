@@ -38,6 +38,12 @@ struct InputVariation {
   OpRequest op;
 };
 
+// Past this many mismatches, a candidate change is first tried on this many of them (evenly spaced)
+// and counted on all of them only if it reproduces at least one there: the cost of causes then
+// follows the few changes that matter. The counts reported are exact; a change that reproduces
+// none of the sample, so under about 1 in 4,096 of the mismatches, goes unnamed.
+inline constexpr std::size_t kCauseScreen = 4096;
+
 // Fills r.causes, r.unexplained and the causes of r.metrics.worst for the elements where
 // `actual` differs from `ref` (the spec's answer): each single change of the spec, and each input
 // variation. Variations the op rejects (e.g. a derivation the scheme cannot use) are skipped.

@@ -35,6 +35,42 @@ bool same_element(const Tensor& a, const Tensor& b, std::int64_t i) {
   return x == y;
 }
 
+namespace {
+
+template <class W>
+void equal_words(const std::byte* a, const std::byte* b, std::size_t n, std::uint8_t* out) {
+  const auto* x = reinterpret_cast<const W*>(a);
+  const auto* y = reinterpret_cast<const W*>(b);
+  for (std::size_t i = 0; i < n; ++i) out[i] = x[i] == y[i] ? 1 : 0;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> same_elements(const Tensor& a, const Tensor& b) {
+  const auto n = static_cast<std::size_t>(a.size());
+  std::vector<std::uint8_t> eq(n);
+  const std::byte* x = a.bytes().data();
+  const std::byte* y = b.bytes().data();
+  switch (info(a.dtype()).storage_bytes) {  // integers are their stored bytes; 4-bit ones a byte each
+    case 1:
+      equal_words<std::uint8_t>(x, y, n, eq.data());
+      break;
+    case 2:
+      equal_words<std::uint16_t>(x, y, n, eq.data());
+      break;
+    case 4:
+      equal_words<std::uint32_t>(x, y, n, eq.data());
+      break;
+    default:
+      equal_words<std::uint64_t>(x, y, n, eq.data());
+      break;
+  }
+  if (is_float(a.dtype()))  // any NaN equals any NaN
+    for (std::size_t i = 0; i < n; ++i)
+      if (!eq[i]) eq[i] = same_element(a, b, static_cast<std::int64_t>(i)) ? 1 : 0;
+  return eq;
+}
+
 std::int64_t ulp_delta(DType t, std::uint64_t expected, std::uint64_t actual) {
   const bool ne = is_nan_bits(t, expected), na = is_nan_bits(t, actual);
   if (ne || na) return ne && na ? 0 : kUlpInfinite;
@@ -103,9 +139,10 @@ Metrics compare(const Reference& ref, const Tensor& actual, int max_worst) {
 }
 
 std::vector<std::int64_t> mismatch_indices(const Tensor& a, const Tensor& b, const SpecifiedMask& specified) {
+  const std::vector<std::uint8_t> eq = same_elements(a, b);
   std::vector<std::int64_t> v;
-  for (std::int64_t i = 0; i < a.size(); ++i)
-    if (specified[static_cast<std::size_t>(i)] && !same_element(a, b, i)) v.push_back(i);
+  for (std::size_t i = 0; i < eq.size(); ++i)
+    if (!eq[i] && specified[i]) v.push_back(static_cast<std::int64_t>(i));
   return v;
 }
 
@@ -126,9 +163,10 @@ std::string fingerprint(const std::vector<std::int64_t>& indices) {
 }
 
 std::int64_t count_mismatches(const Tensor& a, const Tensor& b, const SpecifiedMask& specified) {
+  const std::vector<std::uint8_t> eq = same_elements(a, b);
   std::int64_t n = 0;
-  for (std::int64_t i = 0; i < a.size(); ++i)
-    if (specified[static_cast<std::size_t>(i)] && !same_element(a, b, i)) ++n;
+  for (std::size_t i = 0; i < eq.size(); ++i)
+    if (!eq[i] && specified[i]) ++n;
   return n;
 }
 

@@ -18,6 +18,10 @@ std::int64_t ulp_delta(DType t, std::uint64_t expected, std::uint64_t actual);
 
 // True when element i of a and b is the same value bit for bit (any NaN equals any NaN).
 bool same_element(const Tensor& a, const Tensor& b, std::int64_t i);
+// same_element for every element of two tensors of one format and size, in one typed pass: 1 where
+// they are the same. The pass compares stored bytes (which vectorizes) and asks about NaN only
+// where the bytes differ.
+std::vector<std::uint8_t> same_elements(const Tensor& a, const Tensor& b);
 
 // The specified elements where `a` and `b` differ, in index order.
 std::vector<std::int64_t> mismatch_indices(const Tensor& a, const Tensor& b, const SpecifiedMask& specified);

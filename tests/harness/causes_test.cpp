@@ -91,3 +91,81 @@ TEST(Causes, PerChannelRequantizeIsAttributedPerChannel) {
 
 }  // namespace
 }  // namespace qc
+
+namespace qc {
+namespace {
+
+// Ties t = k + 1/2 for k in [-5000, 4999] (x = t, s = 1, into i16) from a kernel that rounds them
+// away from zero, and one element past those 10,000 that the kernel wraps instead of saturating:
+// x = 40000 gives 40000 - 65536 = -25536 where onnx saturates to 32767. Ties away differ from ties
+// to even where k is even (t = k + 1/2 >= 0: rne gives k, rna k + 1; t < 0, k = -(m + 1) with m
+// even: rne gives -m, rna -(m + 1)): 5,000 mismatches, 5,001 with the wrapped one.
+struct TiesAndAWrap {
+  QuantizeOp op;
+  Tensor actual;
+  std::int64_t ties_differing = 0;
+};
+
+TiesAndAWrap ties_and_a_wrap(std::int64_t wrap_at) {
+  TiesAndAWrap c;
+  const std::int64_t n = 10001;
+  c.op.x = Tensor(DType::f32, {n});
+  c.op.params.scales = {1.0};
+  c.op.params.zero_points = {0};
+  c.op.out = DType::i16;
+  c.actual = Tensor(DType::i16, {n});
+  std::int64_t j = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (i == wrap_at) {
+      c.op.x.set_double(i, 40000.0);
+      c.actual.set_int(i, 40000 - 65536);
+      continue;
+    }
+    const std::int64_t k = -5000 + j++;
+    c.op.x.set_double(i, static_cast<double>(k) + 0.5);
+    const std::int64_t away = k >= 0 ? k + 1 : k;  // k + 1/2 < 0 rounds away to k
+    c.actual.set_int(i, away);
+    const std::int64_t m = k >= 0 ? k : -(k + 1);  // |t| = m + 1/2
+    if (m % 2 == 0) ++c.ties_differing;
+  }
+  return c;
+}
+
+// Past kCauseScreen mismatches the counts of the causes named stay exact.
+TEST(Causes, CountsStayExactPastTheScreen) {
+  const TiesAndAWrap c = ties_and_a_wrap(10000);
+  ASSERT_EQ(c.ties_differing, 5000);
+  const Spec spec = *find_preset("onnx");
+  const Reference ref = evaluate(c.op, spec);
+  const auto diff = mismatches(ref.expected, c.actual);
+  ASSERT_EQ(diff.size(), 5001u);
+  ASSERT_GT(diff.size(), kCauseScreen);
+  BackendResult r;
+  attribute_causes(c.op, spec, ref, c.actual, diff, r, {});
+  const CauseCount* rna = find_cause(r, "quantize.rounding=rna");
+  ASSERT_NE(rna, nullptr);
+  EXPECT_EQ(rna->count, 5000);
+  EXPECT_EQ(r.causes.front().cause, "quantize.rounding=rna");
+  // The wrapped element is the last mismatch, which the evenly spaced sample (every 5001/4096-th,
+  // from the first) leaves out: wrap reproduces it alone, so it goes unnamed, as documented.
+  EXPECT_EQ(find_cause(r, "quantize.clamp=wrap"), nullptr);
+  EXPECT_EQ(r.unexplained, 1);
+}
+
+// The same kernel with the wrapped element first: the sample holds it, and wrap is named with it.
+TEST(Causes, TheScreenKeepsAChangeThatReproducesASampledMismatch) {
+  const TiesAndAWrap c = ties_and_a_wrap(0);
+  const Spec spec = *find_preset("onnx");
+  const Reference ref = evaluate(c.op, spec);
+  const auto diff = mismatches(ref.expected, c.actual);
+  ASSERT_EQ(diff.size(), 5001u);
+  BackendResult r;
+  attribute_causes(c.op, spec, ref, c.actual, diff, r, {});
+  const CauseCount* wrap = find_cause(r, "quantize.clamp=wrap");
+  ASSERT_NE(wrap, nullptr);
+  EXPECT_EQ(wrap->count, 1);
+  EXPECT_EQ(r.unexplained, 0);
+}
+
+}  // namespace
+}  // namespace qc
