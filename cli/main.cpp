@@ -382,7 +382,7 @@ struct RunArgs {
   std::string expect = "spec";
   bool quiet = false;
   std::string baseline, shard;
-  bool gate = false, no_causes = false, no_reproducers = false, isolate = false;
+  bool gate = false, no_causes = false, no_reproducers = false, isolate = false, ignore_magnitude = false;
   double timeout = 0;
 };
 
@@ -401,7 +401,9 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
     qc::expect_claims_for(suites, g_peer_names);  // a peer is held to its claim unless a case names it
   if (a.gate && a.baseline.empty()) throw qc::InputError("--gate needs --baseline FILE (see qconform baseline)");
   std::optional<qc::Baseline> baseline;
+  if (a.ignore_magnitude && a.baseline.empty()) throw qc::InputError("--ignore-magnitude goes with --baseline FILE");
   if (!a.baseline.empty()) baseline = qc::load_baseline(a.baseline);
+  if (baseline) baseline->ignore_magnitude = a.ignore_magnitude;
   // An explicit --shard wins over a test runner's environment (and then does not announce to
   // Bazel that the run follows its sharding, which it does not).
   const std::optional<std::pair<int, int>> ishard = a.shard.empty() ? shard_from_env() : parse_shard(a.shard);
@@ -663,6 +665,8 @@ int main(int argc, char** argv) {
   run->add_flag("--quiet,-q", ra.quiet, "print only the report paths");
   run->add_option("--baseline", ra.baseline, "known mismatches (qconform baseline): unchanged ones are XFAIL");
   run->add_flag("--gate", ra.gate, "exit 1 only on a change against --baseline (CI gate)");
+  run->add_flag("--ignore-magnitude", ra.ignore_magnitude,
+                "match a FAIL to its baseline entry by the elements alone, whatever their distances now");
   run->add_option("--shard", ra.shard,
                   "run the i-th of n parts of the cases, as i/n (join with qconform merge); default: the shard "
                   "GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS or TEST_SHARD_INDEX/TEST_TOTAL_SHARDS name (0-based)");

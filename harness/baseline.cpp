@@ -1,5 +1,7 @@
 #include "harness/baseline.hpp"
 
+#include "harness/compare.hpp"
+
 #include "qconform/error.hpp"
 #include "reports/writers.hpp"
 
@@ -93,7 +95,7 @@ bool apply_baseline(const Baseline& b, const std::string& case_id, BackendResult
   }
   const std::string now(name(r.verdict));
   if (r.verdict == Verdict::fail || r.verdict == Verdict::crash || r.verdict == Verdict::timeout) {
-    if (now == e->verdict && r.fingerprint == e->fingerprint) {
+    if (now == e->verdict && same_fingerprint(r.fingerprint, e->fingerprint, b.ignore_magnitude)) {
       r.verdict = Verdict::xfail;
       r.reason = "known " + now + (e->fingerprint.empty() ? "" : ", fingerprint " + e->fingerprint + " unchanged") +
                  "; " + r.reason;

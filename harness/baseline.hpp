@@ -18,13 +18,16 @@ inline constexpr const char* kBaselineFormat = "qconform-baseline/1";
 
 struct BaselineEntry {
   std::string verdict;      // "FAIL", "CRASH" or "TIMEOUT": what the pair did when recorded
-  std::string fingerprint;  // "<count>:<hash>" for FAIL; empty otherwise
+  std::string fingerprint;  // "<count>:<indices hash>:<distances hash>" for FAIL; empty otherwise
   std::string reason;       // the recorded reason, for people reading the file
 };
 
 struct Baseline {
   // (case id, backend) -> entry
   std::map<std::pair<std::string, std::string>, BaselineEntry> entries;
+  // How a FAIL is matched to its entry: by the elements and their signed distances (default), or
+  // by the elements alone (`run --ignore-magnitude`, for teams that accept any distance there).
+  bool ignore_magnitude = false;
   const BaselineEntry* find(const std::string& case_id, const std::string& backend) const;
 };
 

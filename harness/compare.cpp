@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 namespace qc {
 namespace {
@@ -146,12 +147,25 @@ std::vector<std::int64_t> mismatch_indices(const Tensor& a, const Tensor& b, con
   return v;
 }
 
-std::string fingerprint(const std::vector<std::int64_t>& indices) {
-  // FNV-1a (64 bit) over the indices as 8 little-endian bytes each: stable across hosts and
-  // runs, so a baseline written on one machine matches a run on another.
+std::vector<std::int64_t> distances(const Tensor& expected, const Tensor& actual,
+                                    const std::vector<std::int64_t>& indices) {
+  std::vector<std::int64_t> d;
+  d.reserve(indices.size());
+  const bool floats = is_float(expected.dtype());
+  for (const std::int64_t i : indices)
+    d.push_back(floats ? ulp_delta(expected.dtype(), expected.bits(i), actual.bits(i))
+                       : actual.get_int(i) - expected.get_int(i));
+  return d;
+}
+
+namespace {
+
+// FNV-1a (64 bit) over the values as 8 little-endian bytes each: stable across hosts and runs, so a
+// baseline written on one machine matches a run on another.
+std::string fnv1a_hex(const std::vector<std::int64_t>& values) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (std::int64_t i : indices) {
-    auto u = static_cast<std::uint64_t>(i);
+  for (const std::int64_t v : values) {
+    auto u = static_cast<std::uint64_t>(v);
     for (int byte = 0; byte < 8; ++byte, u >>= 8) {
       h ^= u & 0xff;
       h *= 0x100000001b3ULL;
@@ -159,7 +173,26 @@ std::string fingerprint(const std::vector<std::int64_t>& indices) {
   }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return std::to_string(indices.size()) + ":" + hex;
+  return hex;
+}
+
+// "count:indices" of a fingerprint: everything before its second ':' (all of a two-part one).
+std::string_view where_part(std::string_view f) {
+  const auto first = f.find(':');
+  if (first == std::string_view::npos) return f;
+  return f.substr(0, f.find(':', first + 1));
+}
+
+}  // namespace
+
+std::string fingerprint(const std::vector<std::int64_t>& indices, const std::vector<std::int64_t>& distances) {
+  return std::to_string(indices.size()) + ":" + fnv1a_hex(indices) + ":" + fnv1a_hex(distances);
+}
+
+bool same_fingerprint(const std::string& now, const std::string& recorded, bool ignore_magnitude) {
+  const bool two_parts = std::count(recorded.begin(), recorded.end(), ':') == 1;
+  if (ignore_magnitude || two_parts) return where_part(now) == where_part(recorded);
+  return now == recorded;
 }
 
 std::int64_t count_mismatches(const Tensor& a, const Tensor& b, const SpecifiedMask& specified) {

@@ -26,9 +26,21 @@ std::vector<std::uint8_t> same_elements(const Tensor& a, const Tensor& b);
 // The specified elements where `a` and `b` differ, in index order.
 std::vector<std::int64_t> mismatch_indices(const Tensor& a, const Tensor& b, const SpecifiedMask& specified);
 
-// "<count>:<16 hex digits>": the number of mismatching elements and a hash of their indices, so
-// a baseline can tell an unchanged known mismatch from one element more or less.
-std::string fingerprint(const std::vector<std::int64_t>& indices);
+// The signed distance of each element `indices` of `actual` from `expected`: LSB for integer
+// formats, ULP (ulp_delta) for float formats.
+std::vector<std::int64_t> distances(const Tensor& expected, const Tensor& actual,
+                                    const std::vector<std::int64_t>& indices);
+
+// "<count>:<16 hex digits>:<16 hex digits>": the number of elements a verdict rests on, a hash of
+// their flat indices and a hash of their signed distances, so a baseline can tell an unchanged
+// known mismatch from one element more or less, and from the same elements moved farther (an
+// off-by-one grown to off-by-100) or to the other side.
+std::string fingerprint(const std::vector<std::int64_t>& indices, const std::vector<std::int64_t>& distances);
+
+// Whether a fingerprint found now is the one a baseline recorded: every part equal, or with
+// `ignore_magnitude` the count and the indices alone. A recorded fingerprint of two parts (written
+// before distances were fingerprinted) is compared by count and indices.
+bool same_fingerprint(const std::string& now, const std::string& recorded, bool ignore_magnitude);
 
 // Number of specified elements where `a` and `b` differ bit for bit (NaN payloads aside).
 std::int64_t count_mismatches(const Tensor& a, const Tensor& b, const SpecifiedMask& specified);

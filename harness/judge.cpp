@@ -65,7 +65,7 @@ BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequ
   if (opt.attribute_causes) attribute_causes(oracle_op, c.spec, ref, out, j.mismatches, r, propagated);
   const Metrics& m = r.metrics;
   std::vector<std::int64_t> deciding = std::move(j.deciding);
-  if (r.verdict == Verdict::fail) r.fingerprint = fingerprint(deciding);
+  if (r.verdict == Verdict::fail) r.fingerprint = fingerprint(deciding, j.deciding_distances);
   if (!r.causes.empty()) {
     r.reason += "; reproduced by " + r.causes.front().cause + " (" + std::to_string(r.causes.front().count) + "/" +
                 std::to_string(m.mismatches()) + ")";

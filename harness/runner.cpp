@@ -48,8 +48,9 @@ AgreementFinding check_agreement(const Agreement& a, const Case& c, const std::s
   k.other = other_id;
   k.stated = a.kind == Agreement::Kind::differs ? a.elements : -1;
   k.elements = mine.size();
-  for (std::int64_t i = 0; i < mine.size(); ++i)
-    if (!same_element(mine, theirs, i)) f.differing.push_back(i);
+  const std::vector<std::uint8_t> same = same_elements(mine, theirs);
+  for (std::size_t i = 0; i < same.size(); ++i)
+    if (!same[i]) f.differing.push_back(static_cast<std::int64_t>(i));
   k.differing = static_cast<std::int64_t>(f.differing.size());
   for (std::size_t i = 0; i < std::min(kShown, f.differing.size()); ++i) k.first_differing.push_back(f.differing[i]);
   const bool holds = a.kind == Agreement::Kind::same_outputs ? k.differing == 0
@@ -286,7 +287,7 @@ CaseResult SuiteRunner::report(const Case& c, std::size_t& done, std::size_t tot
         r.reason += "; " + f.check.reason;
         if (r.verdict == Verdict::pass) {
           r.verdict = Verdict::fail;
-          r.fingerprint = fingerprint(f.differing);
+          r.fingerprint = fingerprint(f.differing, distances(*theirs.output, *br.output, f.differing));
         }
         broken_with.push_back(a.other);
       } else {

@@ -75,6 +75,7 @@ Judgement judge_output(const Expectation& ex, const std::string& spec_name, cons
       }
       const Reference cref = evaluate(op, *claimed);
       j.deciding = mismatch_indices(cref.expected, out, cref.specified);
+      j.deciding_distances = distances(cref.expected, out, j.deciding);
       j.claim_mismatches = static_cast<std::int64_t>(j.deciding.size());
       j.pass = j.claim_mismatches == 0;
       j.reason = std::to_string(j.claim_mismatches) + " mismatches against its claim " + claim + "; " + counts +
@@ -82,6 +83,7 @@ Judgement judge_output(const Expectation& ex, const std::string& spec_name, cons
       break;
     }
   }
+  if (ex.kind != Expectation::Kind::claim) j.deciding_distances = distances(ref.expected, out, j.deciding);
   return j;
 }
 

@@ -19,10 +19,11 @@ struct Judgement {
   std::string reason;  // what decided it, for the report
   // The output has the op's format and shape; when false, nothing below is computed.
   bool shape_ok = false;
-  Metrics metrics;                       // the output against the spec's reference
-  std::vector<std::int64_t> mismatches;  // specified elements that differ from the spec, in order
-  std::vector<std::int64_t> deciding;    // the elements the verdict rests on (its fingerprint)
-  std::int64_t claim_mismatches = -1;    // claim expectations: mismatches against the claimed preset
+  Metrics metrics;                               // the output against the spec's reference
+  std::vector<std::int64_t> mismatches;          // specified elements that differ from the spec, in order
+  std::vector<std::int64_t> deciding;            // the elements the verdict rests on (its fingerprint)
+  std::vector<std::int64_t> deciding_distances;  // their signed LSB/ULP distances from what decided
+  std::int64_t claim_mismatches = -1;            // claim expectations: mismatches against the claimed preset
 };
 
 // Judges `out`, the output `backend` (which claims the preset named `claim`) gave for `op`, against

@@ -341,7 +341,7 @@ void bind_backends(py::module_& m) {
       "run_cases",
       [](const py::handle& cases, const py::handle& backends, int max_worst, bool attribute_causes,
          const py::handle& reproducer_dir, const py::handle& baseline, bool keep_outputs, const py::object& progress,
-         bool isolate, double timeout) {
+         bool isolate, double timeout, bool ignore_magnitude) {
         if (timeout < 0) throw InputError("run_cases: timeout must be positive");
         if (timeout > 0) isolate = true;
         auto suites = std::make_shared<std::vector<qc::Suite>>(suites_arg(cases));
@@ -383,6 +383,7 @@ void bind_backends(py::module_& m) {
         std::optional<qc::Baseline> base;
         if (!baseline.is_none()) {
           base = qc::load_baseline(py::str(py::module_::import("os").attr("fspath")(baseline)).cast<std::string>());
+          base->ignore_magnitude = ignore_magnitude;
           opt.baseline = &*base;
         }
         if (!progress.is_none()) {
@@ -424,6 +425,7 @@ void bind_backends(py::module_& m) {
       py::arg("cases"), py::arg("backends") = py::none(), py::arg("max_worst") = 10, py::arg("attribute_causes") = true,
       py::arg("reproducer_dir") = py::none(), py::arg("baseline") = py::none(), py::arg("keep_outputs") = false,
       py::arg("progress") = py::none(), py::arg("isolate") = false, py::arg("timeout") = 0.0,
+      py::arg("ignore_magnitude") = false,
       "Runs cases (Case objects, Suites, case files or folders) on backends (objects, Python or built-in, or names; "
       "default: every built-in backend) through the harness's runner: the same comparison, verdicts, causes, "
       "fingerprints and reproducers as `qconform run`. Returns a RunReport; with keep_outputs=True its `outputs` "
@@ -431,7 +433,9 @@ void bind_backends(py::module_& m) {
       "after each pair. isolate=True contains each backend's faults: a Python backend runs in its own "
       "interpreter as an exec runner (python -m qconform.exec MODULE:CLASS; its class must be importable and take "
       "no constructor arguments), a built-in one in a forked child per call; a crash becomes CRASH. timeout=S "
-      "(seconds per call, implies isolate) makes a slower call TIMEOUT.");
+      "(seconds per call, implies isolate) makes a slower call TIMEOUT. With a baseline, a FAIL is known (XFAIL) when "
+      "its "
+      "elements and their signed distances are the ones recorded; ignore_magnitude=True matches the elements alone.");
 
   m.def(
       "serve",

@@ -23,6 +23,7 @@ enum class Fault {
   int16_pairs,     // qgemm: u8 x s8 products summed in pairs saturated to int16 (vpmaddubsw)
   extra_mismatch,  // ties_away, and element 0 off by one as well (a changed fingerprint)
   fewer_mismatch,  // ties_away, but the first mismatching element right (a changed fingerprint)
+  nudged,          // correct, but element 0 off by the backend's `nudge` (the same element, any distance)
   crash,           // raises SIGSEGV
   hang,            // never answers
 };
@@ -47,6 +48,8 @@ inline const char* fault_name(Fault f) {
       return "extra-mismatch";
     case Fault::fewer_mismatch:
       return "fewer-mismatch";
+    case Fault::nudged:
+      return "nudged";
     case Fault::crash:
       return "crash";
     case Fault::hang:
@@ -58,7 +61,8 @@ inline const char* fault_name(Fault f) {
 class FaultyBackend : public Backend {
  public:
   // `name` lets a changed backend pose as the one a baseline was recorded for.
-  explicit FaultyBackend(Fault f, std::string name = "") : fault_(f), name_(std::move(name)) {}
+  explicit FaultyBackend(Fault f, std::string name = "", std::int64_t nudge = 0)
+      : fault_(f), name_(std::move(name)), nudge_(nudge) {}
   std::string name() const override { return name_.empty() ? std::string("faulty-") + fault_name(fault_) : name_; }
   std::string description() const override { return "planted fault: " + std::string(fault_name(fault_)); }
   std::string claim() const override { return "onnx"; }
@@ -133,6 +137,7 @@ class FaultyBackend : public Backend {
         v = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::clamp(r, -1e9f, 1e9f)) + zp, lo, hi);
       }
       if (fault_ == Fault::extra_mismatch && i == 0) v = v == hi ? v - 1 : v + 1;
+      if (fault_ == Fault::nudged && i == 0) v = std::clamp(v + nudge_, lo, hi);
       y.set_int(i, v);
     }
     return y;
@@ -165,6 +170,7 @@ class FaultyBackend : public Backend {
 
   Fault fault_;
   std::string name_;
+  std::int64_t nudge_ = 0;
 };
 
 }  // namespace qc::testing

@@ -252,6 +252,43 @@ TEST(Gate, PassesOnAnUnchangedKnownMismatchAndFailsOnOneMoreOrLess) {
   EXPECT_EQ(exit_code(r_fixed), 1);
 }
 
+// x = -7.5 (element 0 of the ties) quantizes to -8 under onnx; a kernel off by one there gives -7.
+// The same element off by 100 (92), or off by one the other way (-9), is a change the gate sees; a
+// team that accepts any distance there says so with ignore_magnitude, and a baseline written before
+// distances were fingerprinted (two parts) is matched by its elements.
+TEST(Gate, ADistanceThatGrowsOrChangesSideIsAChange) {
+  const Case c = quantize_case("ties", ties_data(), 1.0);
+  Suite s{"planted", "", "", {c}, {}};
+  FaultyBackend known(Fault::nudged, "kernel", 1);
+  const RunReport first = run_cases({s}, {&known}, {});
+  ASSERT_EQ(first.cases[0].backends[0].verdict, Verdict::fail);
+  ASSERT_EQ(first.cases[0].backends[0].metrics.mismatches(), 1);
+  Baseline base = baseline_from(first);
+  RunOptions opt;
+  opt.baseline = &base;
+  EXPECT_EQ(run_cases({s}, {&known}, opt).cases[0].backends[0].verdict, Verdict::xfail);
+
+  FaultyBackend farther(Fault::nudged, "kernel", 100), other_side(Fault::nudged, "kernel", -1);
+  const RunReport r_farther = run_cases({s}, {&farther}, opt);
+  EXPECT_EQ(r_farther.cases[0].backends[0].verdict, Verdict::fail);
+  EXPECT_EQ(r_farther.cases[0].backends[0].metrics.max_abs, 100);
+  EXPECT_NE(r_farther.cases[0].backends[0].reason.find("changed from the baseline"), std::string::npos);
+  EXPECT_EQ(exit_code(r_farther), 1);
+  EXPECT_EQ(run_cases({s}, {&other_side}, opt).cases[0].backends[0].verdict, Verdict::fail);
+
+  base.ignore_magnitude = true;
+  EXPECT_EQ(run_cases({s}, {&farther}, opt).cases[0].backends[0].verdict, Verdict::xfail);
+  EXPECT_EQ(run_cases({s}, {&other_side}, opt).cases[0].backends[0].verdict, Verdict::xfail);
+  FaultyBackend elsewhere(Fault::ties_away, "kernel");  // other elements: a change even so
+  EXPECT_EQ(run_cases({s}, {&elsewhere}, opt).cases[0].backends[0].verdict, Verdict::fail);
+
+  base.ignore_magnitude = false;
+  std::string& recorded = base.entries.begin()->second.fingerprint;
+  ASSERT_EQ(std::count(recorded.begin(), recorded.end(), ':'), 2);
+  recorded = recorded.substr(0, recorded.rfind(':'));  // as an older qconform wrote it
+  EXPECT_EQ(run_cases({s}, {&farther}, opt).cases[0].backends[0].verdict, Verdict::xfail);
+}
+
 // ---- Crashes and hangs -----------------------------------------------------------------------
 
 TEST(Isolation, ACrashIsReportedAndTheRunGoesOn) {

@@ -197,5 +197,26 @@ TEST(CliRuns, BaselineAndGateFromTheCommandLine) {
   fs::remove_all(dir);
 }
 
+// docs/ci.md's --ignore-magnitude commands: a baseline of cpu-ref:tflite-reference's known
+// mismatches on the quantize suite, and a gated run against it that passes.
+TEST(CliRuns, TheDocsIgnoreMagnitudeCommands) {
+  const fs::path dir = fs::temp_directory_path() / ("qconform-magnitude-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string suite = std::string(QCONFORM_SOURCE_DIR) + "/cases/quantize_linear.json";
+  EXPECT_EQ(run("run " + suite + " -b cpu-ref:tflite-reference -q -o " + (dir / "out-known").string()), 1);
+  EXPECT_EQ(run("baseline " + (dir / "out-known" / "report.json").string() + " -o " + (dir / "known.json").string()),
+            0);
+  EXPECT_EQ(run("run " + suite + " -b cpu-ref:tflite-reference -q -o " + (dir / "out-now").string() + " --baseline " +
+                (dir / "known.json").string() + " --gate --ignore-magnitude"),
+            0);
+  const nlohmann::json now = read_json(dir / "out-now" / "report.json");
+  int xfail = 0;
+  for (const auto& c : now["cases"])
+    for (const auto& b : c["backends"]) xfail += b["verdict"] == "XFAIL" ? 1 : 0;
+  EXPECT_GT(xfail, 0);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace qc
