@@ -6,9 +6,9 @@
 #include "benchmarks/baselines.hpp"
 #include "benchmarks/ratio_reporter.hpp"
 #include "harness/evaluate.hpp"
-#include "oracles/parallel.hpp"
 #include "oracles/presets.hpp"
 #include "oracles/qgemm.hpp"
+#include "qconform/parallel.hpp"
 
 #include <benchmark/benchmark.h>
 #ifdef QCONFORM_BENCH_ONEDNN
@@ -83,7 +83,7 @@ BENCHMARK(BM_OnednnMatmulU8S8S32)->Unit(benchmark::kMillisecond)->MeasureProcess
 
 // The oracle's qgemm on state.range(0) threads (oracles/parallel.hpp).
 void oracle_qgemm(benchmark::State& state) {
-  qc::set_oracle_threads(static_cast<int>(state.range(0)));
+  qc::set_worker_threads(static_cast<int>(state.range(0)));
   const Operands& o = operands();
   qc::QGemmOp op;
   op.a.values = o.a;
@@ -105,7 +105,7 @@ void oracle_qgemm(benchmark::State& state) {
   }
   state.counters["GOPS"] = benchmark::Counter(2.0 * kM * kN * kK * static_cast<double>(state.iterations()),
                                               benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-  qc::set_oracle_threads(0);
+  qc::set_worker_threads(0);
 }
 
 // One thread, in CPU time like the baselines; and every core, in wall time (its speed-up is the

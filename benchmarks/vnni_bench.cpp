@@ -9,11 +9,13 @@
 #include "backends/vnni/vnni.hpp"
 #include "benchmarks/baselines.hpp"
 #include "benchmarks/ratio_reporter.hpp"
+#include "qconform/parallel.hpp"
 
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <thread>
 #include <map>
 #include <random>
 #include <string>
@@ -88,9 +90,11 @@ bool skip_if_missing(benchmark::State& state, Isa isa) {
   return false;
 }
 
+// On `threads` worker threads (qconform/parallel.hpp): 1 for the CPU-time ratios to the plain loop.
 template <class Out>
-void run_gemm(benchmark::State& state, Isa isa, OutputKind kind) {
+void run_gemm(benchmark::State& state, Isa isa, OutputKind kind, int threads = 1) {
   if (skip_if_missing(state, isa)) return;
+  qc::set_worker_threads(threads);
   const std::int64_t n = kGemm;
   const auto a = random_bytes<std::int8_t>(static_cast<std::size_t>(n * n), -128, 127, 1);
   const auto b = random_bytes<std::int8_t>(static_cast<std::size_t>(n * n), -128, 127, 2);
@@ -111,10 +115,12 @@ void run_gemm(benchmark::State& state, Isa isa, OutputKind kind) {
     benchmark::ClobberMemory();
   }
   set_gops(state, 2.0 * n * n * n);
+  qc::set_worker_threads(0);
 }
 
 void run_conv(benchmark::State& state, Isa isa, ConvStrategy strategy) {
   if (skip_if_missing(state, isa)) return;
+  qc::set_worker_threads(1);
   const ConvShape s;
   const auto x = random_bytes<std::int8_t>(static_cast<std::size_t>(s.h * s.w * s.c), -128, 127, 3);
   const auto w = random_bytes<std::int8_t>(static_cast<std::size_t>(s.oc * s.c * s.k * s.k), -128, 127, 4);
@@ -139,12 +145,14 @@ void run_conv(benchmark::State& state, Isa isa, ConvStrategy strategy) {
     benchmark::ClobberMemory();
   }
   set_gops(state, 2.0 * s.h * s.w * s.oc * s.c * s.k * s.k);
+  qc::set_worker_threads(0);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   qc::bench::initialize(&argc, argv);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   benchmark::RegisterBenchmark("PlainInt32Gemm/1024", BM_PlainInt32Gemm)->Unit(benchmark::kMillisecond);
   for (Isa isa : kAllIsas) {
     const std::string n(name(isa));
@@ -154,6 +162,12 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("GemmInt32/1024/" + n).c_str(), [isa](benchmark::State& s) {
       run_gemm<std::int32_t>(s, isa, OutputKind::int32);
     })->Unit(benchmark::kMillisecond);
+    // Every core, in wall time: its ratio to GemmS8 on one thread is the speed-up.
+    benchmark::RegisterBenchmark(("GemmS8AllCores/1024/" + n).c_str(), [isa, cores](benchmark::State& s) {
+      run_gemm<std::int8_t>(s, isa, OutputKind::s8, cores);
+    })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
   }
   benchmark::RegisterBenchmark("PlainInt32Conv/56x56x64x64_3x3", BM_PlainInt32Conv)->Unit(benchmark::kMillisecond);
   for (Isa isa : kAllIsas) {
@@ -180,6 +194,12 @@ int main(int argc, char** argv) {
   };
   ratios("PlainInt32Gemm/1024", "GemmS8/", "GemmInt32/", nullptr);
   ratios("PlainInt32Conv/56x56x64x64_3x3", "ConvImplicit/", "ConvIm2col/", nullptr);
+  std::printf("\nGEMM 1024^3, s8 output, on %d threads (wall time) against one thread:\n", cores);
+  for (Isa isa : kAllIsas) {
+    const std::string n(name(isa));
+    const double one = reporter.value("GemmS8/1024/" + n), all = reporter.value("GemmS8AllCores/1024/" + n);
+    if (one > 0 && all > 0) std::printf("  %-12s %8.1f GOPS  %5.2fx\n", n.c_str(), all, all / one);
+  }
   benchmark::Shutdown();
   return 0;
 }

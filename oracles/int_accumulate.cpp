@@ -1,6 +1,6 @@
 #include "oracles/int_accumulate.hpp"
 
-#include "oracles/parallel.hpp"
+#include "qconform/parallel.hpp"
 
 #include "qconform/error.hpp"
 

@@ -1,6 +1,6 @@
 #include "oracles/qgemm.hpp"
 
-#include "oracles/parallel.hpp"
+#include "qconform/parallel.hpp"
 
 #include "qconform/error.hpp"
 

@@ -1,6 +1,6 @@
 #include "oracles/qlinear.hpp"
 
-#include "oracles/parallel.hpp"
+#include "qconform/parallel.hpp"
 
 #include "oracles/dequantize.hpp"
 #include "oracles/ieee.hpp"

@@ -14,9 +14,10 @@
 // conv benchmark the interleaving transpose cost ~17% of the time.
 //
 // Partial sums between K blocks go to an int32 buffer [mc, panels·nr]. Weights are packed once
-// (pack_weights). Single-threaded.
+// (pack_weights). Groups of mr rows are split across the worker threads (QCONFORM_THREADS).
 #include "backends/vnni/driver.hpp"
 #include "qconform/error.hpp"
+#include "qconform/parallel.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -95,58 +96,67 @@ void run_gemm(const PackedWeights& w, std::int64_t m, const RowSource& src, void
 
   // In place: every K block of every row can be read as it is (only the last block can have a tail).
   const bool in_place = src.rows != nullptr && flip == 0 && K % 4 == 0 && !w.has_w_zp;
-  std::vector<std::uint8_t> a_pack(in_place ? 0 : static_cast<std::size_t>(mc_max * kcg * 4));
   const std::int64_t ld_partial = w.panels * nr;
-  std::vector<std::int32_t> partial(k_blocked ? static_cast<std::size_t>(mc_max * ld_partial) : 0);
-  std::vector<std::int32_t> row_sum(w.has_w_zp ? static_cast<std::size_t>(mc_max) : 0);
-  std::uint8_t* a_buf = a_pack.data();
   auto* out_bytes = static_cast<char*>(out);
 
-  for (std::int64_t i0 = 0; i0 < m; i0 += mc_max) {
-    const std::int64_t mc = std::min(mc_max, m - i0);
-    std::fill(row_sum.begin(), row_sum.end(), 0);
-    for (std::int64_t g0 = 0; g0 < kg_total; g0 += kcg) {
-      const std::int64_t gn = std::min(kcg, kg_total - g0);
-      const std::int64_t k0 = 4 * g0;
-      const std::int64_t klen = std::min(K, 4 * (g0 + gn)) - k0;
-      // A rows for the tiles: in place, or packed row-major [mc][4·gn] (shifted, zero-padded, summed).
-      const std::int64_t kcp = 4 * gn;
-      const std::uint8_t* a_rows = in_place ? src.rows + i0 * src.row_stride + k0 : a_buf;
-      const std::int64_t a_stride = in_place ? src.row_stride : kcp;
-      if (!in_place)
-        for (std::int64_t r = 0; r < mc; ++r)
-          pack_row(src, i0 + r, k0, klen, kcp, flip, a_buf + r * kcp,
-                   row_sum.empty() ? nullptr : &row_sum[static_cast<std::size_t>(r)]);
-      const bool first = g0 == 0, final = g0 + gn == kg_total;
-      for (std::int64_t p = 0; p < w.panels; ++p) {
-        TileArgs t;
-        t.b = w.panel_data.data() + (p * kg_total + g0) * nr * 4;
-        t.kgroups = gn;
-        t.ld_partial = ld_partial;
-        t.load_partial = !first;
-        t.final = final;
-        t.n_valid = static_cast<int>(std::min(nr, N - p * nr));
-        t.col_term = w.col_term.data() + p * nr;
-        t.w_zp = w.w_zp.data() + p * nr;
-        t.scale = w.scale.data() + p * nr;
-        t.bias_f = w.bias_f.empty() ? nullptr : w.bias_f.data() + p * nr;
-        t.lo = lo;
-        t.hi = hi;
-        t.out_zp = q.output.zero_point;
-        t.store = store;
-        t.ld_out = ldo;
-        for (std::int64_t ir = 0; ir < mc; ir += mr) {
-          const int rows = static_cast<int>(std::min(mr, mc - ir));
-          t.a = a_rows + ir * a_stride;
-          t.a_stride = a_stride;
-          t.partial = k_blocked ? partial.data() + ir * ld_partial + p * nr : nullptr;
-          t.row_sum = row_sum.empty() ? nullptr : row_sum.data() + ir;
-          t.out = out_bytes + static_cast<std::size_t>((i0 + ir) * ldo + p * nr) * esize;
-          ks.tiles[rows - 1](t);
+  // Rows [r_begin, r_end) with their own packing, partial-sum and row-sum buffers: the row groups
+  // of mr rows are split across the worker threads (qconform/parallel.hpp), each writing its own
+  // output rows.
+  const auto run_rows = [&](std::int64_t r_begin, std::int64_t r_end) {
+    std::vector<std::uint8_t> a_pack(in_place ? 0 : static_cast<std::size_t>(mc_max * kcg * 4));
+    std::vector<std::int32_t> partial(k_blocked ? static_cast<std::size_t>(mc_max * ld_partial) : 0);
+    std::vector<std::int32_t> row_sum(w.has_w_zp ? static_cast<std::size_t>(mc_max) : 0);
+    std::uint8_t* a_buf = a_pack.data();
+    for (std::int64_t i0 = r_begin; i0 < r_end; i0 += mc_max) {
+      const std::int64_t mc = std::min(mc_max, r_end - i0);
+      std::fill(row_sum.begin(), row_sum.end(), 0);
+      for (std::int64_t g0 = 0; g0 < kg_total; g0 += kcg) {
+        const std::int64_t gn = std::min(kcg, kg_total - g0);
+        const std::int64_t k0 = 4 * g0;
+        const std::int64_t klen = std::min(K, 4 * (g0 + gn)) - k0;
+        // A rows for the tiles: in place, or packed row-major [mc][4·gn] (shifted, zero-padded, summed).
+        const std::int64_t kcp = 4 * gn;
+        const std::uint8_t* a_rows = in_place ? src.rows + i0 * src.row_stride + k0 : a_buf;
+        const std::int64_t a_stride = in_place ? src.row_stride : kcp;
+        if (!in_place)
+          for (std::int64_t r = 0; r < mc; ++r)
+            pack_row(src, i0 + r, k0, klen, kcp, flip, a_buf + r * kcp,
+                     row_sum.empty() ? nullptr : &row_sum[static_cast<std::size_t>(r)]);
+        const bool first = g0 == 0, final = g0 + gn == kg_total;
+        for (std::int64_t p = 0; p < w.panels; ++p) {
+          TileArgs t;
+          t.b = w.panel_data.data() + (p * kg_total + g0) * nr * 4;
+          t.kgroups = gn;
+          t.ld_partial = ld_partial;
+          t.load_partial = !first;
+          t.final = final;
+          t.n_valid = static_cast<int>(std::min(nr, N - p * nr));
+          t.col_term = w.col_term.data() + p * nr;
+          t.w_zp = w.w_zp.data() + p * nr;
+          t.scale = w.scale.data() + p * nr;
+          t.bias_f = w.bias_f.empty() ? nullptr : w.bias_f.data() + p * nr;
+          t.lo = lo;
+          t.hi = hi;
+          t.out_zp = q.output.zero_point;
+          t.store = store;
+          t.ld_out = ldo;
+          for (std::int64_t ir = 0; ir < mc; ir += mr) {
+            const int rows = static_cast<int>(std::min(mr, mc - ir));
+            t.a = a_rows + ir * a_stride;
+            t.a_stride = a_stride;
+            t.partial = k_blocked ? partial.data() + ir * ld_partial + p * nr : nullptr;
+            t.row_sum = row_sum.empty() ? nullptr : row_sum.data() + ir;
+            t.out = out_bytes + static_cast<std::size_t>((i0 + ir) * ldo + p * nr) * esize;
+            ks.tiles[rows - 1](t);
+          }
         }
       }
     }
-  }
+  };
+  // At least 2^22 multiply-adds a thread, so a small GEMM stays on the calling thread.
+  const std::int64_t groups = (m + mr - 1) / mr;
+  parallel_ranges(groups, std::max<std::int64_t>(1, (std::int64_t{1} << 22) / std::max<std::int64_t>(1, mr * N * K)),
+                  [&](std::int64_t g0, std::int64_t g1) { run_rows(g0 * mr, std::min(m, g1 * mr)); });
 }
 
 }  // namespace detail

@@ -1,7 +1,7 @@
 // The oracle on several threads computes what it computes on one: ranges cover the work in order,
 // a range's exception reaches the caller, and qgemm's accumulation and output stages (split by rows
 // and by elements) give the same values and labels for any thread count.
-#include "oracles/parallel.hpp"
+#include "qconform/parallel.hpp"
 #include "oracles/qgemm.hpp"
 #include "qconform/error.hpp"
 #include "tests/oracle/qlinear_test_util.hpp"
@@ -18,8 +18,8 @@ using namespace test;
 
 // Restores the thread count a test changed.
 struct ThreadsFor {
-  explicit ThreadsFor(int n) { set_oracle_threads(n); }
-  ~ThreadsFor() { set_oracle_threads(0); }
+  explicit ThreadsFor(int n) { set_worker_threads(n); }
+  ~ThreadsFor() { set_worker_threads(0); }
 };
 
 TEST(ParallelRanges, CoverTheWorkInOrderAndRethrow) {
@@ -49,7 +49,7 @@ TEST(ParallelRanges, CoverTheWorkInOrderAndRethrow) {
                                  if (b > 0) throw InputError("range " + std::to_string(b));
                                }),
                InputError);
-  EXPECT_THROW(set_oracle_threads(-1), InputError);
+  EXPECT_THROW(set_worker_threads(-1), InputError);
 }
 
 TEST(QGemm, ResultsDoNotDependOnTheThreadCount) {

@@ -3,6 +3,7 @@
 #include "gemm_tester.hpp"
 
 #include "qconform/error.hpp"
+#include "qconform/parallel.hpp"
 
 #include <gtest/gtest.h>
 
@@ -130,6 +131,16 @@ TEST_P(VnniGemm, CacheBlocks) {
   GemmTester().m(200).n(70).k(1100).activations(ActivationType::s8, 4).weight_zero_points({2}).bias().test(isa());
   GemmTester().m(30).n(40).k(2100).activations(ActivationType::u8, 9).output(OutputKind::f32).test(isa());
   GemmTester().m(131).n(49).k(513).output(OutputKind::u8, 40.0f, 128).scales(0.1f, 0.1f).test(isa());
+}
+
+// Row groups split across 3 worker threads (qconform/parallel.hpp), each with its own packing and
+// partial-sum buffers: still exactly the int64 model, on the packed path (s8, weight zero points,
+// K blocks) and on the in-place one (u8, K % 4 == 0).
+TEST_P(VnniGemm, ThreadsSplitTheRowsExactly) {
+  set_worker_threads(3);
+  GemmTester().m(601).n(70).k(1100).activations(ActivationType::s8, 4).weight_zero_points({2}).bias().test(isa());
+  GemmTester().m(997).n(64).k(256).activations(ActivationType::u8, 9).output(OutputKind::s8, 0.5f, -3).test(isa());
+  set_worker_threads(0);
 }
 
 TEST_P(VnniGemm, EmptyM) {

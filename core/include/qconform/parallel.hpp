@@ -1,5 +1,6 @@
-// The oracle on every core: a large op is split into contiguous ranges of its outputs, one per
-// worker thread, each writing only its own outputs, so a result never depends on the thread count.
+// Every core for one op: a large op (the oracle's GEMM and convolution, the x86 kernels) is split
+// into contiguous ranges of its outputs, one per worker thread, each writing only its own outputs,
+// so a result never depends on the thread count.
 #pragma once
 
 #include <cstdint>
@@ -8,11 +9,12 @@
 namespace qc {
 
 // Worker threads for one op: QCONFORM_THREADS when set (1: the calling thread alone), else every
-// core the machine has. Read once per process; InputError for a value that is not a count.
-int oracle_threads();
+// core the machine has. The environment is read once per process; InputError for a value that is
+// not a count.
+int worker_threads();
 // Sets the worker threads for later ops (0: back to QCONFORM_THREADS or every core): for tests,
 // and for callers that run several ops side by side.
-void set_oracle_threads(int n);
+void set_worker_threads(int n);
 
 // Calls f(begin, end) on contiguous ranges that cover [0, n) in order, concurrently when each of at
 // least two threads gets min_per_thread or more; the calling thread takes the first range. The

@@ -1,4 +1,4 @@
-#include "oracles/parallel.hpp"
+#include "qconform/parallel.hpp"
 
 #include "qconform/error.hpp"
 
@@ -28,21 +28,21 @@ std::atomic<int> g_threads{0};  // 0: not set
 
 }  // namespace
 
-int oracle_threads() {
+int worker_threads() {
   static const int from_environment = threads_from_environment();
   const int n = g_threads.load(std::memory_order_relaxed);
   return n > 0 ? n : from_environment;
 }
 
-void set_oracle_threads(int n) {
-  if (n < 0 || n > 1024) throw InputError("oracle threads: expected 0 to 1024, got " + std::to_string(n));
+void set_worker_threads(int n) {
+  if (n < 0 || n > 1024) throw InputError("worker threads: expected 0 to 1024, got " + std::to_string(n));
   g_threads.store(n, std::memory_order_relaxed);
 }
 
 void parallel_ranges(std::int64_t n, std::int64_t min_per_thread,
                      const std::function<void(std::int64_t, std::int64_t)>& f) {
   if (n <= 0) return;
-  const std::int64_t t = std::clamp<std::int64_t>(n / std::max<std::int64_t>(1, min_per_thread), 1, oracle_threads());
+  const std::int64_t t = std::clamp<std::int64_t>(n / std::max<std::int64_t>(1, min_per_thread), 1, worker_threads());
   if (t == 1) {
     f(0, n);
     return;
