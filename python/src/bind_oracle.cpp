@@ -210,8 +210,9 @@ py::dict sweep_quantize(const py::handle& scale, const py::handle& zero_point, c
 
 py::object quantize(const py::handle& x, const py::handle& scale, const py::handle& zero_point, const py::handle& dtype,
                     const py::handle& policy, const py::handle& axis, std::int64_t block_size,
-                    const py::handle& scale_dtype, const py::handle& input_dtype, bool labels,
+                    const py::handle& scale_dtype, const py::handle& input_dtype, const py::handle& labels_arg,
                     const py::handle& exact) {
+  const LabelForm labels = label_form(labels_arg);
   qc::QuantizeOp op;
   op.x = to_tensor(x, optional_dtype_arg(input_dtype, "quantize: input_dtype"), "quantize: x");
   if (!qc::is_float(op.x.dtype()) && op.x.dtype() != DType::i32)
@@ -225,7 +226,7 @@ py::object quantize(const py::handle& x, const py::handle& scale, const py::hand
   qc::QuantizeResult r;
   {
     py::gil_scoped_release release;
-    r = qc::quantize(op.x, op.params, op.out, pol, qc::OraclePath::fast, labels);
+    r = qc::quantize(op.x, op.params, op.out, pol, qc::OraclePath::fast, labels != LabelForm::none);
   }
   const qc::ParamIndexer index(op.params, op.x.shape());
   return oracle_result(std::move(r.q), &r.labels, labels, form, [&](std::int64_t i) {
@@ -240,7 +241,8 @@ py::object quantize(const py::handle& x, const py::handle& scale, const py::hand
 py::object dequantize(const py::handle& q, const py::handle& scale, const py::handle& zero_point,
                       const py::handle& dtype, const py::handle& policy, const py::handle& axis,
                       std::int64_t block_size, const py::handle& scale_dtype, const py::handle& input_dtype,
-                      bool labels, const py::handle& exact) {
+                      const py::handle& labels_arg, const py::handle& exact) {
+  const LabelForm labels = label_form(labels_arg);
   qc::DequantizeOp op;
   op.q = to_tensor(q, optional_dtype_arg(input_dtype, "dequantize: input_dtype"), "dequantize: q");
   if (!qc::is_int(op.q.dtype()))
@@ -253,7 +255,7 @@ py::object dequantize(const py::handle& q, const py::handle& scale, const py::ha
   qc::DequantizeResult r;
   {
     py::gil_scoped_release release;
-    r = qc::dequantize(op.q, op.params, op.out, spec.dequantize, qc::OraclePath::fast, labels);
+    r = qc::dequantize(op.q, op.params, op.out, spec.dequantize, qc::OraclePath::fast, labels != LabelForm::none);
   }
   const qc::ParamIndexer index(op.params, op.q.shape());
   return oracle_result(std::move(r.y), &r.labels, labels, form, [&](std::int64_t i) {
@@ -290,13 +292,15 @@ qc::RequantizeOp make_requantize(const py::handle& acc, const py::handle& input_
   return op;
 }
 
-py::object requantize(const qc::RequantizeOp& op, const py::handle& policy, bool labels, const py::handle& exact) {
+py::object requantize(const qc::RequantizeOp& op, const py::handle& policy, const py::handle& labels_arg,
+                      const py::handle& exact) {
+  const LabelForm labels = label_form(labels_arg);
   const qc::Spec spec = spec_arg(policy);
   const ExactForm form = exact_arg(exact);
   qc::RequantizeResult r;
   {
     py::gil_scoped_release release;
-    r = qc::requantize(op.acc, op.params, op.out, spec.requantize, qc::OraclePath::fast, labels);
+    r = qc::requantize(op.acc, op.params, op.out, spec.requantize, qc::OraclePath::fast, labels != LabelForm::none);
   }
   return oracle_result(std::move(r.q), &r.labels, labels, form, [&](std::int64_t i) {
     // The channel of element i, as evaluate.cpp finds it for reports.
@@ -319,7 +323,7 @@ py::object requantize(const qc::RequantizeOp& op, const py::handle& policy, bool
   });
 }
 
-py::object linear_result(qc::QLinearResult r, bool labels, ExactForm form) {
+py::object linear_result(qc::QLinearResult r, LabelForm labels, ExactForm form) {
   auto shared = std::make_shared<qc::QLinearResult>(std::move(r));
   return oracle_result(std::move(shared->y), &shared->labels, labels, form,
                        [&](std::int64_t i) { return exact_value(shared->exact_value(i), form); });
@@ -528,7 +532,8 @@ void bind_oracle(py::module_& m) {
 
   // ---- Functions ------------------------------------------------------------------------------
   const char* labels_doc =
-      "\nWith labels=True, also the labels (a numpy array of 'clear', 'near_tie', 'tie', 'saturated', 'special'); "
+      "\nWith labels=True, also the labels (a numpy array of 'clear', 'near_tie', 'tie', 'saturated', 'special'; "
+      "labels='codes' gives them as uint8 codes, the values of qconform.Label, one byte an element); "
       "with exact=True ('fraction') or 'str', also the exact values (an object array of fractions.Fraction or exact "
       "text). The result is then a tuple (values[, labels][, exact]).";
   m.def("quantize", &quantize, py::arg("x"), py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "i8",
@@ -559,7 +564,7 @@ void bind_oracle(py::module_& m) {
       [](const py::handle& acc, const py::handle& input_scale, const py::handle& weight_scale,
          const py::handle& output_scale, const py::handle& zero_point, const py::handle& dtype,
          const py::handle& policy, const py::handle& axis, const py::handle& scale_dtype, const py::handle& input_dtype,
-         bool labels, const py::handle& exact) {
+         const py::handle& labels, const py::handle& exact) {
         const qc::RequantizeOp op = make_requantize(acc, input_scale, weight_scale, output_scale, zero_point, dtype,
                                                     axis, scale_dtype, input_dtype, "requantize");
         return requantize(op, policy, labels, exact);
@@ -575,7 +580,7 @@ void bind_oracle(py::module_& m) {
   m.def(
       "qgemm",
       [](const qc::ActivationOperand& a, const qc::QWeights& b, const py::handle& bias, const py::handle& output,
-         const py::handle& policy, const py::handle& b_layout, bool labels, const py::handle& exact) {
+         const py::handle& policy, const py::handle& b_layout, const py::handle& labels, const py::handle& exact) {
         qc::OpRequest op = make_qgemm(a, b, bias, output, b_layout);
         const qc::Spec spec = spec_arg(policy);
         resolve_dynamic_rules(op, spec);
@@ -586,7 +591,7 @@ void bind_oracle(py::module_& m) {
           py::gil_scoped_release release;
           r = qc::qgemm(g, qc::qgemm_policy(spec, g.a.values.dtype(), qc::LinearOp::gemm));
         }
-        return linear_result(std::move(r), labels, form);
+        return linear_result(std::move(r), label_form(labels), form);
       },
       py::arg("a"), py::arg("b"), py::arg("bias") = py::none(), py::arg("output") = py::none(),
       py::arg("spec") = "onnx", py::arg("b_layout") = "k_by_n", py::arg("labels") = false, py::arg("exact") = false,
@@ -600,8 +605,8 @@ void bind_oracle(py::module_& m) {
       [](const qc::ActivationOperand& input, const qc::QWeights& weight, const py::handle& bias,
          const py::handle& output, const py::handle& policy, const py::handle& layout,
          const std::vector<std::int64_t>& stride, const std::vector<std::int64_t>& padding,
-         const std::vector<std::int64_t>& dilation, std::int64_t groups, const py::handle& padding_value, bool labels,
-         const py::handle& exact) {
+         const std::vector<std::int64_t>& dilation, std::int64_t groups, const py::handle& padding_value,
+         const py::handle& labels, const py::handle& exact) {
         qc::OpRequest op =
             make_qconv2d(input, weight, bias, output, layout, stride, padding, dilation, groups, padding_value);
         const qc::Spec spec = spec_arg(policy);
@@ -613,7 +618,7 @@ void bind_oracle(py::module_& m) {
           py::gil_scoped_release release;
           r = qc::qconv2d(c, qc::qgemm_policy(spec, c.input.values.dtype(), qc::LinearOp::conv));
         }
-        return linear_result(std::move(r), labels, form);
+        return linear_result(std::move(r), label_form(labels), form);
       },
       py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("output") = py::none(),
       py::arg("spec") = "onnx", py::arg("layout") = "nchw", py::arg("stride") = std::vector<std::int64_t>{1, 1},
@@ -626,7 +631,7 @@ void bind_oracle(py::module_& m) {
   m.def(
       "weight_only_gemm",
       [](const py::handle& a, const qc::QWeights& b, const py::handle& bias, const py::handle& dtype,
-         const py::handle& policy, const py::handle& b_layout, const py::handle& a_dtype, bool labels,
+         const py::handle& policy, const py::handle& b_layout, const py::handle& a_dtype, const py::handle& labels,
          const py::handle& exact) {
         const qc::WeightOnlyGemmOp op = make_weight_only(a, b, bias, dtype, b_layout, a_dtype);
         const qc::Spec spec = spec_arg(policy);
@@ -637,7 +642,7 @@ void bind_oracle(py::module_& m) {
           r = qc::weight_only_gemm(op, qc::weight_only_policy(spec));
         }
         auto shared = std::make_shared<qc::WeightOnlyResult>(std::move(r));
-        return oracle_result(std::move(shared->y), &shared->labels, labels, form, [&](std::int64_t i) {
+        return oracle_result(std::move(shared->y), &shared->labels, label_form(labels), form, [&](std::int64_t i) {
           return exact_value(shared->exact[static_cast<std::size_t>(i)], form);
         });
       },

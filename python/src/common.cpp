@@ -189,6 +189,25 @@ py::array labels_array(const std::vector<qc::Label>& labels, const qc::Shape& sh
   return out;
 }
 
+py::array label_codes_array(const std::vector<qc::Label>& labels, const qc::Shape& shape) {
+  static_assert(sizeof(qc::Label) == 1);
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  py::array_t<std::uint8_t> out(dims);
+  if (!labels.empty()) std::memcpy(out.mutable_data(), labels.data(), labels.size());
+  return out;
+}
+
+LabelForm label_form(const py::handle& h) {
+  if (h.is_none()) return LabelForm::none;
+  if (py::isinstance<py::bool_>(h)) return h.cast<bool>() ? LabelForm::names : LabelForm::none;
+  if (py::isinstance<py::str>(h)) {
+    const std::string s = h.cast<std::string>();
+    if (s == "names") return LabelForm::names;
+    if (s == "codes") return LabelForm::codes;
+  }
+  throw InputError("labels: expected False, True, 'names' or 'codes', got " + py::repr(h).cast<std::string>());
+}
+
 // ---- Exact values ----------------------------------------------------------------------------
 
 ExactForm exact_arg(const py::handle& h) {
@@ -241,14 +260,15 @@ py::array exact_array(const qc::Shape& shape, const std::function<py::object(std
   return out.attr("reshape")(dims);
 }
 
-py::object oracle_result(qc::Tensor&& y, const std::vector<qc::Label>* labels, bool want_labels, ExactForm exact,
+py::object oracle_result(qc::Tensor&& y, const std::vector<qc::Label>* labels, LabelForm label_form, ExactForm exact,
                          const std::function<py::object(std::int64_t)>& exact_at) {
   const qc::Shape shape = y.shape();
   py::array values = to_numpy(std::move(y));
-  if (!want_labels && exact == ExactForm::none) return values;
+  if (label_form == LabelForm::none && exact == ExactForm::none) return values;
   py::list out;
   out.append(values);
-  if (want_labels) out.append(labels_array(*labels, shape));
+  if (label_form == LabelForm::names) out.append(labels_array(*labels, shape));
+  if (label_form == LabelForm::codes) out.append(label_codes_array(*labels, shape));
   if (exact != ExactForm::none) out.append(exact_array(shape, exact_at));
   return py::tuple(out);
 }

@@ -57,6 +57,14 @@ py::array view(const qc::Tensor& t, const py::handle& owner);
 
 // Labels as a numpy array of strings ("clear", "near_tie", "tie", "saturated", "special").
 py::array labels_array(const std::vector<qc::Label>& labels, const qc::Shape& shape);
+// The labels as their codes (uint8: the values of qconform.Label, clear 0 ... special 4): one byte
+// an element, where the names take 36.
+py::array label_codes_array(const std::vector<qc::Label>& labels, const qc::Shape& shape);
+
+// What a `labels=` argument asks for: nothing (False, None), the names (True, "names"), or the codes
+// ("codes").
+enum class LabelForm : std::uint8_t { none, names, codes };
+LabelForm label_form(const py::handle& h);
 
 // ---- Exact values ----------------------------------------------------------------------------
 
@@ -71,7 +79,7 @@ py::object exact_value(const qc::ExactFloat& v, ExactForm form);
 py::array exact_array(const qc::Shape& shape, const std::function<py::object(std::int64_t)>& value);
 
 // The oracle functions' return value: the array, or a tuple with labels and/or exact values.
-py::object oracle_result(qc::Tensor&& y, const std::vector<qc::Label>* labels, bool want_labels, ExactForm exact,
+py::object oracle_result(qc::Tensor&& y, const std::vector<qc::Label>* labels, LabelForm label_form, ExactForm exact,
                          const std::function<py::object(std::int64_t)>& exact_at);
 
 // ---- Parameters ------------------------------------------------------------------------------

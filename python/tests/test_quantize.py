@@ -149,3 +149,18 @@ def test_sweep_quantize_refuses_what_it_cannot_sweep():
         qconform.sweep_quantize(1.0, input_dtype="f64")
     with pytest.raises(qconform.InputError):
         qconform.sweep_quantize([1.0, 2.0], input_dtype="f16")
+
+
+def test_labels_as_codes():
+    # 0.5 and 1.5 are ties, 300 saturates i8, 0.25 is clear, NaN is special (ONNX leaves it open).
+    x = np.array([0.5, 1.5, 300.0, 0.25, np.nan], dtype=np.float32)
+    q, names = qconform.quantize(x, 1.0, 0, "i8", labels=True)
+    q2, codes = qconform.quantize(x, 1.0, 0, "i8", labels="codes")
+    assert names.tolist() == ["tie", "tie", "saturated", "clear", "special"]
+    assert codes.dtype == np.uint8
+    assert codes.tolist() == [int(qconform.Label.tie), int(qconform.Label.tie), int(qconform.Label.saturated),
+                              int(qconform.Label.clear), int(qconform.Label.special)]
+    assert [str(qconform.Label(c)) for c in codes.tolist()] == names.tolist()
+    assert q.tolist()[:4] == q2.tolist()[:4]
+    with pytest.raises(qconform.InputError, match="labels"):
+        qconform.quantize(x, 1.0, 0, "i8", labels="colours")
