@@ -1,11 +1,14 @@
 #include "harness/causes.hpp"
 
 #include "harness/compare.hpp"
+#include "oracles/presets.hpp"
 #include "qconform/error.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <map>
+#include <set>
 
 namespace qc {
 namespace {
@@ -351,6 +354,33 @@ std::optional<std::vector<std::uint8_t>> reproduced(const OpRequest& alt_op, con
 
 }  // namespace
 
+namespace {
+
+// Up to n of the elements `from` (ascending), evenly spaced, from the first.
+std::vector<std::int64_t> evenly(const std::vector<std::int64_t>& from, std::size_t n) {
+  if (from.size() <= n) return from;
+  std::vector<std::int64_t> v;
+  for (std::size_t k = 0; k < n; ++k) v.push_back(from[k * from.size() / n]);
+  return v;
+}
+
+// The dimension a single change names: "quantize.rounding" of "quantize.rounding=rna".
+std::string dimension_of(const std::string& cause) { return cause.substr(0, cause.find('=')); }
+
+// Simplicity: one change, then one named implementation, then two changes at once.
+int kind_rank(const std::string& kind) { return kind == "single" ? 0 : kind == "preset" ? 1 : 2; }
+
+// Elements to sample for the matches a candidate breaks: an element-wise op is cut down to them;
+// a GEMM or convolution evaluates the rows that hold them, so fewer.
+constexpr std::size_t kMatchSampleElementwise = 4096, kMatchSampleLinear = 64;
+// Mismatches a pair of changes or a preset is first tried on (for a pair, those its base misses):
+// an element-wise op is cut down to them; a GEMM or convolution evaluates the rows that hold them.
+constexpr std::size_t kExtraScreenElementwise = 256, kExtraScreenLinear = 8;
+// The single changes whose pairs are tried: the best few.
+constexpr std::size_t kPairBases = 4;
+
+}  // namespace
+
 void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& ref, const Tensor& actual,
                       const std::vector<std::int64_t>& mismatches, BackendResult& r,
                       const std::vector<InputVariation>& inputs) {
@@ -364,49 +394,159 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     dim = shape[static_cast<std::size_t>(*axis)];
     for (std::size_t d = static_cast<std::size_t>(*axis) + 1; d < shape.size(); ++d) inner *= shape[d];
   }
+  // Element sets a candidate is evaluated on: the op cut down to them once (input variations cut
+  // their own), and the backend's values there.
+  struct Elements {
+    std::vector<std::int64_t> idx;
+    Tensor actual;
+    std::optional<OpRequest> cut;
+  };
+  const auto elements = [&](std::vector<std::int64_t> idx) {
+    Elements e{std::move(idx), {}, {}};
+    e.actual = gather(actual, e.idx);
+    if (!e.idx.empty()) e.cut = gathered(op, e.idx);
+    return e;
+  };
+  const Elements all = elements(mismatches);
+  // Past kCauseScreen mismatches a candidate is first tried on kCauseScreen of them, evenly spaced,
+  // and counted on all of them only if it reproduces one there (docs/reports.md "Causes").
+  const Elements screen =
+      elements(mismatches.size() > kCauseScreen ? evenly(mismatches, kCauseScreen) : std::vector<std::int64_t>{});
+  // Elements the backend computed as the spec does, evenly spaced over the tensor.
+  std::vector<std::int64_t> matched;
+  {
+    const std::size_t want = all.cut ? kMatchSampleElementwise : kMatchSampleLinear;
+    const std::int64_t n = actual.size();
+    for (std::size_t k = 0; k < want && static_cast<std::int64_t>(k) < n; ++k) {
+      const auto i =
+          static_cast<std::int64_t>(static_cast<double>(k) * static_cast<double>(n) / static_cast<double>(want));
+      if ((matched.empty() || matched.back() != i) && ref.specified[static_cast<std::size_t>(i)] &&
+          !std::binary_search(mismatches.begin(), mismatches.end(), i))
+        matched.push_back(i);
+    }
+  }
+  const Elements matches = elements(matched);
+  const std::size_t extra_screen = all.cut ? kExtraScreenElementwise : kExtraScreenLinear;
+
+  // Which of `on` the candidate reproduces, or nullopt where the op rejects it.
+  const auto on = [&](const OpRequest& alt_op, const Spec& alt_spec, const Elements& e, bool same_op) {
+    return reproduced(alt_op, alt_spec, same_op ? e.cut : gathered(alt_op, e.idx), e.idx, actual, e.actual);
+  };
+  const auto any = [](const std::vector<std::uint8_t>& v) {
+    return std::find(v.begin(), v.end(), std::uint8_t{1}) != v.end();
+  };
+  struct Found {
+    CauseCount cc;
+    std::vector<std::uint8_t> same;  // per mismatch
+    std::optional<Spec> spec;        // a single change's spec, for pairs
+    const OpRequest* op;             // what was evaluated: the op (same_op) or an input variation's
+    Spec evaluated;
+    bool same_op;
+  };
+  std::vector<Found> found;
+  // Counts a candidate on every mismatch (after `first`, a screen it must pass); keeps it when it
+  // reproduces more than `at_least`.
+  const auto tally = [&](const std::string& cause, const std::string& description, const std::string& kind,
+                         const OpRequest& alt_op, const Spec& alt_spec, bool same_op, const Elements& first,
+                         std::int64_t at_least) {
+    if (!first.idx.empty()) {
+      const auto s = on(alt_op, alt_spec, first, same_op);
+      if (!s || !any(*s)) return;
+    }
+    auto same = on(alt_op, alt_spec, all, same_op);
+    if (!same) return;
+    const auto count = static_cast<std::int64_t>(std::count(same->begin(), same->end(), std::uint8_t{1}));
+    if (count <= at_least) return;
+    Found f{{cause, description, count, {}, kind, 0, 0}, std::move(*same), std::nullopt, &alt_op, alt_spec, same_op};
+    if (kind == "single" && same_op) f.spec = alt_spec;
+    found.push_back(std::move(f));
+  };
+
+  // 1. Single changes (and operands taken from the backend's own earlier outputs).
+  for (const InputVariation& v : inputs) tally(v.cause, v.description, "single", v.op, spec, false, screen, 0);
+  for (const Variation& v : single_changes(spec, op))
+    tally(v.cause, v.description, "single", op, v.spec, true, screen, 0);
+
+  // 2. Whole presets: the backend may simply be another implementation. Not for a weight-only GEMM,
+  // whose float accumulation order no preset fixes (and whose evaluation is whole and exact).
+  if (!std::holds_alternative<WeightOnlyGemmOp>(op)) {
+    std::vector<Spec> whole = presets();
+    for (Spec& p : registered_presets()) whole.push_back(std::move(p));
+    const Elements preset_screen = elements(evenly(mismatches, extra_screen));
+    for (const Spec& p : whole)
+      if (p.name != spec.name) tally("preset " + p.name, p.description, "preset", op, p, true, preset_screen, 0);
+  }
+
+  // 3. Pairs: where no single change or preset reproduces every mismatch, two hazards at once (a
+  // reciprocal and ties away). Built on the best single changes, each pair tried first on the
+  // mismatches its base misses, and kept when it reproduces more than either change alone.
+  const auto single_best = std::max_element(found.begin(), found.end(),
+                                            [](const Found& x, const Found& y) { return x.cc.count < y.cc.count; });
+  if (single_best != found.end() && single_best->cc.count < static_cast<std::int64_t>(mismatches.size())) {
+    std::vector<Found> bases;
+    for (const Found& f : found)
+      if (f.spec) bases.push_back(f);  // copies: `found` grows below
+    std::stable_sort(bases.begin(), bases.end(),
+                     [](const Found& x, const Found& y) { return x.cc.count > y.cc.count; });
+    if (bases.size() > kPairBases) bases.resize(kPairBases);
+    std::map<std::string, std::int64_t> single_count;
+    for (const Found& f : found) single_count[f.cc.cause] = f.cc.count;
+    std::set<std::string> tried;
+    for (const Found& base : bases) {
+      std::vector<std::int64_t> missed;
+      for (std::size_t j = 0; j < mismatches.size(); ++j)
+        if (!base.same[j]) missed.push_back(mismatches[j]);
+      const Elements pair_screen = elements(evenly(missed, extra_screen));
+      for (const Variation& v : single_changes(*base.spec, op)) {
+        if (dimension_of(v.cause) == dimension_of(base.cc.cause)) continue;
+        const std::string name =
+            base.cc.cause < v.cause ? base.cc.cause + " + " + v.cause : v.cause + " + " + base.cc.cause;
+        if (!tried.insert(name).second) continue;
+        const auto other = single_count.find(v.cause);
+        const std::int64_t best_alone = std::max(base.cc.count, other == single_count.end() ? 0 : other->second);
+        tally(name, base.cc.description + "; and " + v.description, "pair", op, v.spec, true, pair_screen, best_alone);
+      }
+    }
+  }
+
+  // The matches each candidate that reproduces the most would break: what decides between them.
+  // (A candidate that reproduces fewer ranks below whatever it breaks, so it is not weighed.)
+  std::int64_t most = 0;
+  for (const Found& f : found) most = std::max(most, f.cc.count);
+  if (!matches.idx.empty())
+    for (Found& f : found)
+      if (f.cc.count == most)
+        if (const auto m = on(*f.op, f.evaluated, matches, f.same_op)) {
+          f.cc.matches_sampled = static_cast<std::int64_t>(m->size());
+          f.cc.matches_broken = static_cast<std::int64_t>(std::count(m->begin(), m->end(), std::uint8_t{0}));
+        }
+  std::vector<std::uint8_t> explained(mismatches.size(), 0);
+  for (const Found& f : found)
+    for (std::size_t j = 0; j < explained.size(); ++j) explained[j] |= f.same[j];
+  r.unexplained = std::count(explained.begin(), explained.end(), std::uint8_t{0});
+  // Best first: the most mismatches reproduced, then the fewest matches broken (as a share of those
+  // sampled), then the simplest (a single change, a preset, a pair).
+  std::stable_sort(found.begin(), found.end(), [](const Found& x, const Found& y) {
+    if (x.cc.count != y.cc.count) return x.cc.count > y.cc.count;
+    const auto bx = x.cc.matches_broken * std::max<std::int64_t>(1, y.cc.matches_sampled);
+    const auto by = y.cc.matches_broken * std::max<std::int64_t>(1, x.cc.matches_sampled);
+    if (bx != by) return bx < by;
+    return kind_rank(x.cc.kind) < kind_rank(y.cc.kind);
+  });
   std::vector<std::pair<std::int64_t, ElementDiff*>> worst;  // by index
   for (ElementDiff& d : r.metrics.worst) worst.emplace_back(d.index, &d);
   std::sort(worst.begin(), worst.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  std::vector<std::uint8_t> explained(mismatches.size(), 0);
-  const Tensor actual_cut = gather(actual, mismatches);
-  // The op cut down once for every change of the spec (input variations cut their own).
-  const std::optional<OpRequest> op_cut = gathered(op, mismatches);
-  // Past kCauseScreen mismatches a candidate is first tried on kCauseScreen of them, evenly spaced,
-  // and counted on all of them only if it reproduces one there (docs/reports.md "Causes").
-  std::vector<std::int64_t> sample;
-  if (mismatches.size() > kCauseScreen)
-    for (std::size_t k = 0; k < kCauseScreen; ++k) sample.push_back(mismatches[k * mismatches.size() / kCauseScreen]);
-  const Tensor actual_sample = gather(actual, sample);
-  const std::optional<OpRequest> op_sample = sample.empty() ? std::nullopt : gathered(op, sample);
-  auto tally = [&](const std::string& cause, const std::string& description, const OpRequest& alt_op,
-                   const Spec& alt_spec, const std::optional<OpRequest>& alt_cut,
-                   const std::optional<OpRequest>& alt_sample) {
-    if (!sample.empty()) {
-      const auto screen = reproduced(alt_op, alt_spec, alt_sample, sample, actual, actual_sample);
-      if (!screen || std::find(screen->begin(), screen->end(), std::uint8_t{1}) == screen->end()) return;
-    }
-    const auto same = reproduced(alt_op, alt_spec, alt_cut, mismatches, actual, actual_cut);
-    if (!same) return;
-    CauseCount cc{cause, description, 0, {}};
+  for (Found& f : found) {
     for (std::size_t j = 0; j < mismatches.size(); ++j) {
-      if (!(*same)[j]) continue;
+      if (!f.same[j]) continue;
       const std::int64_t i = mismatches[j];
-      ++cc.count;
-      explained[j] = 1;
-      if (axis) ++cc.per_channel[(i / inner) % dim];
+      if (axis) ++f.cc.per_channel[(i / inner) % dim];
       const auto w =
           std::lower_bound(worst.begin(), worst.end(), i, [](const auto& x, std::int64_t v) { return x.first < v; });
-      if (w != worst.end() && w->first == i) w->second->causes.push_back(cause);
+      if (w != worst.end() && w->first == i) w->second->causes.push_back(f.cc.cause);
     }
-    if (cc.count > 0) r.causes.push_back(std::move(cc));
-  };
-  for (const InputVariation& v : inputs)
-    tally(v.cause, v.description, v.op, spec, gathered(v.op, mismatches),
-          sample.empty() ? std::nullopt : gathered(v.op, sample));
-  for (const Variation& v : single_changes(spec, op)) tally(v.cause, v.description, op, v.spec, op_cut, op_sample);
-  r.unexplained = std::count(explained.begin(), explained.end(), std::uint8_t{0});
-  std::stable_sort(r.causes.begin(), r.causes.end(),
-                   [](const CauseCount& a, const CauseCount& b) { return a.count > b.count; });
+    r.causes.push_back(std::move(f.cc));
+  }
 }
 
 }  // namespace qc

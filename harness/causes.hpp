@@ -38,15 +38,21 @@ struct InputVariation {
   OpRequest op;
 };
 
-// Past this many mismatches, a candidate change is first tried on this many of them (evenly spaced)
+// Past this many mismatches, a single change is first tried on this many of them (evenly spaced)
 // and counted on all of them only if it reproduces at least one there: the cost of causes then
 // follows the few changes that matter. The counts reported are exact; a change that reproduces
-// none of the sample, so under about 1 in 4,096 of the mismatches, goes unnamed.
+// none of the sample, so under about 1 in 4,096 of the mismatches, goes unnamed (presets and
+// pairs are screened on fewer: causes.cpp).
 inline constexpr std::size_t kCauseScreen = 4096;
 
 // Fills r.causes, r.unexplained and the causes of r.metrics.worst for the elements where
-// `actual` differs from `ref` (the spec's answer): each single change of the spec, and each input
-// variation. Variations the op rejects (e.g. a derivation the scheme cannot use) are skipped.
+// `actual` differs from `ref` (the spec's answer). The candidates: each single change of the spec
+// and each input variation; every other preset; and, where none of those reproduces every
+// mismatch, pairs of changes built on the best single ones (kept when they reproduce more than
+// either alone). Each is weighed by the mismatches it reproduces and by the matching elements it
+// would break (a sample of them), and r.causes lists them best first: most reproduced, fewest
+// broken, simplest (a single change, a preset, a pair). Variations the op rejects (e.g. a
+// derivation the scheme cannot use) are skipped.
 void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& ref, const Tensor& actual,
                       const std::vector<std::int64_t>& mismatches, BackendResult& r,
                       const std::vector<InputVariation>& inputs = {});

@@ -66,9 +66,14 @@ BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequ
   const Metrics& m = r.metrics;
   std::vector<std::int64_t> deciding = std::move(j.deciding);
   if (r.verdict == Verdict::fail) r.fingerprint = fingerprint(deciding, j.deciding_distances);
-  if (!r.causes.empty()) {
-    r.reason += "; reproduced by " + r.causes.front().cause + " (" + std::to_string(r.causes.front().count) + "/" +
-                std::to_string(m.mismatches()) + ")";
+  if (!r.causes.empty()) {  // the best candidate, with its evidence
+    const CauseCount& best = r.causes.front();
+    r.reason += "; reproduced by " + best.cause + " (" + std::to_string(best.count) + "/" +
+                std::to_string(m.mismatches()) +
+                (best.matches_sampled > 0 ? "; breaks " + std::to_string(best.matches_broken) + " of " +
+                                                std::to_string(best.matches_sampled) + " sampled matches"
+                                          : "") +
+                ")";
   }
   run.output = std::move(call.out);
   run.deciding = std::move(deciding);

@@ -564,16 +564,24 @@ class Renderer {
 
   void causes(const BackendResult& b) {
     if (b.causes.empty() && b.unexplained == 0) return;
-    o_ << "<h4>Causes</h4><table class=\"small causes\"><thead><tr><th>single change to the spec</th><th "
-          "class=\"num\">reproduces</th><th>what it means</th><th>per channel</th></tr></thead><tbody>";
+    o_ << "<h4>Causes</h4><table class=\"small causes\"><thead><tr><th>change to the spec (best first)</th><th "
+          "class=\"num\">reproduces</th><th class=\"num\">breaks</th><th>what it means</th><th>per "
+          "channel</th></tr></thead><tbody>";
     for (const CauseCount& c : b.causes) {
-      o_ << "<tr><td><code>" << esc(c.cause) << "</code></td><td class=\"num\">" << c.count << "</td><td>"
-         << esc(c.description) << "</td><td>";
+      o_ << "<tr><td><code>" << esc(c.cause) << "</code></td><td class=\"num\">" << c.count << "</td><td class=\"num"
+         << (c.matches_broken ? " bad" : "") << "\" title=\"matching elements it would compute otherwise, of those "
+         << "sampled\">";
+      if (c.matches_sampled > 0)
+        o_ << c.matches_broken << " of " << c.matches_sampled;
+      else
+        o_ << "&ndash;";
+      o_ << "</td><td>" << esc(c.description) << "</td><td>";
       per_channel(c.per_channel);
       o_ << "</td></tr>";
     }
     o_ << "<tr class=\"unexplained\"><td><i>unexplained</i></td><td class=\"num" << (b.unexplained ? " bad" : "")
-       << "\">" << b.unexplained << "</td><td>mismatches that no single policy change reproduces</td><td></td></tr>";
+       << "\">" << b.unexplained
+       << "</td><td></td><td>mismatches that no change, pair of changes or preset reproduces</td><td></td></tr>";
     o_ << "</tbody></table>";
   }
 

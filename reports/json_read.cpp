@@ -163,6 +163,9 @@ BackendResult backend_from(const Node& j) {
   if (j.has("causes")) {
     for (const Node& c : j.at("causes").elements()) {
       CauseCount cc{c.get<std::string>("cause"), c.get<std::string>("description"), c.get<std::int64_t>("count"), {}};
+      cc.kind = c.get_or<std::string>("kind", "single");  // reports before schema 1.3 name single changes only
+      cc.matches_sampled = c.get_or<std::int64_t>("matches_sampled", 0);
+      cc.matches_broken = c.get_or<std::int64_t>("matches_broken", 0);
       for (const auto& [ch, n] : c.at("per_channel").members()) {
         std::int64_t channel = 0;
         const auto [end, ec] = std::from_chars(ch.data(), ch.data() + ch.size(), channel);

@@ -88,8 +88,13 @@ json backend_json(const BackendResult& b) {
     for (const CauseCount& c : b.causes) {
       json per_channel = json::object();
       for (const auto& [ch, n] : c.per_channel) per_channel[std::to_string(ch)] = n;
-      causes.push_back(
-          {{"cause", c.cause}, {"description", c.description}, {"count", c.count}, {"per_channel", per_channel}});
+      causes.push_back({{"cause", c.cause},
+                        {"description", c.description},
+                        {"count", c.count},
+                        {"per_channel", per_channel},
+                        {"kind", c.kind},
+                        {"matches_sampled", c.matches_sampled},
+                        {"matches_broken", c.matches_broken}});
     }
     jb["causes"] = causes;
     jb["unexplained"] = b.unexplained;

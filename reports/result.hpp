@@ -50,6 +50,13 @@ struct CauseCount {
   // Where the output has channels (per-axis parameters, GEMM columns, conv output channels):
   // channel -> count. Empty otherwise.
   std::map<std::int64_t, std::int64_t> per_channel;
+  // "single" (one change of the spec, or an operand from an earlier case), "pair" (two changes at
+  // once: "a + b") or "preset" (another whole spec: "preset tflite-reference").
+  std::string kind = "single";
+  // Elements the backend computed as the spec does, sampled, and how many of them this change
+  // would compute otherwise: a change that reproduces the mismatches but breaks matches is the
+  // weaker explanation.
+  std::int64_t matches_sampled = 0, matches_broken = 0;
 };
 
 // The distance the comparison gives a NaN against a number (it has no place among the values):

@@ -98,7 +98,8 @@ def table(isa, info, results):
             disagreements += [(name, r[0], r[1], r[2]) for r in ran if r[1] != "PASS"]
         out.append(f"| {name} | {lib} | `{info[name]['claim']}` | " + " | ".join(cells) + " |")
     out += ["", "How far each peer is from ONNX, on the cases whose spec is `onnx`: cases whose every element equals "
-            "ONNX's / cases run, and the single policy changes that reproduce the differing elements most often "
+            "ONNX's / cases run, and the candidates (single policy changes, presets, pairs of changes) that best "
+            "reproduce the differing elements "
             "(each case's first cause in the report; `qconform explain` shows one element step by step).", "",
             "| peer | op | exact to ONNX | causes of the differences |", "|---|---|---|---|"]
     for name in sorted(info):

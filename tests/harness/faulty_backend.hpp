@@ -14,18 +14,19 @@
 namespace qc::testing {
 
 enum class Fault {
-  none,            // correct ONNX QuantizeLinear: round(x / s) ties to even, + zp, saturate
-  ties_away,       // std::round: ties away from zero
-  reciprocal,      // x * (1 / s) instead of x / s
-  f16,             // x and s converted to f16, the quotient rounded to f16
-  wrap,            // a plain cast to int8: two's-complement wrap instead of saturation
-  nan_to_qmax,     // NaN becomes qmax
-  int16_pairs,     // qgemm: u8 x s8 products summed in pairs saturated to int16 (vpmaddubsw)
-  extra_mismatch,  // ties_away, and element 0 off by one as well (a changed fingerprint)
-  fewer_mismatch,  // ties_away, but the first mismatching element right (a changed fingerprint)
-  nudged,          // correct, but element 0 off by the backend's `nudge` (the same element, any distance)
-  crash,           // raises SIGSEGV
-  hang,            // never answers
+  none,             // correct ONNX QuantizeLinear: round(x / s) ties to even, + zp, saturate
+  ties_away,        // std::round: ties away from zero
+  reciprocal,       // x * (1 / s) instead of x / s
+  f16,              // x and s converted to f16, the quotient rounded to f16
+  wrap,             // a plain cast to int8: two's-complement wrap instead of saturation
+  nan_to_qmax,      // NaN becomes qmax
+  int16_pairs,      // qgemm: u8 x s8 products summed in pairs saturated to int16 (vpmaddubsw)
+  extra_mismatch,   // ties_away, and element 0 off by one as well (a changed fingerprint)
+  fewer_mismatch,   // ties_away, but the first mismatching element right (a changed fingerprint)
+  nudged,           // correct, but element 0 off by the backend's `nudge` (the same element, any distance)
+  recip_ties_away,  // two hazards at once: x * (1 / s), then std::round (ties away from zero)
+  crash,            // raises SIGSEGV
+  hang,             // never answers
 };
 
 inline const char* fault_name(Fault f) {
@@ -50,6 +51,8 @@ inline const char* fault_name(Fault f) {
       return "fewer-mismatch";
     case Fault::nudged:
       return "nudged";
+    case Fault::recip_ties_away:
+      return "recip-ties-away";
     case Fault::crash:
       return "crash";
     case Fault::hang:
@@ -108,15 +111,15 @@ class FaultyBackend : public Backend {
         continue;
       }
       float t = x / s;
-      if (fault_ == Fault::reciprocal) t = x * (1.0f / s);
+      if (fault_ == Fault::reciprocal || fault_ == Fault::recip_ties_away) t = x * (1.0f / s);
       if (fault_ == Fault::f16) {  // each operand and the quotient rounded to f16 (the quotient of two
                                    // f16 values in f32, then to f16: correctly rounded, 24 >= 2*11+2)
         const auto xh = static_cast<float>(static_cast<_Float16>(x));
         const auto sh = static_cast<float>(static_cast<_Float16>(s));
         t = static_cast<float>(static_cast<_Float16>(xh / sh));
       }
-      const bool away =
-          fault_ == Fault::ties_away || fault_ == Fault::extra_mismatch || fault_ == Fault::fewer_mismatch;
+      const bool away = fault_ == Fault::ties_away || fault_ == Fault::extra_mismatch ||
+                        fault_ == Fault::fewer_mismatch || fault_ == Fault::recip_ties_away;
       float r = away ? std::round(t) : std::nearbyint(t);
       if (fault_ == Fault::fewer_mismatch && !first_fixed && r != std::nearbyint(t)) {
         r = std::nearbyint(t);

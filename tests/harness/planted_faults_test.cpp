@@ -128,6 +128,75 @@ TEST(PlantedFaults, ReciprocalMultiplyIsAttributedToTheOrder) {
   EXPECT_FALSE(orders.count(std::string(formula(QuantizeOrder::div_then_add_int))));
 }
 
+// A kernel with two hazards: x * (1 / s) and std::round. On the f32 values nearest the ties
+// (k + 1/2) * 0.1 and their neighbours, the reciprocal moves some quotients across a rounding
+// boundary or onto a tie and ties away rounds the ties differently, so neither single change
+// reproduces every mismatch (counted here with plain f32 arithmetic); the pair does, breaks no
+// sampled match, and heads the causes with its evidence.
+TEST(PlantedFaults, TwoHazardsInOneKernelAreNamedTogether) {
+  const float s = 0.1f;
+  std::vector<float> xs;
+  for (int k = -120; k < 120; ++k) {
+    float t = static_cast<float>((k + 0.5) * static_cast<double>(s));
+    for (int u = 0; u < 3; ++u) t = std::nextafter(t, -INFINITY);
+    for (int u = 0; u < 7; ++u, t = std::nextafter(t, INFINITY)) xs.push_back(t);
+  }
+  std::int64_t expected = 0, by_recip = 0, by_away = 0;
+  for (float x : xs) {
+    const auto q = [](float t) { return std::clamp(t, -128.0f, 127.0f); };
+    const float spec = q(std::nearbyint(x / s)), kernel = q(std::round(x * (1.0f / s)));
+    expected += spec != kernel;
+    by_recip += spec != kernel && q(std::nearbyint(x * (1.0f / s))) == kernel;
+    by_away += spec != kernel && q(std::round(x / s)) == kernel;
+  }
+  ASSERT_GT(by_recip, 0);
+  ASSERT_GT(by_away, 0);
+  ASSERT_LT(by_recip, expected);  // each hazard alone explains only part
+  ASSERT_LT(by_away, expected);
+  FaultyBackend b(Fault::recip_ties_away);
+  const BackendResult r = run_on(quantize_case("two-hazards", xs, s), b);
+  EXPECT_EQ(r.metrics.mismatches(), expected);
+  ASSERT_FALSE(r.causes.empty());
+  const CauseCount& best = r.causes.front();
+  EXPECT_EQ(best.cause, "quantize.order=recip_then_add_int + quantize.rounding=rna");
+  EXPECT_EQ(best.kind, "pair");
+  EXPECT_EQ(best.count, expected);
+  EXPECT_GT(best.matches_sampled, 0);
+  EXPECT_EQ(best.matches_broken, 0);
+  EXPECT_EQ(r.unexplained, 0);
+  EXPECT_NE(r.reason.find("reproduced by quantize.order=recip_then_add_int + quantize.rounding=rna (" +
+                          std::to_string(expected) + "/" + std::to_string(expected) + "; breaks 0 of"),
+            std::string::npos)
+      << r.reason;
+  // The singles are there too, each with the part it reproduces.
+  for (const auto& [cause, count] :
+       {std::pair<std::string, std::int64_t>{"quantize.order=recip_then_add_int", by_recip},
+        {"quantize.rounding=rna", by_away}}) {
+    const auto it =
+        std::find_if(r.causes.begin(), r.causes.end(), [&](const CauseCount& c) { return c.cause == cause; });
+    ASSERT_NE(it, r.causes.end()) << cause;
+    EXPECT_EQ(it->count, count) << cause;
+  }
+}
+
+// A kernel that is another preset entirely is named as that preset, ahead of the single change
+// that reproduces the same mismatches only where it breaks no match either: here TFLite's reference
+// quantize (std::round of x / s) is exactly ties away, so the single change, simpler, comes first
+// and the preset follows with the same count.
+TEST(PlantedFaults, AnotherPresetIsNamedAsAPreset) {
+  std::vector<float> xs;
+  for (int k = -8; k <= 7; ++k) xs.push_back(static_cast<float>(k) + 0.5f);
+  FaultyBackend b(Fault::ties_away);
+  const BackendResult r = run_on(quantize_case("ties", xs, 1.0), b);
+  ASSERT_FALSE(r.causes.empty());
+  EXPECT_EQ(r.causes.front().cause, "quantize.rounding=rna");
+  const auto preset = std::find_if(r.causes.begin(), r.causes.end(),
+                                   [](const CauseCount& c) { return c.cause == "preset tflite-reference"; });
+  ASSERT_NE(preset, r.causes.end());
+  EXPECT_EQ(preset->kind, "preset");
+  EXPECT_EQ(preset->count, 8);
+}
+
 TEST(PlantedFaults, F16IntermediateIsAttributedToTheComputeFormat) {
   const float s = 0.25f;  // exact in f16, so only x and the quotient are rounded
   const std::vector<float> xs = around_ties(s, 4000);
