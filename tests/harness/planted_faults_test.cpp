@@ -101,16 +101,22 @@ std::vector<float> around_ties(float s, std::size_t n) {
   return xs;
 }
 
-TEST(PlantedFaults, ReciprocalMultiplyIsAttributedToTheOrder) {
-  // The f32 values nearest to the ties (k + 1/2) * s and 1 to 3 ulp either side: where x / s and
-  // x * (1 / s) round to different f32, the tie rule or the boundary decides differently.
-  const float s = 0.1f;
+// The f32 values nearest to the ties (k + 1/2) * s for k in [-120, 120) and 3 ulp below to 3 above.
+std::vector<float> ulps_around_ties(float s) {
   std::vector<float> xs;
   for (int k = -120; k < 120; ++k) {
     float t = static_cast<float>((k + 0.5) * static_cast<double>(s));
     for (int u = 0; u < 3; ++u) t = std::nextafter(t, -INFINITY);
     for (int u = 0; u < 7; ++u, t = std::nextafter(t, INFINITY)) xs.push_back(t);
   }
+  return xs;
+}
+
+TEST(PlantedFaults, ReciprocalMultiplyIsAttributedToTheOrder) {
+  // The f32 values nearest to the ties (k + 1/2) * s and 1 to 3 ulp either side: where x / s and
+  // x * (1 / s) round to different f32, the tie rule or the boundary decides differently.
+  const float s = 0.1f;
+  const std::vector<float> xs = ulps_around_ties(s);
   std::int64_t expected = 0;
   for (float x : xs) {
     const float a = std::clamp(std::nearbyint(x / s), -128.0f, 127.0f);
@@ -135,12 +141,7 @@ TEST(PlantedFaults, ReciprocalMultiplyIsAttributedToTheOrder) {
 // sampled match, and heads the causes with its evidence.
 TEST(PlantedFaults, TwoHazardsInOneKernelAreNamedTogether) {
   const float s = 0.1f;
-  std::vector<float> xs;
-  for (int k = -120; k < 120; ++k) {
-    float t = static_cast<float>((k + 0.5) * static_cast<double>(s));
-    for (int u = 0; u < 3; ++u) t = std::nextafter(t, -INFINITY);
-    for (int u = 0; u < 7; ++u, t = std::nextafter(t, INFINITY)) xs.push_back(t);
-  }
+  const std::vector<float> xs = ulps_around_ties(s);
   std::int64_t expected = 0, by_recip = 0, by_away = 0;
   for (float x : xs) {
     const auto q = [](float t) { return std::clamp(t, -128.0f, 127.0f); };
