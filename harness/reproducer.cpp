@@ -400,8 +400,8 @@ std::vector<OpRequest> halves(const OpRequest& op) {
             return OpRequest(u);
           },
           halve(is, d.n));
-    if (c->geometry.groups == 1)
-      add(
+    if (c->geometry.groups == 1) {
+      add(  // output channels
           [&](const Box& b) {
             QConv2dOp u = *c;
             u.weight = crop_weights(c->weight, b);
@@ -409,6 +409,18 @@ std::vector<OpRequest> halves(const OpRequest& op) {
             return OpRequest(u);
           },
           halve(logical_shape(c->weight), 0));
+      const Shape& ws = logical_shape(c->weight);  // [out channels, in channels, kh, kw]
+      add(  // input channels: the input's and the weights' together (part of every dot product's depth)
+          [&](const Box& b) {
+            QConv2dOp u = *c;
+            Box ib = full_box(is);
+            ib[d.c] = b[1];
+            u.input = crop_activation(c->input, ib);
+            u.weight = crop_weights(c->weight, b);
+            return OpRequest(u);
+          },
+          halve(ws, 1, std::lcm(block_along(c->input.params, is, d.c), block_along(c->weight.params, ws, 1))));
+    }
   }
   return out;
 }
@@ -553,20 +565,23 @@ Case shrink_case(const Case& c, Backend& backend, int max_steps, const CallPolic
         if (still_fails(c, u.op, backend, call)) {
           best.op = std::move(u.op);
           best.name = c.name + "-element-" + std::to_string(i);
-          return best;
+          break;  // and on to halving the unit itself: its depth, its channels
         }
       } catch (const std::exception&) {
       }
     }
   }
-  // Then halving, greedily: keep any half that still fails, until none does.
+  // Then halving, greedily: keep any half that still fails, until none does. A one-element unit
+  // shrinks further along its depth (a dot product of K = 66400 that fails already at K = 2) and a
+  // convolution's along its input channels.
+  const std::string unit_name = best.name;
   for (bool progress = true; progress && max_steps > 0;) {
     progress = false;
     for (OpRequest& h : halves(best.op)) {
       if (--max_steps < 0) break;
       if (still_fails(c, h, backend, call)) {
         best.op = std::move(h);
-        best.name = c.name + "-shrunk";
+        best.name = unit_name == c.name ? c.name + "-shrunk" : unit_name + "-shrunk";
         progress = true;
         break;
       }

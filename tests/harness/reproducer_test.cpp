@@ -137,6 +137,48 @@ TEST(Reproducer, ShrinkFindsOneFailingElement) {
   EXPECT_EQ(op_input(shrink_case(c, good).op).size(), 4096);
 }
 
+// u8 [3, 66400] x i8 [66400, 2] into int32. Row 1 starts with a = 255, 255 against b = 127, 127 in
+// column 0: that pair sums to 64770, which a vpmaddubsw kernel saturates to 32767 (every other
+// product is 0 or too small to saturate), so the int32 output (1, 0) is 32767 instead of 64770.
+// The shrinker cuts the case to that one dot product, then halves its depth while it still fails:
+// the pair sits at the start of every first half, so it ends at K <= 4.
+TEST(Reproducer, ShrinkReducesTheDepthOfAFailingDotProduct) {
+  constexpr std::int64_t M = 3, K = 66400, N = 2;
+  QGemmOp op;
+  op.a.values = Tensor(DType::u8, {M, K});
+  op.a.format = DType::u8;
+  op.a.params.scales = {1.0};
+  op.a.params.zero_points = {0};
+  op.b.values = Tensor(DType::i8, {K, N});
+  op.b.format = DType::i8;
+  op.b.shape = op.b.values.shape();
+  op.b.params.scales = {1.0};
+  op.b.params.zero_points = {0};
+  for (std::int64_t k = 0; k < K; ++k) {
+    op.a.values.set_int(0 * K + k, k % 3);
+    op.a.values.set_int(1 * K + k, k < 2 ? 255 : 0);
+    op.a.values.set_int(2 * K + k, 1);
+    op.b.values.set_int(k * N + 0, k < 2 ? 127 : 1);
+    op.b.values.set_int(k * N + 1, -1);
+  }
+  op.output.kind = OutputKind::int32;
+  op.output.format = DType::i32;
+  Case c;
+  c.suite = "planted";
+  c.name = "pairs";
+  c.op = op;
+  c.spec = *find_preset("onnx");
+  FaultyBackend b(Fault::int16_pairs);
+  ASSERT_TRUE(still_fails(c, c.op, b));
+  const Case small = shrink_case(c, b);
+  const auto& g = std::get<QGemmOp>(small.op);
+  EXPECT_EQ(g.a.values.shape(), (Shape{1, g.a.values.shape()[1]}));
+  EXPECT_LE(g.a.values.shape()[1], 4);
+  EXPECT_EQ(logical_shape(g.b)[1], 1);
+  EXPECT_TRUE(still_fails(small, small.op, b));
+  EXPECT_NE(small.name.find("-shrunk"), std::string::npos) << small.name;
+}
+
 // ---- From the command line ------------------------------------------------------------------
 
 using testing::drop_timing;
