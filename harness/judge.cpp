@@ -3,6 +3,7 @@
 #include "harness/compare.hpp"
 #include "harness/isolation.hpp"
 #include "harness/verdict.hpp"
+#include "oracles/presets.hpp"
 
 #include <chrono>
 
@@ -62,14 +63,28 @@ BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequ
   }
   r.metrics = std::move(j.metrics);
   r.claim_mismatches = j.claim_mismatches;
-  if (opt.attribute_causes) attribute_causes(oracle_op, c.spec, ref, out, j.mismatches, r, propagated);
-  const Metrics& m = r.metrics;
+  std::int64_t explained_over = static_cast<std::int64_t>(j.mismatches.size());
+  if (opt.attribute_causes) {
+    attribute_causes(oracle_op, c.spec, ref, out, j.mismatches, r, propagated);
+    // A claim broken only where the spec sees nothing (elements it leaves open, as NaN under onnx):
+    // those mismatches are explained against the claimed preset instead, and say so.
+    if (j.claim_reference && j.mismatches.empty() && !j.deciding.empty()) {
+      BackendResult against_claim;
+      attribute_causes(oracle_op, *find_preset(r.claim), *j.claim_reference, out, j.deciding, against_claim, {});
+      for (CauseCount& cc : against_claim.causes) {
+        cc.description = "against its claim " + r.claim + ": " + cc.description;
+        r.causes.push_back(std::move(cc));
+      }
+      r.unexplained = against_claim.unexplained;
+      explained_over = static_cast<std::int64_t>(j.deciding.size());
+    }
+  }
   std::vector<std::int64_t> deciding = std::move(j.deciding);
   if (r.verdict == Verdict::fail) r.fingerprint = fingerprint(deciding, j.deciding_distances);
   if (!r.causes.empty()) {  // the best candidate, with its evidence
     const CauseCount& best = r.causes.front();
     r.reason += "; reproduced by " + best.cause + " (" + std::to_string(best.count) + "/" +
-                std::to_string(m.mismatches()) +
+                std::to_string(explained_over) +
                 (best.matches_sampled > 0 ? "; breaks " + std::to_string(best.matches_broken) + " of " +
                                                 std::to_string(best.matches_sampled) + " sampled matches"
                                           : "") +

@@ -73,7 +73,7 @@ Judgement judge_output(const Expectation& ex, const std::string& spec_name, cons
         j.reason = "backend claims unknown preset '" + claim + "'";
         break;
       }
-      const Reference cref = evaluate(op, *claimed);
+      const Reference& cref = j.claim_reference.emplace(evaluate(op, *claimed));
       j.deciding = mismatch_indices(cref.expected, out, cref.specified);
       j.deciding_distances = distances(cref.expected, out, j.deciding);
       j.claim_mismatches = static_cast<std::int64_t>(j.deciding.size());

@@ -3,6 +3,8 @@
 // call judge_output, so a shrunk reproducer fails exactly when the runner says its case fails.
 #pragma once
 
+#include <optional>
+
 #include "cases/case.hpp"
 #include "harness/evaluate.hpp"
 #include "reports/result.hpp"
@@ -24,6 +26,7 @@ struct Judgement {
   std::vector<std::int64_t> deciding;            // the elements the verdict rests on (its fingerprint)
   std::vector<std::int64_t> deciding_distances;  // their signed LSB/ULP distances from what decided
   std::int64_t claim_mismatches = -1;            // claim expectations: mismatches against the claimed preset
+  std::optional<Reference> claim_reference;      // claim expectations: the op under the claimed preset
 };
 
 // Judges `out`, the output `backend` (which claims the preset named `claim`) gave for `op`, against

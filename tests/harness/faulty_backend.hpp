@@ -64,11 +64,11 @@ inline const char* fault_name(Fault f) {
 class FaultyBackend : public Backend {
  public:
   // `name` lets a changed backend pose as the one a baseline was recorded for.
-  explicit FaultyBackend(Fault f, std::string name = "", std::int64_t nudge = 0)
-      : fault_(f), name_(std::move(name)), nudge_(nudge) {}
+  explicit FaultyBackend(Fault f, std::string name = "", std::int64_t nudge = 0, std::string claim = "onnx")
+      : fault_(f), name_(std::move(name)), nudge_(nudge), claim_(std::move(claim)) {}
   std::string name() const override { return name_.empty() ? std::string("faulty-") + fault_name(fault_) : name_; }
   std::string description() const override { return "planted fault: " + std::string(fault_name(fault_)); }
-  std::string claim() const override { return "onnx"; }
+  std::string claim() const override { return claim_; }
   Availability supports(const OpRequest& op) const override {
     if (const auto* q = std::get_if<QuantizeOp>(&op)) {
       if (q->x.dtype() == DType::f32 && q->params.granularity() == Granularity::per_tensor &&
@@ -174,6 +174,7 @@ class FaultyBackend : public Backend {
   Fault fault_;
   std::string name_;
   std::int64_t nudge_ = 0;
+  std::string claim_;
 };
 
 }  // namespace qc::testing

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 namespace qc {
@@ -196,6 +197,27 @@ TEST(PlantedFaults, AnotherPresetIsNamedAsAPreset) {
   ASSERT_NE(preset, r.causes.end());
   EXPECT_EQ(preset->kind, "preset");
   EXPECT_EQ(preset->count, 8);
+}
+
+// A kernel that claims XNNPACK's x86 rule for NaN (qmax, preset xnnpack-fp32@2022.02-x86) but gives
+// the zero point. ONNX leaves NaN open, so against the spec nothing differs; judged against its
+// claim the NaN element is the one mismatch (s = 1 keeps the preset's x * (1 / s) equal to x / s on
+// the rest), and it is explained against the claim: the claim with NaN -> zero point reproduces it.
+TEST(PlantedFaults, AClaimBrokenWhereTheSpecIsOpenIsExplainedAgainstTheClaim) {
+  Case c = quantize_case("nan", {0.5f, 1.5f, std::numeric_limits<float>::quiet_NaN(), 2.0f, -3.25f}, 1.0);
+  c.spec = *find_preset("onnx");
+  c.expect["*"].kind = Expectation::Kind::claim;
+  FaultyBackend b(Fault::none, "nan-kernel", 0, "xnnpack-fp32@2022.02-x86");
+  const BackendResult r = run_on(c, b);
+  EXPECT_EQ(r.verdict, Verdict::fail);
+  EXPECT_EQ(r.claim_mismatches, 1);
+  EXPECT_EQ(r.metrics.mismatches(), 0);
+  ASSERT_FALSE(r.causes.empty()) << r.reason;
+  EXPECT_EQ(r.causes.front().cause, "quantize.nan=zero_point");
+  EXPECT_EQ(r.causes.front().count, 1);
+  EXPECT_EQ(r.causes.front().description.rfind("against its claim xnnpack-fp32@2022.02-x86: ", 0), 0u);
+  EXPECT_EQ(r.unexplained, 0);
+  EXPECT_NE(r.reason.find("reproduced by quantize.nan=zero_point (1/1"), std::string::npos) << r.reason;
 }
 
 TEST(PlantedFaults, F16IntermediateIsAttributedToTheComputeFormat) {
