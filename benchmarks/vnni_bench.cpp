@@ -15,10 +15,10 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <thread>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -163,9 +163,9 @@ int main(int argc, char** argv) {
       run_gemm<std::int32_t>(s, isa, OutputKind::int32);
     })->Unit(benchmark::kMillisecond);
     // Every core, in wall time: its ratio to GemmS8 on one thread is the speed-up.
-    benchmark::RegisterBenchmark(("GemmS8AllCores/1024/" + n).c_str(), [isa, cores](benchmark::State& s) {
-      run_gemm<std::int8_t>(s, isa, OutputKind::s8, cores);
-    })
+    benchmark::RegisterBenchmark(
+        ("GemmS8AllCores/1024/" + n).c_str(),
+        [isa, cores](benchmark::State& s) { run_gemm<std::int8_t>(s, isa, OutputKind::s8, cores); })
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }

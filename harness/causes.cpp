@@ -438,7 +438,6 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
   struct Found {
     CauseCount cc;
     std::vector<std::uint8_t> same;  // per mismatch
-    std::optional<Spec> spec;        // a single change's spec, for pairs
     const OpRequest* op;             // what was evaluated: the op (same_op) or an input variation's
     Spec evaluated;
     bool same_op;
@@ -457,9 +456,7 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     if (!same) return;
     const auto count = static_cast<std::int64_t>(std::count(same->begin(), same->end(), std::uint8_t{1}));
     if (count <= at_least) return;
-    Found f{{cause, description, count, {}, kind, 0, 0}, std::move(*same), std::nullopt, &alt_op, alt_spec, same_op};
-    if (kind == "single" && same_op) f.spec = alt_spec;
-    found.push_back(std::move(f));
+    found.push_back({{cause, description, count, {}, kind, 0, 0}, std::move(*same), &alt_op, alt_spec, same_op});
   };
 
   // 1. Single changes (and operands taken from the backend's own earlier outputs).
@@ -485,7 +482,7 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
   if (single_best != found.end() && single_best->cc.count < static_cast<std::int64_t>(mismatches.size())) {
     std::vector<Found> bases;
     for (const Found& f : found)
-      if (f.spec) bases.push_back(f);  // copies: `found` grows below
+      if (f.cc.kind == "single" && f.same_op) bases.push_back(f);  // changes of the spec; copies: `found` grows
     std::stable_sort(bases.begin(), bases.end(),
                      [](const Found& x, const Found& y) { return x.cc.count > y.cc.count; });
     if (bases.size() > kPairBases) bases.resize(kPairBases);
@@ -497,7 +494,7 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
       for (std::size_t j = 0; j < mismatches.size(); ++j)
         if (!base.same[j]) missed.push_back(mismatches[j]);
       const Elements pair_screen = elements(evenly(missed, extra_screen));
-      for (const Variation& v : single_changes(*base.spec, op)) {
+      for (const Variation& v : single_changes(base.evaluated, op)) {
         if (dimension_of(v.cause) == dimension_of(base.cc.cause)) continue;
         const std::string name =
             base.cc.cause < v.cause ? base.cc.cause + " + " + v.cause : v.cause + " + " + base.cc.cause;

@@ -2,6 +2,7 @@
 
 #include "oracles/quantize.hpp"
 #include "qconform/error.hpp"
+#include "qconform/parallel.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -54,8 +55,10 @@ void scan(const QuantizeResult& r, const QuantizeResult* rv, const Tensor& x, st
   const Out* q = r.q.data<Out>();
   const Out* qv = rv ? rv->q.data<Out>() : nullptr;
   const auto n = static_cast<std::size_t>(x.size());
-  const bool all = r.specified.all() && (!rv || rv->specified.all());
-  if (all) {
+  const auto example = [&](std::size_t i) {
+    s.first.push_back({base + i, x.get_double(static_cast<std::int64_t>(i)), q[i], qv[i], r.labels[i], rv->labels[i]});
+  };
+  if (r.specified.all() && (!rv || rv->specified.all())) {
     Out lo = q[0], hi = q[0];
     for (std::size_t i = 0; i < n; ++i) {
       lo = std::min(lo, q[i]);
@@ -64,28 +67,21 @@ void scan(const QuantizeResult& r, const QuantizeResult* rv, const Tensor& x, st
     s.q_min = lo;
     s.q_max = hi;
     if (!rv) return;
-    std::uint64_t differ = 0;
-    for (std::size_t i = 0; i < n; ++i) differ += q[i] != qv[i] ? 1 : 0;
-    s.differ = differ;
-    if (differ == 0) return;
+    for (std::size_t i = 0; i < n; ++i) s.differ += q[i] != qv[i] ? 1 : 0;
+    for (std::size_t i = 0; i < n && s.differ > 0 && s.first.size() < max_examples; ++i)
+      if (q[i] != qv[i]) example(i);
+    return;
   }
-  if (!all) s.differ = 0;
   for (std::size_t i = 0; i < n; ++i) {
     if (!r.specified[i]) {
-      if (!all) ++s.open;
+      ++s.open;
       continue;
     }
-    if (!all) {
-      s.q_min = std::min<std::int64_t>(s.q_min, q[i]);
-      s.q_max = std::max<std::int64_t>(s.q_max, q[i]);
-    }
+    s.q_min = std::min<std::int64_t>(s.q_min, q[i]);
+    s.q_max = std::max<std::int64_t>(s.q_max, q[i]);
     if (!rv || !rv->specified[i] || q[i] == qv[i]) continue;
-    if (!all) ++s.differ;
-    if (s.first.size() < max_examples)
-      s.first.push_back(
-          {base + i, x.get_double(static_cast<std::int64_t>(i)), q[i], qv[i], r.labels[i], rv->labels[i]});
-    else if (all)
-      return;  // counted already; the examples are complete
+    ++s.differ;
+    if (s.first.size() < max_examples) example(i);
   }
 }
 
@@ -146,9 +142,8 @@ QuantizeSweep sweep_quantize(DType input, const QuantParams& p, DType out, const
       }
     }
   };
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const auto threads = static_cast<unsigned>(
-      std::min<std::uint64_t>(chunks, options.threads > 0 ? static_cast<unsigned>(options.threads) : hw));
+  const auto threads = static_cast<unsigned>(std::min<std::uint64_t>(
+      chunks, static_cast<std::uint64_t>(options.threads > 0 ? options.threads : worker_threads())));
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();

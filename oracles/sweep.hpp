@@ -40,7 +40,7 @@ struct QuantizeSweep {
 };
 
 struct SweepOptions {
-  int threads = 0;                // 0: every core
+  int threads = 0;                // 0: worker_threads() (QCONFORM_THREADS, else every core)
   std::size_t max_examples = 10;  // differences kept in `first`
   int chunk_bits = 20;            // inputs per chunk: 2^chunk_bits (fewer for a smaller format)
 };
