@@ -72,6 +72,24 @@ std::vector<std::int32_t> group_filters(const Tensor& w, const Conv2dShape& cs, 
   return f;
 }
 
+// Where output element e (flat, in the output's layout) is: its im2col row (n * OH * OW + pixel)
+// and output channel.
+struct OutputPosition {
+  std::int64_t n = 0, oc = 0, oh = 0, ow = 0, row = 0;
+};
+OutputPosition output_position(const Conv2dShape& cs, std::int64_t e) {
+  const bool nchw = cs.layout == ConvLayout::nchw;
+  const std::int64_t pixels = cs.out_height * cs.out_width;
+  OutputPosition p;
+  p.oc = nchw ? (e / pixels) % cs.out_channels : e % cs.out_channels;
+  p.n = e / (pixels * cs.out_channels);
+  const std::int64_t pixel = nchw ? e % pixels : (e / cs.out_channels) % pixels;
+  p.oh = pixel / cs.out_width;
+  p.ow = pixel % cs.out_width;
+  p.row = p.n * pixels + pixel;
+  return p;
+}
+
 }  // namespace
 
 QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy, const std::vector<std::int64_t>* only) {
@@ -98,14 +116,10 @@ QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy, const st
   // output channel only_oc[j]; each group computes the rows its selected elements need.
   std::vector<std::int64_t> only_row, only_oc;
   if (only) {
-    const bool nchw = op.layout == ConvLayout::nchw;
-    const std::int64_t pixels = cs.out_height * cs.out_width;
     for (const std::int64_t e : *only) {
-      const std::int64_t oc = nchw ? (e / pixels) % cs.out_channels : e % cs.out_channels;
-      const std::int64_t n = nchw ? e / (pixels * cs.out_channels) : e / (pixels * cs.out_channels);
-      const std::int64_t pixel = nchw ? e % pixels : (e / cs.out_channels) % pixels;
-      only_row.push_back(n * pixels + pixel);
-      only_oc.push_back(oc);
+      const OutputPosition at = output_position(cs, e);
+      only_row.push_back(at.row);
+      only_oc.push_back(at.oc);
     }
   }
   ScaledAccumulators sa;
@@ -175,6 +189,36 @@ QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy, const st
     }
   }
   return finish_output(std::move(sa), qx.params, qw.params, op.bias, op.output, policy);
+}
+
+DotTerms qconv2d_terms(const QConv2dOp& op, const QConv2dPolicy& policy, std::int64_t e) {
+  const QuantizedOperand qx = quantize_activation(op.input, policy.quantize);
+  const QuantizedOperand qw = quantize_weights(op.weight, policy.quantize);
+  require_per_tensor_input(qx);
+  require_per_output_channel_weights(qw);
+  const Conv2dShape cs = resolve_conv2d(qx.q.shape(), op.layout, qw.q.shape(), op.geometry);
+  if (e < 0 || e >= numel(cs.output_shape()))
+    throw InputError("qconv2d: element " + std::to_string(e) + " is outside the output " +
+                     shape_str(cs.output_shape()));
+  const OutputPosition at = output_position(cs, e);
+  const std::int64_t zx = qx.params.zero_point(0), K = cs.depth();
+  const std::int64_t pad = op.padding == ConvPadding::real_zero ? zx : 0;
+  const ParamIndexer w_param(qw.params, qw.q.shape());
+  const std::int64_t zw = qw.params.zero_point(w_param(at.oc * K));
+  DotTerms t;
+  t.bias_channel = at.oc;
+  t.a_scale = {qx.params.scales[0]};
+  t.b_scale = {qw.params.scales[static_cast<std::size_t>(w_param(at.oc * K))]};
+  for (const std::int64_t k : depth_positions(cs, policy.conv_depth_order)) {
+    const std::int64_t src = cs.tap_source(at.n, at.oc / cs.group_out_channels, at.oh, at.ow, k);
+    t.a.push_back(src < 0 ? pad : qx.q.get_int(src));
+    t.za.push_back(zx);
+    t.a_source.push_back(src);
+    t.b.push_back(qw.q.get_int(at.oc * K + k));
+    t.zb.push_back(zw);
+    t.b_source.push_back(at.oc * K + k);
+  }
+  return t;
 }
 
 }  // namespace qc

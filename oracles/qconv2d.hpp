@@ -40,4 +40,8 @@ using QConv2dPolicy = QGemmPolicy;
 QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy,
                       const std::vector<std::int64_t>* only = nullptr);
 
+// The dot product of output element e (flat index into the output): its receptive field and its
+// filter, in the policy's ConvDepthOrder.
+DotTerms qconv2d_terms(const QConv2dOp& op, const QConv2dPolicy& policy, std::int64_t e);
+
 }  // namespace qc

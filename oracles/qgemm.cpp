@@ -191,4 +191,32 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vecto
   return finish_output(std::move(sa), qa.params, qb.params, op.bias, op.output, policy);
 }
 
+DotTerms qgemm_terms(const QGemmOp& op, const QGemmPolicy& policy, std::int64_t e) {
+  const QuantizedOperand qa = quantize_activation(op.a, policy.quantize);
+  const QuantizedOperand qb = quantize_weights(op.b, policy.quantize);
+  const GemmShape d = gemm_shape(op.a.values.shape(), qb.q.shape(), op.b_layout);
+  if (e < 0 || e >= d.rows * d.cols)
+    throw InputError("qgemm: element " + std::to_string(e) + " is outside the output " + shape_str(d.out_shape));
+  const std::int64_t r = e / d.cols, n = e % d.cols;
+  const ParamIndexer a_param(qa.params, qa.q.shape());
+  const ParamIndexer b_param(qb.params, qb.q.shape());
+  DotTerms t;
+  t.segment_starts = k_segment_starts(qa.params, qa.q.shape(), qb.params, qb.q.shape(), d.b_k_axis);
+  t.bias_channel = n;
+  for (const std::int64_t k : t.segment_starts) {
+    t.a_scale.push_back(qa.params.scales[static_cast<std::size_t>(a_param(r * d.depth + k))]);
+    t.b_scale.push_back(qb.params.scales[static_cast<std::size_t>(b_param(b_flat(d, k, n)))]);
+  }
+  for (std::int64_t k = 0; k < d.depth; ++k) {
+    const std::int64_t ai = r * d.depth + k, bi = b_flat(d, k, n);
+    t.a.push_back(qa.q.get_int(ai));
+    t.za.push_back(qa.params.zero_point(a_param(ai)));
+    t.a_source.push_back(ai);
+    t.b.push_back(qb.q.get_int(bi));
+    t.zb.push_back(qb.params.zero_point(b_param(bi)));
+    t.b_source.push_back(bi);
+  }
+  return t;
+}
+
 }  // namespace qc

@@ -45,6 +45,10 @@ using QGemmResult = QLinearResult;
 // attribution evaluates alternatives on the mismatching elements).
 QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vector<std::int64_t>* only = nullptr);
 
+// The dot product of output element e (flat index into [batch..., M, N]): row e / N of A, column
+// e % N of B, in k order.
+DotTerms qgemm_terms(const QGemmOp& op, const QGemmPolicy& policy, std::int64_t e);
+
 // The K segments of a GEMM: starts of the runs of K over which both operands' parameters are
 // constant (the union of A's and B's block grids along K). `a_shape` is the shape the A parameters
 // refer to (last dimension K); `b_k_axis` is B's K dimension (0 for [K, N], 1 for [N, K]).

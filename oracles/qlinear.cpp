@@ -185,6 +185,7 @@ struct QLinearResult::State {
   std::vector<double> a_scale_values, b_scale_values;  // the same scales as doubles (exact)
   std::vector<std::int64_t> int_bias;                  // per channel; empty: none
   std::vector<Rational> float_bias;                    // per channel; empty: none
+  DType scale_dtype = DType::f32;                      // the operands' scale format
   OutputStage out;
 
   BigInt exact_accumulator(std::int64_t e, std::int64_t s) const {
@@ -242,17 +243,18 @@ std::int64_t QLinearResult::accumulator(std::int64_t i, std::int64_t s) const {
 }
 BigInt QLinearResult::exact_accumulator(std::int64_t i, std::int64_t s) const { return state->exact_accumulator(i, s); }
 std::int64_t QLinearResult::segments() const { return state->segments; }
+std::int64_t QLinearResult::int_bias(std::int64_t i) const { return state->bias_of(i); }
 Rational QLinearResult::scale_product(std::int64_t i, std::int64_t s) const { return state->scale_product(i, s); }
 
 RequantizeElement requantize_real(const Rational& v_over_scale, double scale, DType scale_dtype,
-                                  std::int64_t zero_point, DType out, const RequantizePolicy& p) {
+                                  std::int64_t zero_point, DType out, const RequantizePolicy& p, bool trace) {
   if (p.scheme != RequantizeScheme::ideal)
     throw InputError("requantize_real: a real value is requantized by the ideal scheme only, got " +
                      std::string(name(p.scheme)));
   RequantizeMultiplier m;  // eval_ideal reads only the exact multiplier
   m.scales = {1.0, 1.0, scale, scale_dtype};
   m.exact = v_over_scale;
-  return requantize_element(1, m, zero_point, out, p);
+  return requantize_element(1, m, zero_point, out, p, trace);
 }
 
 namespace {
@@ -445,6 +447,38 @@ std::optional<std::uint64_t> hardware_dequantize(std::int64_t acc, double sa, do
   return double_to_float_bits(out, y);
 }
 
+// The dequantized output's float recipe, one definition for the output stage and its trace:
+// float(acc_s) * (float(s_a) * float(s_b)) per segment, summed in segment order, + float(bias),
+// every conversion and operation rounded in A. With `trace`, each operation is a step.
+template <class AccOf>
+ExactFloat dequantized_sum(const QLinearResult::State& st, std::int64_t e, const Arith& A, AccOf acc_of,
+                           std::vector<TraceStep>* trace = nullptr) {
+  const auto step = [&](std::string what, std::string formula, const Rational& exact, const ExactFloat& rounded) {
+    if (trace) trace->push_back({std::move(what), std::move(formula), ExactFloat::finite(exact), rounded, ""});
+    return rounded;
+  };
+  const std::string in = " in " + A.name();
+  ExactFloat sum;
+  for (std::int64_t s = 0; s < st.segments; ++s) {
+    const auto k = static_cast<std::size_t>(e * st.segments + s);
+    const Rational& sa = st.a_scales[static_cast<std::size_t>(st.a_index[k])];
+    const Rational& sb = st.b_scales[static_cast<std::size_t>(st.b_index[k])];
+    const std::string seg = st.segments > 1 ? " (segment " + std::to_string(s) + ")" : "";
+    const Rational acc(acc_of(s));
+    const ExactFloat fa = step("float(acc)" + in + seg, to_decimal(acc), acc, A.convert(ExactFloat::finite(acc)));
+    const ExactFloat fsa = A.convert(ExactFloat::finite(sa)), fsb = A.convert(ExactFloat::finite(sb));
+    const ExactFloat p = step("s_a * s_b" + in + seg, to_decimal(fsa.value) + " * " + to_decimal(fsb.value),
+                              fsa.value * fsb.value, A.mul(fsa, fsb));
+    const ExactFloat term = step("acc * (s_a * s_b)" + in + seg, "", fa.value * p.value, A.mul(fa, p));
+    sum = s == 0 ? term : step("+ the sum so far" + in, "", sum.value + term.value, A.add(sum, term));
+  }
+  if (!st.float_bias.empty()) {
+    const ExactFloat b = A.convert(ExactFloat::finite(st.float_bias[static_cast<std::size_t>(st.channel_of(e))]));
+    sum = step("+ float bias" + in, to_decimal(b.value), sum.value + b.value, A.add(sum, b));
+  }
+  return sum;
+}
+
 void dequantized_output(const QLinearResult::State& st, const QGemmPolicy& policy, DType scale_dtype,
                         QLinearResult& r) {
   const DType out = st.out.format;
@@ -472,18 +506,7 @@ void dequantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
         continue;
       }
     }
-    ExactFloat sum;
-    for (std::int64_t s = 0; s < st.segments; ++s) {
-      const auto k = static_cast<std::size_t>(e * st.segments + s);
-      const ExactFloat sa = ExactFloat::finite(st.a_scales[static_cast<std::size_t>(st.a_index[k])]);
-      const ExactFloat sb = ExactFloat::finite(st.b_scales[static_cast<std::size_t>(st.b_index[k])]);
-      const ExactFloat term =
-          A.mul(A.convert(ExactFloat::finite(Rational(acc_of(s)))), A.mul(A.convert(sa), A.convert(sb)));
-      sum = s == 0 ? term : A.add(sum, term);
-    }
-    if (!st.float_bias.empty())
-      sum = A.add(sum, A.convert(ExactFloat::finite(st.float_bias[static_cast<std::size_t>(st.channel_of(e))])));
-    r.y.set_bits(e, encode_float(out, sum, RoundingMode::rne, Overflow::ieee));
+    r.y.set_bits(e, encode_float(out, dequantized_sum(st, e, A, acc_of), RoundingMode::rne, Overflow::ieee));
     const bool finite = decode_float(out, r.y.bits(e)).is_finite();
     r.labels[static_cast<std::size_t>(e)] =
         (overflowed || !finite) ? Label::saturated : float_grid_label(st.real_value(e, acc_of), out);
@@ -596,6 +619,7 @@ QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const 
   st->b_scales = exact_scales(b);
   st->a_scale_values = a.scales;
   st->b_scale_values = b.scales;
+  st->scale_dtype = a.scale_dtype;
   st->out = out;
   attach_bias(*st, acc.channels, bias, out);
   if (out.kind == OutputKind::requantized &&
@@ -620,6 +644,65 @@ QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const 
   }
   r.state = std::move(st);
   return r;
+}
+
+std::vector<TraceStep> QLinearResult::trace(std::int64_t i, const QGemmPolicy& policy) const {
+  const State& st = *state;
+  std::vector<TraceStep> steps;
+  const auto integer = [](const BigInt& v) { return ExactFloat::finite(Rational(v)); };
+  const std::string acc_name(name(policy.accumulation));
+  for (std::int64_t s = 0; s < st.segments; ++s) {
+    const std::int64_t held = st.value[static_cast<std::size_t>(i * st.segments + s)];
+    const BigInt exact = st.exact_accumulator(i, s);
+    steps.push_back({"accumulate sum of (a - za) * (b - zb)" +
+                         (st.segments > 1 ? " over segment " + std::to_string(s) : std::string()) + " in " + acc_name,
+                     "", integer(exact), integer(BigInt(held)),
+                     exact == held ? "" : "the accumulator overflows: " + acc_name + " holds " + std::to_string(held)});
+  }
+  if (!st.int_bias.empty()) {
+    const std::int64_t held = st.policy_accumulator(i, 0, policy.accumulation);
+    steps.push_back({"+ int32 bias of channel " + std::to_string(st.channel_of(i)) + " in " + acc_name,
+                     std::to_string(st.value[static_cast<std::size_t>(i)]) + " + " + std::to_string(st.bias_of(i)),
+                     integer(BigInt(st.value[static_cast<std::size_t>(i)]) + st.bias_of(i)), integer(BigInt(held)),
+                     ""});
+  }
+  const auto acc_of = [&](std::int64_t s) { return st.policy_accumulator(i, s, policy.accumulation); };
+  switch (st.out.kind) {
+    case OutputKind::int32: {
+      const std::int64_t v = acc_of(0);
+      steps.push_back({"to i32", std::to_string(v), integer(BigInt(v)), integer(BigInt(y.get_int(i))), ""});
+      break;
+    }
+    case OutputKind::dequantized: {
+      const Arith A = resolve_compute(policy.dequantize.compute, DType::i32, st.scale_dtype);
+      const ExactFloat sum = dequantized_sum(st, i, A, acc_of, &steps);
+      steps.push_back({"cast to " + std::string(name(st.out.format)) + " (ties to even)", "", sum,
+                       decode_float(st.out.format, y.bits(i)), ""});
+      break;
+    }
+    case OutputKind::requantized: {
+      const RequantizePolicy p = with_fused_clamp(policy.requantize, st.out.clamp);
+      RequantizeElement q;
+      if (st.segments == 1 && st.float_bias.empty()) {
+        const RequantizeScales scales{
+            st.a_scale_values[static_cast<std::size_t>(st.a_index[static_cast<std::size_t>(i)])],
+            st.b_scale_values[static_cast<std::size_t>(st.b_index[static_cast<std::size_t>(i)])], st.out.scale,
+            st.scale_dtype};
+        q = requantize_element(acc_of(0), prepare_multiplier(scales, p, true), st.out.zero_point, st.out.format, p,
+                               true);
+      } else {
+        const Rational v = st.real_value(i, acc_of);
+        steps.push_back(
+            {"v = sum of s_a * s_b * acc" + std::string(st.float_bias.empty() ? "" : " + float bias") + ", exactly", "",
+             ExactFloat::finite(v), ExactFloat::finite(v), ""});
+        q = requantize_real(v / Rational(st.out.scale), st.out.scale, st.scale_dtype, st.out.zero_point, st.out.format,
+                            p, true);
+      }
+      steps.insert(steps.end(), q.steps.begin(), q.steps.end());
+      break;
+    }
+  }
+  return steps;
 }
 
 }  // namespace qc

@@ -122,9 +122,16 @@ class QLinearResult {
   // What the accumulator of element i, segment s holds under the policy, and its exact value.
   std::int64_t accumulator(std::int64_t i, std::int64_t s = 0) const;
   BigInt exact_accumulator(std::int64_t i, std::int64_t s = 0) const;
+  // The int32 bias added to element i's accumulator (0 without one; one segment only).
+  std::int64_t int_bias(std::int64_t i) const;
   std::int64_t segments() const;
   // s_a * s_b of element i, segment s: what one unit of its accumulator is worth.
   Rational scale_product(std::int64_t i, std::int64_t s = 0) const;
+  // Every step of element i from its exact accumulators to its output under `policy` (the policy the
+  // result was computed with): the accumulation as the policy holds it, the bias, then the output
+  // stage (the multiplier's derivation and each rounding of the requantize scheme, or each float
+  // operation of the dequantization). For `qconform explain`.
+  std::vector<TraceStep> trace(std::int64_t i, const QGemmPolicy& policy) const;
 
   struct State;
   std::shared_ptr<const State> state;
@@ -141,7 +148,19 @@ QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const 
 // accumulator 1 with the exact multiplier x, so rounding, zero-point placement, clamp and label are
 // requantize.hpp's own (RequantizeScheme::ideal; p.scheme must be ideal).
 RequantizeElement requantize_real(const Rational& v_over_scale, double scale, DType scale_dtype,
-                                  std::int64_t zero_point, DType out, const RequantizePolicy& p);
+                                  std::int64_t zero_point, DType out, const RequantizePolicy& p, bool trace = false);
+
+// The dot product behind one output element of a GEMM or convolution, as the policy quantizes the
+// operands: position j (in the policy's depth order) multiplies a[j] - za[j] by b[j] - zb[j]. The
+// sources are flat indices into the activation (GEMM A, convolution input) and the weights as given
+// (-1: a padded tap, which holds `a[j]` = the padding value). For `qconform explain`.
+struct DotTerms {
+  std::vector<std::int64_t> a, za, a_source;
+  std::vector<std::int64_t> b, zb, b_source;
+  std::vector<std::int64_t> segment_starts{0};  // positions where a K segment (own scales) starts
+  std::vector<double> a_scale, b_scale;         // per segment
+  std::int64_t bias_channel = 0;                // the bias value (and output channel) of the element
+};
 
 // Where an exact value v lies against the grid of float format `out`: tie (a midpoint between two
 // neighbours), near_tie (within kNearTieDistance of the neighbours' spacing), clear. The rational form

@@ -298,8 +298,7 @@ std::int64_t eval_ideal(std::int64_t acc, const RequantizeMultiplier& m, std::in
                         const RequantizePolicy& p, Tracer& t) {
   Rational v = Rational(acc) * m.exact;
   if (t.on())
-    t.integer("acc * multiplier, exactly", std::to_string(acc) + " * multiplier", v,
-              round_to_integer(v, RoundingMode::rtz));
+    t.real("acc * multiplier, exactly", std::to_string(acc) + " * multiplier", exact_of(v), exact_of(v));
   const bool zp_before = p.zero_point == ZeroPointAdd::float_before_rounding;
   if (zp_before) v += zp;
   Fraction f;
@@ -415,10 +414,14 @@ std::int64_t eval_gemmlowp_scalar(std::int32_t x, const RequantizeMultiplier& m,
     const Rational exact_shift = Rational(x) * pow2(ls);
     t.integer("ShiftLeft(x, " + std::to_string(ls) + ")", std::to_string(x) + " * 2^" + std::to_string(ls), exact_shift,
               shifted, Rational(shifted) == exact_shift ? "" : "saturates to int32");
-    t.integer("SaturatingRoundingDoublingHighMul, then RoundingDivideByPOT",
-              std::to_string(shifted) + " * " + std::to_string(q.multiplier) + " * 2^" + std::to_string(q.shift - 31),
-              Rational(shifted) * q.multiplier * pow2(std::min(q.shift, 0) - 31), v,
-              "rounds half toward +inf, then half away from zero");
+    // Two roundings, two steps: `explain` names where a double rounding parts from a single one.
+    const int rs = std::max(-q.shift, 0);
+    const std::int32_t high = gemmlowp_saturating_rounding_doubling_high_mul(shifted, q.multiplier);
+    t.integer("SaturatingRoundingDoublingHighMul",
+              std::to_string(shifted) + " * " + std::to_string(q.multiplier) + " / 2^31",
+              Rational(shifted) * q.multiplier * pow2(-31), high, "rounds half toward +inf");
+    t.integer("RoundingDivideByPOT", std::to_string(high) + " / 2^" + std::to_string(rs), Rational(high) * pow2(-rs),
+              v, "rounds half away from zero");
   }
   return saturate(add_zero_point_int32(v, zp, t), r, t);
 }
