@@ -10,6 +10,7 @@
 #include "cases/case.hpp"
 #include "cli/oracle_cli.hpp"
 #include "harness/baseline.hpp"
+#include "harness/explain.hpp"
 #include "harness/infer.hpp"
 #include "harness/reproducer.hpp"
 #include "harness/runner.hpp"
@@ -559,6 +560,41 @@ int cmd_shrink(const std::string& path, const std::string& case_name, const std:
   return 0;
 }
 
+struct ExplainCaseArgs {
+  std::string case_name, index, backend, json_out;
+  qc::CallPolicy call;
+};
+
+// `explain CASEFILE --case C --index I [--backend B]`: one element of a case's op, step by step.
+int cmd_explain_case(const std::string& path, const ExplainCaseArgs& a) {
+  if (a.case_name.empty()) throw qc::InputError("explain " + path + ": --case names the case");
+  if (a.index.empty()) throw qc::InputError("explain " + path + ": --index names the output element");
+  const std::vector<qc::Suite> suites = qc::load_suites({path});
+  const auto [found, suite] = find_case(suites, a.case_name);
+  // A case that takes operands from other cases is explained standing alone, with the oracle's
+  // outputs of those cases inlined (as shrink does).
+  const qc::Case c = found->links.empty() ? *found : qc::standalone_case(*found, *suite);
+  const std::int64_t index = qc::parse_element_index(a.index, qc::op_output_shape(c.op), "--index");
+  std::vector<std::unique_ptr<qc::Backend>> all;
+  qc::Backend* b = nullptr;
+  if (!a.backend.empty()) {
+    all = all_backends();
+    b = select_backends(all, {a.backend}).front();
+    if (!b->availability().available) {
+      std::cerr << "qconform: " << a.backend << " is not available: " << b->availability().reason << "\n";
+      return 77;
+    }
+  }
+  const qc::ElementExplanation e = qc::explain_element(c, index, b, a.call);
+  if (a.json_out == "-") {
+    std::cout << qc::to_json(e).dump(2) << "\n";
+    return 0;
+  }
+  std::cout << qc::to_text(e);
+  if (!a.json_out.empty()) qc::write_file_atomic(a.json_out, qc::json_file_text(qc::to_json(e), 2));
+  return 0;
+}
+
 int cmd_infer(const std::string& backend, const std::string& json_out, std::uint64_t seed) {
   auto all = all_backends();
   qc::Backend* b = select_backends(all, {backend}).front();
@@ -744,6 +780,15 @@ int main(int argc, char** argv) {
   qc::add_oracle_options(oracle, oracle_opts, false);
   CLI::App* explain = app.add_subcommand("explain", "one element, every step of the exact derivation");
   qc::add_oracle_options(explain, explain_opts, true);
+  ExplainCaseArgs xa;
+  explain->add_option("--case,-c", xa.case_name, "with a case file: the case's name");
+  explain->add_option("--index", xa.index, "with a case file: the output element, flat (17) or coordinates (1,5)");
+  explain->add_option("--backend,-b", xa.backend,
+                      "with a case file: run the case on this backend and explain its value");
+  explain->add_option("--json", xa.json_out, "with a case file: also write the explanation as JSON ('-': stdout only)");
+  explain->add_flag("--isolate", xa.call.isolate, "run the backend call in a forked child (a crash is reported)");
+  explain->add_option("--timeout", xa.call.timeout_seconds, "kill the backend call after this many seconds");
+  add_plugin_option(explain);
 
   try {
     app.parse(argc, argv);
@@ -772,7 +817,20 @@ int main(int argc, char** argv) {
     }
     if (*inferc) return cmd_infer(infer_backend, infer_json, infer_seed);
     if (*oracle) return qc::cmd_oracle(oracle_opts);
-    if (*explain) return qc::cmd_explain(explain_opts);
+    if (*explain) {
+      const std::string& what = explain_opts.op;
+      if (what == "quantize" || what == "dequantize" || what == "requantize") {
+        if (!xa.case_name.empty() || !xa.index.empty() || !xa.backend.empty() || !xa.json_out.empty())
+          throw qc::InputError("explain " + what + ": --case, --index, --backend and --json go with a case file");
+        return qc::cmd_explain(explain_opts);
+      }
+      if (!explain_opts.at.empty() || !explain_opts.vs.empty())
+        throw qc::InputError("explain " + what +
+                             ": --at and --vs go with an op (quantize, dequantize, requantize); a "
+                             "case file takes --case and --index");
+      check_timeout(xa.call.timeout_seconds);
+      return cmd_explain_case(what, xa);
+    }
   } catch (const qc::InputError& e) {
     std::cerr << "qconform: error: " << e.what() << "\n";
     return kExitInput;

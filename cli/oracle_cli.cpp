@@ -1,6 +1,7 @@
 #include "cli/oracle_cli.hpp"
 
 #include "cases/case.hpp"
+#include "harness/explain.hpp"
 #include "oracles/dequantize.hpp"
 #include "oracles/quantize.hpp"
 #include "oracles/requantize.hpp"
@@ -22,9 +23,13 @@ namespace qc {
 using json = nlohmann::json;
 
 void add_oracle_options(CLI::App* c, OracleOptions& o, bool explain) {
-  c->add_option("op", o.op, "quantize, dequantize or requantize")
-      ->required()
-      ->check(CLI::IsMember({"quantize", "dequantize", "requantize"}));
+  if (explain)  // or a case file: main.cpp's explain of a case's element
+    c->add_option("op", o.op, "quantize, dequantize or requantize; or a case file (with --case and --index)")
+        ->required();
+  else
+    c->add_option("op", o.op, "quantize, dequantize or requantize")
+        ->required()
+        ->check(CLI::IsMember({"quantize", "dequantize", "requantize"}));
   c->add_option("--spec,--policy,-p", o.spec,
                 "a preset (qconform list presets) or a JSON spec as in a case file (--policy: its older name)")
       ->capture_default_str();
@@ -53,7 +58,7 @@ void add_oracle_options(CLI::App* c, OracleOptions& o, bool explain) {
   c->add_option("--multiplier", o.multiplier, "requantize: explicit fixed-point multiplier M (real = M * 2^-shift)");
   c->add_option("--shift", o.shift, "requantize: explicit right shift for --multiplier");
   if (explain) {
-    c->add_option("--at,--x", o.at, "the input element (a number, or a hex float such as 0x1.8p-1)")->required();
+    c->add_option("--at,--x", o.at, "the input element (a number, or a hex float such as 0x1.8p-1)");
   } else {
     c->add_option("--input,-i", o.input, "input values: a .npy file or a .json list");
     c->add_option("--values", o.values, "input values as an inline JSON list");
@@ -217,23 +222,6 @@ std::optional<RequantizeMultiplier> explicit_multiplier(const OracleOptions& o, 
   return m;
 }
 
-void print_steps(const std::vector<TraceStep>& steps, std::ostream& os) {
-  int i = 1;
-  for (const TraceStep& s : steps) {
-    os << "  " << i++ << ". " << s.what;
-    if (!s.formula.empty()) os << ": " << s.formula;
-    os << "\n       exact   " << to_string(s.exact) << "\n";
-    if (to_string(s.rounded) != to_string(s.exact)) os << "       rounded " << to_string(s.rounded) << "\n";
-    if (!s.note.empty()) os << "       " << s.note << "\n";
-  }
-}
-
-struct Explained {
-  std::string result;
-  std::string label;
-  std::vector<TraceStep> steps;
-};
-
 // --at as a value of the integer format t: 1.5, NaN or 300 for an i8 are input errors, not casts.
 std::int64_t integer_at(const std::string& at, DType t) {
   const double v = parse_number(at, "--at");
@@ -241,8 +229,10 @@ std::int64_t integer_at(const std::string& at, DType t) {
   return static_cast<std::int64_t>(v);
 }
 
-Explained explain_one(const OracleOptions& o, const Spec& spec) {
-  Explained e;
+ElementDerivation explain_one(const OracleOptions& o, const Spec& spec) {
+  ElementDerivation e;
+  e.policy = spec.name;
+  e.description = spec.description;
   if (o.op == "quantize") {
     const DType xt = dtype_option(o.from, "f32", "--from"), out = dtype_option(o.to, "i8", "--to");
     const double raw = parse_number(o.at, "--at");
@@ -250,6 +240,9 @@ Explained explain_one(const OracleOptions& o, const Spec& spec) {
     const QuantParams p = quant_params(o, {1}, out);
     const QuantizeElement r =
         quantize_element(x, xt, p.scales[0], p.scale_dtype, p.zero_point(0), out, spec.quantize_for(xt), true);
+    e.value = Tensor(out, {1});
+    e.value.set_int(0, r.q);
+    e.specified = r.specified;
     e.result = r.specified ? std::to_string(r.q) : "unspecified (any value accepted)";
     e.label = std::string(name(r.label));
     e.steps = r.steps;
@@ -259,6 +252,8 @@ Explained explain_one(const OracleOptions& o, const Spec& spec) {
     const QuantParams p = quant_params(o, {1}, qt);
     const DequantizeElement r =
         dequantize_element(q, qt, p.scales[0], p.scale_dtype, p.zero_point(0), out, spec.dequantize, true);
+    e.value = Tensor(out, {1});
+    e.value.set_bits(0, r.bits);
     e.result = to_string(r.y);
     e.label = std::string(name(r.label));
     e.steps = r.steps;
@@ -269,6 +264,8 @@ Explained explain_one(const OracleOptions& o, const Spec& spec) {
     const auto m = explicit_multiplier(o, spec.requantize);
     const RequantizeElement r = m ? requantize_element(acc, *m, zp, out, spec.requantize, true)
                                   : requantize_element(acc, requantize_scales(o, 0), zp, out, spec.requantize, true);
+    e.value = Tensor(out, {1});
+    e.value.set_int(0, r.q);
     e.result = std::to_string(r.q);
     e.label = std::string(name(r.label));
     e.steps = r.steps;
@@ -394,36 +391,20 @@ int cmd_oracle(const OracleOptions& o) {
 }
 
 int cmd_explain(const OracleOptions& o) {
+  if (o.at.empty()) throw InputError("explain " + o.op + ": --at names the input element");
   // Both specs and both derivations first: a bad --vs prints nothing but its error.
   const Spec a = build_spec(o.spec, o, "--spec");
-  const Explained ea = explain_one(o, a);
+  const ElementDerivation ea = explain_one(o, a);
   const std::optional<Spec> vs = o.vs.empty() ? std::nullopt : std::optional<Spec>(build_spec(o.vs, o, "--vs"));
-  const std::optional<Explained> evs = vs ? std::optional<Explained>(explain_one(o, *vs)) : std::nullopt;
-  std::cout << o.op << " " << o.at << " under " << a.name << " (" << a.description << ")\n";
-  print_steps(ea.steps, std::cout);
-  std::cout << "  result: " << ea.result << "  [" << ea.label << "]\n";
+  const std::optional<ElementDerivation> evs =
+      vs ? std::optional<ElementDerivation>(explain_one(o, *vs)) : std::nullopt;
+  std::cout << o.op << " " << o.at << " under " << a.name << " (" << a.description << ")\n"
+            << steps_text(ea.steps) << "  result: " << ea.result << "  [" << ea.label << "]\n";
   if (!vs) return 0;
-  const Spec& b = *vs;
-  const Explained& eb = *evs;
-  std::cout << "\n" << o.op << " " << o.at << " under " << b.name << " (" << b.description << ")\n";
-  print_steps(eb.steps, std::cout);
-  std::cout << "  result: " << eb.result << "  [" << eb.label << "]\n\n";
-  // The first step whose operation or value differs.
-  const std::size_t n = std::min(ea.steps.size(), eb.steps.size());
-  std::size_t k = 0;
-  while (k < n && ea.steps[k].what == eb.steps[k].what &&
-         to_string(ea.steps[k].rounded) == to_string(eb.steps[k].rounded))
-    ++k;
-  if (ea.result == eb.result && k == n && ea.steps.size() == eb.steps.size()) {
-    std::cout << "the two policies agree at every step\n";
-  } else if (k < n) {
-    std::cout << "they part at step " << k + 1 << ": " << a.name << " does '" << ea.steps[k].what << "' -> "
-              << to_string(ea.steps[k].rounded) << ", " << b.name << " does '" << eb.steps[k].what << "' -> "
-              << to_string(eb.steps[k].rounded) << "\n";
-  } else {
-    std::cout << "they part after step " << n << " (one derivation has more steps)\n";
-  }
-  std::cout << "results: " << a.name << " " << ea.result << ", " << b.name << " " << eb.result << "\n";
+  std::cout << "\n"
+            << o.op << " " << o.at << " under " << vs->name << " (" << vs->description << ")\n"
+            << steps_text(evs->steps) << "  result: " << evs->result << "  [" << evs->label << "]\n\n"
+            << where_they_part(ea, *evs) << "\n";
   return 0;
 }
 

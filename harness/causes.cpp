@@ -234,6 +234,24 @@ std::vector<Variation> single_changes(const Spec& spec, const OpRequest& op) {
   return b.take();
 }
 
+std::optional<Spec> cause_spec(const Spec& spec, const OpRequest& op, const std::string& cause) {
+  if (cause.rfind("preset ", 0) == 0) return find_preset(cause.substr(7));
+  const auto change = [&](const Spec& from, const std::string& name) -> std::optional<Spec> {
+    for (Variation& v : single_changes(from, op))
+      if (v.cause == name) return std::move(v.spec);
+    return std::nullopt;
+  };
+  // A pair is named "a + b" with a < b, built on either: apply them in turn.
+  if (const auto plus = cause.find(" + "); plus != std::string::npos) {
+    const std::string a = cause.substr(0, plus), b = cause.substr(plus + 3);
+    for (const auto& [first, second] : {std::pair{a, b}, std::pair{b, a}})
+      if (const auto s = change(spec, first))
+        if (auto t = change(*s, second)) return t;
+    return std::nullopt;
+  }
+  return change(spec, cause);
+}
+
 std::optional<int> channel_axis(const OpRequest& op) {
   if (const auto* q = std::get_if<QuantizeOp>(&op)) {
     if (q->params.axis && q->params.granularity() != Granularity::per_tensor)

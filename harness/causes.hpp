@@ -25,6 +25,11 @@ struct Variation {
 // Every single change of `spec` that can matter for `op` (the stages the op goes through).
 std::vector<Variation> single_changes(const Spec& spec, const OpRequest& op);
 
+// The spec a cause of attribute_causes names ("quantize.rounding=rna", "preset gemmlowp", a pair
+// "a + b"), rebuilt from `spec` for `op`; nullopt for a name that is not a policy (an operand taken
+// from an earlier case) or that `op` has no change for.
+std::optional<Spec> cause_spec(const Spec& spec, const OpRequest& op, const std::string& cause);
+
 // The output axis that indexes channels (per-axis parameters, GEMM columns, conv output
 // channels), if the op's output has one.
 std::optional<int> channel_axis(const OpRequest& op);

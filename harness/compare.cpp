@@ -19,14 +19,14 @@ std::int64_t ordered(DType t, std::uint64_t b) {
   return (b & sign) ? -mag : mag;
 }
 
+std::size_t bucket(std::int64_t d) { return static_cast<std::size_t>(std::min<std::int64_t>(std::abs(d), 4)); }
+
+}  // namespace
+
 std::string value_text(const Tensor& t, std::int64_t i) {
   if (is_int(t.dtype())) return std::to_string(t.get_int(i));
   return describe_value(t.get_double(i));
 }
-
-std::size_t bucket(std::int64_t d) { return static_cast<std::size_t>(std::min<std::int64_t>(std::abs(d), 4)); }
-
-}  // namespace
 
 bool same_element(const Tensor& a, const Tensor& b, std::int64_t i) {
   if (is_int(a.dtype())) return a.get_int(i) == b.get_int(i);

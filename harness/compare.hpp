@@ -16,6 +16,9 @@ Metrics compare(const Reference& ref, const Tensor& actual, int max_worst);
 // else.
 std::int64_t ulp_delta(DType t, std::uint64_t expected, std::uint64_t actual);
 
+// Element i as reports show it: the integer, or describe_value's decimal and hex float.
+std::string value_text(const Tensor& t, std::int64_t i);
+
 // True when element i of a and b is the same value bit for bit (any NaN equals any NaN).
 bool same_element(const Tensor& a, const Tensor& b, std::int64_t i);
 // same_element for every element of two tensors of one format and size, in one typed pass: 1 where

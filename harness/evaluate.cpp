@@ -93,7 +93,13 @@ Reference linear_reference(QLinearResult r, DType out) {
   }
   auto shared = std::make_shared<QLinearResult>(std::move(r));
   ref.describe = [shared](std::int64_t i, ElementDiff& d) {
-    d.input = "accumulator " + shared->exact_accumulator(i, 0).str() + (shared->segments() > 1 ? " (first block)" : "");
+    // What the output stage takes: the accumulator with its int32 bias (one segment).
+    const BigInt acc = shared->exact_accumulator(i, 0);
+    const std::int64_t bias = shared->int_bias(i);
+    d.input = shared->segments() > 1 ? "accumulator " + acc.str() + " (first block)"
+              : bias != 0            ? "accumulator " + acc.str() + " + int32 bias " + std::to_string(bias) + " = " +
+                                BigInt(acc + bias).str()
+                          : "accumulator " + acc.str();
     d.exact = to_decimal(shared->exact_value(i), 40);
   };
   return ref;

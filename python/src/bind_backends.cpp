@@ -11,6 +11,7 @@
 #include "harness/baseline.hpp"
 #include "harness/compare.hpp"
 #include "harness/evaluate.hpp"
+#include "harness/explain.hpp"
 #include "harness/infer.hpp"
 #include "harness/runner.hpp"
 #include "qconform/error.hpp"
@@ -560,6 +561,48 @@ void bind_backends(py::module_& m) {
           },
           py::arg("op"), py::arg("dimension"), "The finding for (op, dimension), or None.")
       .def("__repr__", [](const qc::InferReport& r) { return "<InferReport " + r.backend + ": " + r.summary + ">"; });
+  m.def(
+      "explain",
+      [](const qc::Case& c, const py::handle& index, const py::handle& backend, bool isolate, double timeout) {
+        if (!c.links.empty())
+          throw InputError("explain: case " + c.id() +
+                           " takes operands from other cases; explain it from its case file (qconform explain FILE "
+                           "--case NAME), which inlines their outputs");
+        const qc::Shape shape = qc::op_output_shape(c.op);
+        std::int64_t i = 0;
+        if (py::isinstance<py::int_>(index)) {
+          i = qc::parse_element_index(std::to_string(index.cast<std::int64_t>()), shape, "explain: index");
+        } else {
+          std::string coords;
+          for (const py::handle& x : index)
+            coords += (coords.empty() ? "" : ",") + std::to_string(x.cast<std::int64_t>());
+          i = qc::parse_element_index(coords, shape, "explain: index");
+        }
+        std::unique_ptr<qc::Backend> owned;
+        qc::Backend* b = nullptr;
+        if (py::isinstance<py::str>(backend)) {
+          owned = builtin(backend.cast<std::string>());
+          b = owned.get();
+        } else if (!backend.is_none()) {
+          b = backend.cast<qc::Backend*>();
+        }
+        qc::CallPolicy call{isolate || timeout > 0, timeout};
+        qc::ElementExplanation e;
+        {
+          py::gil_scoped_release release;
+          e = qc::explain_element(c, i, b, call);
+        }
+        py::object r = json_to_python(qc::to_json(e));
+        r["text"] = qc::to_text(e);
+        return r;
+      },
+      py::arg("case"), py::arg("index"), py::arg("backend") = py::none(), py::arg("isolate") = false,
+      py::arg("timeout") = 0.0,
+      "One output element of a case, step by step (docs/oracle.md \"Explain an element of a case\"): index is a flat "
+      "index or a tuple of coordinates; backend (a name or an object) runs the case and its value is explained by "
+      "the run's causes or its claim. Returns a dict: inputs, spec (its derivation: steps, result, label), backend "
+      "(value, matches_spec), backend_policy (the derivation that reproduces it), parting (where the two part) and "
+      "text (what `qconform explain` prints).");
   m.def(
       "infer",
       [](const py::handle& backend, std::uint64_t seed, std::int64_t elements) {

@@ -128,8 +128,6 @@ std::shared_ptr<qc::Case> make_case(const std::string& name, const py::handle& o
   return c;
 }
 
-py::object json_to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
-
 std::string suite_of(const std::vector<std::shared_ptr<qc::Case>>& cases, const py::handle& suite) {
   if (!suite.is_none()) return suite.cast<std::string>();
   if (!cases.empty()) {

@@ -24,8 +24,6 @@ py::object clip_value(const std::optional<std::pair<std::int64_t, std::int64_t>>
   return py::make_tuple(c->first, c->second);
 }
 
-py::object json_to_python(const json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
-
 json kwargs_json(const py::kwargs& kw) { return json::parse(json_text(kw)); }
 
 // The case format's "spec" object: overrides merged into a base spec object. A requantize object

@@ -4,6 +4,7 @@
 #include "qconform/error.hpp"
 
 #include <pybind11/functional.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -316,6 +317,8 @@ qc::QuantParams quant_params(const py::handle& scale, const py::handle& zero_poi
 }
 
 // ---- Policies --------------------------------------------------------------------------------
+
+py::object json_to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 std::string json_text(const py::handle& h) {
   py::object dumps = py::module_::import("json").attr("dumps");

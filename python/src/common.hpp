@@ -18,6 +18,8 @@
 #include "qconform/enum_table.hpp"
 #include "qconform/error.hpp"
 #include "qconform/ops.hpp"
+
+#include <nlohmann/json_fwd.hpp>
 #include "qconform/tensor.hpp"
 
 #include <pybind11/numpy.h>
@@ -104,6 +106,8 @@ qc::Spec spec_arg(const py::handle& h);
 // A Python value (None, bool, int, float, str, list, tuple, dict, or a qconform enum / ComputeFormat,
 // written by its str()) as JSON text pieces for the case format.
 std::string json_text(const py::handle& h);
+// A JSON value as the Python object json.loads makes of it.
+py::object json_to_python(const nlohmann::json& j);
 
 // ---- Enums -----------------------------------------------------------------------------------
 

@@ -408,9 +408,54 @@ TEST_F(Cli, ExplainShowsWhereTwoPoliciesPart) {
   // FBGEMM's example: division 127.499992 -> 127, reciprocal 127.5 -> 128.
   const Result r = run("explain quantize --x 0.273939937 --scale 0.00214854861 --to u8 --policy onnx --vs pytorch-cpu");
   EXPECT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("they part at step 3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("they agree in value through step 2; at step 3 onnx does 'x / s in f32'"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("pytorch-cpu does '1 / s in f32'"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("results: onnx 127, pytorch-cpu 128"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("exactly half-way (a tie)"), std::string::npos) << r.output;
+}
+
+// docs/oracle.md's double rounding: multiplier 1/4, acc 53. TOSA SINGLE_ROUND: 53 * 2^30 / 2^32 = 13.25
+// -> 13; gemmlowp: 53 * 2^30 / 2^31 = 26.5 -> 27 (ties up), 27 / 2 = 13.5 -> 14 (ties away).
+TEST_F(Cli, ExplainNamesBothRoundingsOfADoubleRounding) {
+  const Result r =
+      run("explain requantize --at 53 --input-scale 0.25 --weight-scale 0.5 --output-scale 0.5 --spec tosa-single "
+          "--vs gemmlowp");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("they agree in value through step 3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tosa-single rounds once (step 4 'apply_scale_32' 13.25 -> 13)"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("gemmlowp rounds twice (step 5 'SaturatingRoundingDoublingHighMul' 26.5 -> 27, step 6 "
+                          "'RoundingDivideByPOT' 13.5 -> 14)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("results: tosa-single 13, gemmlowp 14"), std::string::npos) << r.output;
+}
+
+// The command docs/oracle.md shows: row 0, column 0 of QLinearMatMul with a per-column scale and an
+// int32 bias. By hand: A row 0 quantizes to (130, 124, 136, 129) with zero point 128, B column 0 is
+// (1, 4, 7, 10): acc = 2 - 16 + 56 + 10 = 52, + bias 1 = 53; multiplier 0.25 * 0.5 / 0.5 = 1/4;
+// the spec gives round(13.25) + 3 = 16, gemmlowp 53 / 2 = 26.5 -> 27, 27 / 2 = 13.5 -> 14, + 3 = 17.
+TEST_F(Cli, ExplainsAnElementOfACaseOnABackend) {
+  const std::string file = std::string(QCONFORM_SOURCE_DIR) + "/cases/qgemm.json";
+  const Result r = run("explain " + file +
+                       " --case qlinear_matmul_per_channel_i8_relu --index 0,0 --backend cpu-ref:tflite-reference"
+                       " --json " +
+                       (dir_ / "explain.json").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("+ int32 bias of channel 0 in int32_wrap: 52 + 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("gives 17: not the spec's value"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("result: 16  [clear]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("result: 17  [clear]  = the backend's value"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'RoundingDivideByPOT' 13.5 -> 14"), std::string::npos) << r.output;
+  const nlohmann::json j = qc::testing::read_json(dir_ / "explain.json");
+  EXPECT_EQ(j["backend"]["value"], "17");
+  EXPECT_EQ(j["spec"]["result"], "16");
+  // Without a backend: the spec's derivation alone.
+  const Result s = run("explain " + file + " --case qlinear_matmul_per_channel_i8_relu --index 0");
+  ASSERT_EQ(s.code, 0) << s.output;
+  EXPECT_NE(s.output.find("result: 16  [clear]"), std::string::npos) << s.output;
+  EXPECT_EQ(s.output.find("backend"), std::string::npos) << s.output;
 }
 
 TEST_F(Cli, OracleBadParameters) {

@@ -3,6 +3,8 @@
 // counts, causes and inference are checked against an independent implementation.
 #pragma once
 
+#include "cases/case.hpp"
+#include "oracles/presets.hpp"
 #include "oracles/qgemm.hpp"
 #include "qconform/backend.hpp"
 
@@ -25,6 +27,8 @@ enum class Fault {
   fewer_mismatch,   // ties_away, but the first mismatching element right (a changed fingerprint)
   nudged,           // correct, but element 0 off by the backend's `nudge` (the same element, any distance)
   recip_ties_away,  // two hazards at once: x * (1 / s), then std::round (ties away from zero)
+  gemmlowp_double,  // qgemm requantized to i8 as TFLite does: gemmlowp's SaturatingRoundingDoublingHighMul
+                    // (ties up) then RoundingDivideByPOT (ties away), a double rounding
   crash,            // raises SIGSEGV
   hang,             // never answers
 };
@@ -53,6 +57,8 @@ inline const char* fault_name(Fault f) {
       return "nudged";
     case Fault::recip_ties_away:
       return "recip-ties-away";
+    case Fault::gemmlowp_double:
+      return "gemmlowp-double";
     case Fault::crash:
       return "crash";
     case Fault::hang:
@@ -77,10 +83,15 @@ class FaultyBackend : public Backend {
       return {false, "per-tensor f32 -> i8/u8 quantize only"};
     }
     if (const auto* g = std::get_if<QGemmOp>(&op)) {
-      if (g->a.values.dtype() == DType::u8 && g->b.values.dtype() == DType::i8 && !g->b.packing &&
-          g->output.kind == OutputKind::int32 && g->a.values.shape().size() == 2 && g->b_layout == WeightLayout::k_by_n)
+      const bool output = fault_ == Fault::gemmlowp_double
+                              ? g->output.kind == OutputKind::requantized && g->output.format == DType::i8 &&
+                                    !g->bias && g->b.params.granularity() == Granularity::per_tensor
+                              : g->output.kind == OutputKind::int32;
+      if (g->a.values.dtype() == DType::u8 && g->b.values.dtype() == DType::i8 && !g->b.packing && output &&
+          g->a.values.shape().size() == 2 && g->b_layout == WeightLayout::k_by_n)
         return {};
-      return {false, "u8 x i8 -> int32 [M, K] x [K, N] qgemm only"};
+      return {false, fault_ == Fault::gemmlowp_double ? "u8 x i8 -> requantized i8 [M, K] x [K, N] qgemm only"
+                                                      : "u8 x i8 -> int32 [M, K] x [K, N] qgemm only"};
     }
     return {false, "quantize and qgemm only"};
   }
@@ -168,7 +179,32 @@ class FaultyBackend : public Backend {
         acc += -zb * sum_a - za * sum_b + k * za * zb;
         y.set_int(i * n + j, static_cast<std::int32_t>(static_cast<std::uint32_t>(acc)));
       }
-    return y;
+    if (fault_ != Fault::gemmlowp_double) return y;
+    // TFLite's requantize (tensorflow/lite/kernels/internal/quantization_util.cc QuantizeMultiplier,
+    // common.h MultiplyByQuantizedMultiplier), with gemmlowp/fixedpoint/fixedpoint.h's
+    // SaturatingRoundingDoublingHighMul and RoundingDivideByPOT.
+    const double real = op.a.params.scales[0] * op.b.params.scales[0] / op.output.scale;
+    int exponent = 0;
+    const double q = std::frexp(real, &exponent);
+    auto q_fixed = static_cast<std::int64_t>(std::round(q * (1LL << 31)));
+    if (q_fixed == (1LL << 31)) {
+      q_fixed /= 2;
+      ++exponent;
+    }
+    const std::int32_t multiplier = static_cast<std::int32_t>(q_fixed);
+    const int left = exponent > 0 ? exponent : 0, right = exponent > 0 ? 0 : -exponent;
+    Tensor out(DType::i8, {m, n});
+    for (std::int64_t e = 0; e < m * n; ++e) {
+      const auto x = static_cast<std::int32_t>(y.get_int(e) * (std::int64_t{1} << left));
+      const std::int64_t ab = static_cast<std::int64_t>(x) * multiplier;
+      const std::int64_t nudge = ab >= 0 ? (1LL << 30) : (1 - (1LL << 30));
+      const auto high = static_cast<std::int32_t>((ab + nudge) / (1LL << 31));  // C++ division truncates
+      const std::int32_t mask = (1 << right) - 1, remainder = high & mask;
+      const std::int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
+      const std::int32_t shifted = (high >> right) + (remainder > threshold ? 1 : 0);
+      out.set_int(e, std::clamp<std::int64_t>(shifted + op.output.zero_point, -128, 127));
+    }
+    return out;
   }
 
   Fault fault_;
@@ -176,5 +212,58 @@ class FaultyBackend : public Backend {
   std::int64_t nudge_ = 0;
   std::string claim_;
 };
+
+// A u8 x i8 GEMM requantized to i8 with the multiplier s_a * s_b / s_out = 0.25 * 0.5 / 0.5 = 1/4
+// (gemmlowp: Q31 multiplier 2^30, right shift 1), so that the spec's round(acc / 4) and the double
+// rounding of Fault::gemmlowp_double part on accumulators of both signs. A [6, 16] from 120..135
+// (zero point 128), B [16, 5] from -4..3: |acc| <= 16 * 8 * 4 = 512, so acc / 4 stays within one
+// step of the i8 range and the clamp treats both alike.
+inline Case double_rounding_case() {
+  QGemmOp op;
+  op.a.values = Tensor(DType::u8, {6, 16});
+  op.b.values = Tensor(DType::i8, {16, 5});
+  std::uint32_t state = 12345;  // a fixed LCG (Numerical Recipes), independent of the code under test
+  const auto next = [&state](int span) {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<std::int64_t>((state >> 8) % static_cast<std::uint32_t>(span));
+  };
+  for (std::int64_t i = 0; i < op.a.values.size(); ++i) op.a.values.set_int(i, 120 + next(16));
+  for (std::int64_t i = 0; i < op.b.values.size(); ++i) op.b.values.set_int(i, next(8) - 4);
+  op.a.params.scales = {0.25};
+  op.a.params.zero_points = {128};
+  op.b.params.scales = {0.5};
+  op.output.kind = OutputKind::requantized;
+  op.output.format = DType::i8;
+  op.output.scale = 0.5;
+  Case c;
+  c.suite = "planted";
+  c.name = "double_rounding";
+  c.op = op;
+  c.spec = *find_preset("onnx");
+  return c;
+}
+
+// The exact accumulators of a [M, K] x [K, N] GEMM with per-tensor zero points, by plain loops.
+inline std::vector<std::int64_t> exact_accumulators(const QGemmOp& op) {
+  const std::int64_t m = op.a.values.shape()[0], k = op.a.values.shape()[1], n = op.b.values.shape()[1];
+  const std::int64_t za = op.a.params.zero_points.empty() ? 0 : op.a.params.zero_points[0];
+  const std::int64_t zb = op.b.params.zero_points.empty() ? 0 : op.b.params.zero_points[0];
+  std::vector<std::int64_t> acc(static_cast<std::size_t>(m * n), 0);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t p = 0; p < k; ++p)
+        acc[static_cast<std::size_t>(i * n + j)] +=
+            (op.a.values.get_int(i * k + p) - za) * (op.b.values.get_int(p * n + j) - zb);
+  return acc;
+}
+
+// round(v / 4), ties to even, clamped to i8: the spec's (onnx, exact) requantize of acc with the
+// multiplier 1/4.
+inline std::int64_t quarter_ties_to_even(std::int64_t acc) {
+  const std::int64_t q = acc >= 0 ? acc / 4 : -((-acc + 3) / 4);  // floor(acc / 4)
+  const std::int64_t r = acc - 4 * q;                             // 0..3
+  const std::int64_t rounded = r < 2 ? q : r > 2 ? q + 1 : (q % 2 == 0 ? q : q + 1);
+  return std::clamp<std::int64_t>(rounded, -128, 127);
+}
 
 }  // namespace qc::testing

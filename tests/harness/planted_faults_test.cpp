@@ -299,6 +299,46 @@ TEST(PlantedFaults, Int16PairSaturationIsAttributedToTheAccumulation) {
   EXPECT_EQ(finding(infer(b), "qgemm", "accumulation"), std::set<std::string>{"int16_pair_saturate"});
 }
 
+// TFLite's requantize (gemmlowp's two roundings) against the exact spec, multiplier 1/4: with
+// acc = 4j + r, the kernel computes SRDHM = round(acc / 2) (ties up), then RoundingDivideByPOT by 1
+// (ties away). It differs from round(acc / 4) ties to even at r = 1, acc > 0 (j + 1/4 -> 2j + 1/2
+// -> 2j + 1 -> j + 1/2 -> j + 1: the double rounding), and at the ties r = 2 where ties away and to
+// even part (positive j even, negative j odd). No single rounding mode does both (ceil misses the
+// negative ties, ties away misses the double roundings), so the headline must be the scheme.
+TEST(PlantedFaults, GemmlowpDoubleRoundingIsNamedAsTheScheme) {
+  const Case c = testing::double_rounding_case();
+  FaultyBackend b(Fault::gemmlowp_double);
+  const QGemmOp& op = std::get<QGemmOp>(c.op);
+  const Tensor kernel = b.run(c.op);
+  const std::vector<std::int64_t> acc = testing::exact_accumulators(op);
+  std::int64_t expected = 0, double_roundings = 0, negative_ties = 0;
+  for (std::size_t i = 0; i < acc.size(); ++i) {
+    if (kernel.get_int(static_cast<std::int64_t>(i)) == testing::quarter_ties_to_even(acc[i])) continue;
+    ++expected;
+    const std::int64_t r = ((acc[i] % 4) + 4) % 4;
+    double_roundings += r == 1 && acc[i] > 0;
+    negative_ties += r == 2 && acc[i] < 0;
+  }
+  ASSERT_GT(double_roundings, 0);  // the data has both kinds, or the test proves less than it says
+  ASSERT_GT(negative_ties, 0);
+  const BackendResult res = run_on(c, b);
+  EXPECT_EQ(res.metrics.mismatches(), expected);
+  ASSERT_FALSE(res.causes.empty());
+  const CauseCount& head = res.causes.front();
+  // TOSA's DOUBLE_ROUND is gemmlowp's arithmetic, so either scheme, or a preset built on them, is right.
+  const std::set<std::string> right = {"requantize.scheme=gemmlowp_double", "requantize.scheme=tosa_double",
+                                       "preset gemmlowp", "preset tflite-reference", "preset tosa-double"};
+  EXPECT_TRUE(right.count(head.cause)) << "headline: " << head.cause;
+  EXPECT_EQ(head.count, expected);
+  EXPECT_EQ(head.matches_broken, 0);
+  EXPECT_GT(head.matches_sampled, 0);
+  EXPECT_EQ(res.unexplained, 0);
+  for (const CauseCount& cc : res.causes)
+    if (cc.kind == "single" && cc.cause.find("rounding=") != std::string::npos) {
+      EXPECT_LT(cc.count, expected) << cc.cause;
+    }
+}
+
 TEST(PlantedFaults, TheCorrectBackendIsNamedLikeOnnx) {
   FaultyBackend b(Fault::none);
   const InferReport inf = infer(b);
