@@ -607,21 +607,27 @@ int cmd_infer(const std::string& backend, const std::string& json_out, std::uint
   for (const auto& s : r.skipped) std::cout << "  not probed: " << s << "\n";
   for (const auto& f : r.findings) {
     std::cout << "  " << f.op << "." << f.dimension << ": ";
-    if (f.values.empty()) std::cout << "(no single value reproduces the outputs)";
+    if (f.values.empty()) std::cout << "(no policy reproduces 49 in 50 of the outputs)";
     for (std::size_t i = 0; i < f.values.size(); ++i) std::cout << (i ? " | " : "") << f.values[i];
+    if (f.unexplained > 0) std::cout << "  (" << f.unexplained << " of " << f.probes << " elements unexplained)";
     std::cout << "\n";
   }
+  for (const auto& o : r.outliers) std::cout << "  outlier: " << o << "\n";
   std::cout << "  presets reproducing every output: ";
   if (r.presets.empty()) std::cout << "none";
   for (std::size_t i = 0; i < r.presets.size(); ++i) std::cout << (i ? ", " : "") << r.presets[i];
   std::cout << "\n" << r.summary << "\n";
   if (!json_out.empty()) {
-    nlohmann::json j = {{"backend", r.backend}, {"ops", r.ops},         {"skipped", r.skipped},
-                        {"probes", r.probes},   {"presets", r.presets}, {"summary", r.summary}};
+    nlohmann::json j = {{"backend", r.backend}, {"ops", r.ops},         {"skipped", r.skipped},  {"probes", r.probes},
+                        {"presets", r.presets}, {"summary", r.summary}, {"outliers", r.outliers}};
     j["findings"] = nlohmann::json::array();
     for (const auto& f : r.findings)
-      j["findings"].push_back(
-          {{"op", f.op}, {"dimension", f.dimension}, {"values", f.values}, {"description", f.description}});
+      j["findings"].push_back({{"op", f.op},
+                               {"dimension", f.dimension},
+                               {"values", f.values},
+                               {"description", f.description},
+                               {"unexplained", f.unexplained},
+                               {"probes", f.probes}});
     qc::write_file_atomic(json_out, qc::json_file_text(j, 2));
   }
   return r.ops.empty() ? 77 : 0;

@@ -539,6 +539,8 @@ void bind_backends(py::module_& m) {
       .def_readonly("dimension", &qc::InferFinding::dimension)
       .def_readonly("values", &qc::InferFinding::values)
       .def_readonly("description", &qc::InferFinding::description)
+      .def_readonly("unexplained", &qc::InferFinding::unexplained)
+      .def_readonly("probes", &qc::InferFinding::probes)
       .def("__repr__", [](const qc::InferFinding& f) {
         std::string v;
         for (const auto& x : f.values) v += (v.empty() ? "" : ", ") + x;
@@ -551,6 +553,7 @@ void bind_backends(py::module_& m) {
       .def_readonly("probes", &qc::InferReport::probes)
       .def_readonly("presets", &qc::InferReport::presets)
       .def_readonly("findings", &qc::InferReport::findings)
+      .def_readonly("outliers", &qc::InferReport::outliers)
       .def_readonly("summary", &qc::InferReport::summary)
       .def(
           "finding",

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -53,6 +55,34 @@ TEST(InferCli, RunsOnEveryBackend) {
       EXPECT_EQ(r.output.find("int16_pair_saturate"), std::string::npos) << r.output;
     }
   }
+}
+
+// The CPU reference claiming TFLite requantizes by gemmlowp's double rounding
+// (backends/cpu_ref, tensorflow/lite/kernels/internal/common.h MultiplyByQuantizedMultiplier); under
+// its default ONNX claim it rounds the exact product once. infer tells them apart on its own
+// (the requantize probes' multiplier 1/4 puts accumulators where they part), and --json writes the
+// same findings.
+TEST(InferCli, NamesTheRequantizeSchemeOfEachCpuRefClaim) {
+  const std::filesystem::path json =
+      std::filesystem::temp_directory_path() / ("qconform_infer_" + std::to_string(::getpid()) + ".json");
+  auto r = run_qconform_output("infer --backend cpu-ref:tflite-reference --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const nlohmann::json j = read_json(json);
+  std::filesystem::remove(json);
+  std::vector<std::string> schemes;
+  for (const auto& f : j["findings"])
+    if (f["op"] == "requantize" && f["dimension"] == "scheme") schemes = f["values"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(schemes.begin(), schemes.end(), "gemmlowp_double"), schemes.end()) << r.output;
+  EXPECT_EQ(std::find(schemes.begin(), schemes.end(), "ideal"), schemes.end()) << r.output;
+  const auto presets = j["presets"].get<std::vector<std::string>>();  // as docs/ci.md shows
+  EXPECT_NE(std::find(presets.begin(), presets.end(), "tflite-reference"), presets.end()) << r.output;
+  r = run_qconform_output("infer --backend cpu-ref");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::regex scheme_line("\\n  requantize\\.scheme: ([^\\n]*)\\n");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, scheme_line)) << r.output;
+  EXPECT_NE(m[1].str().find("ideal"), std::string::npos) << r.output;
+  EXPECT_EQ(m[1].str().find("gemmlowp_double"), std::string::npos) << r.output;
 }
 
 }  // namespace

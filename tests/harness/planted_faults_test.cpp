@@ -339,6 +339,34 @@ TEST(PlantedFaults, GemmlowpDoubleRoundingIsNamedAsTheScheme) {
     }
 }
 
+// The same kernel through infer: its requantized GEMM output is a double-rounding scheme, never the
+// exact one (the probes' multiplier 1/4 puts accumulators 4j + 1 where the two part).
+TEST(PlantedFaults, InferNamesTheOutputStagesScheme) {
+  FaultyBackend b(Fault::gemmlowp_double);
+  const InferReport inf = infer(b);
+  const std::set<std::string> schemes = finding(inf, "qgemm", "requantize.scheme");
+  EXPECT_TRUE(schemes.count("gemmlowp_double")) << inf.summary;
+  EXPECT_FALSE(schemes.count("ideal"));
+  EXPECT_FALSE(schemes.count("float_multiplier"));
+}
+
+// A kernel right everywhere but at element 0 of each call (16 quantize probe calls: i8 and u8, four
+// scales, two zero points; element 0 is -139.5 s, which saturates, and the nudge moves it off the
+// bound): infer still names ties to even, with 16 elements unexplained and those listed.
+TEST(PlantedFaults, InferReportsTheBestPolicyWithItsOutliers) {
+  FaultyBackend b(Fault::nudged, "", 1);
+  const InferReport inf = infer(b);
+  EXPECT_EQ(finding(inf, "quantize", "rounding"), std::set<std::string>{std::string(describe(RoundingMode::rne))});
+  for (const InferFinding& f : inf.findings)
+    if (f.op == "quantize" && f.dimension == "rounding") {
+      EXPECT_EQ(f.unexplained, 16);
+      EXPECT_GT(f.probes, 16 * 50);  // within the allowance of 1 in 50
+    }
+  ASSERT_FALSE(inf.outliers.empty());
+  EXPECT_NE(inf.outliers.front().find("quantize x "), std::string::npos) << inf.outliers.front();
+  EXPECT_NE(inf.summary.find("except 16 of"), std::string::npos) << inf.summary;
+}
+
 TEST(PlantedFaults, TheCorrectBackendIsNamedLikeOnnx) {
   FaultyBackend b(Fault::none);
   const InferReport inf = infer(b);
