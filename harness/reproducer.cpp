@@ -421,6 +421,34 @@ std::vector<OpRequest> halves(const OpRequest& op) {
           },
           halve(ws, 1, std::lcm(block_along(c->input.params, is, d.c), block_along(c->weight.params, ws, 1))));
     }
+    // The kernel window, where the output is one row (one column) high, as a unit is: half of the
+    // taps, and the input cropped to the rows the remaining taps read (crop_window, with the
+    // padding they still need), so the dot product's depth halves and the output stays one element.
+    const Conv2dShape s = resolve_conv2d(is, c->layout, logical_shape(c->weight), c->geometry);
+    for (const bool rows : {true, false}) {
+      if ((rows ? s.out_height : s.out_width) != 1 || (rows ? s.kernel_h : s.kernel_w) < 2) continue;
+      const std::size_t wd = rows ? 2 : 3, id = rows ? d.h : d.w;
+      add(
+          [&](const Box& b) {
+            const auto [start, len] = b[wd];
+            const std::int64_t dil = rows ? c->geometry.dilation_h : c->geometry.dilation_w;
+            const std::int64_t pad = rows ? c->geometry.pad_top : c->geometry.pad_left;
+            std::pair<std::int64_t, std::int64_t> range;
+            std::int64_t lo = 0, hi = 0;
+            if (!crop_window(0, 1, pad - start * dil, len, dil, rows ? s.height : s.width, range, lo, hi))
+              throw std::logic_error("every remaining tap is padding");
+            QConv2dOp u = *c;
+            Box ib = full_box(is);
+            ib[id] = range;
+            u.input = crop_activation(c->input, ib);
+            u.weight = crop_weights(c->weight, b);
+            (rows ? u.geometry.pad_top : u.geometry.pad_left) = lo;
+            (rows ? u.geometry.pad_bottom : u.geometry.pad_right) = hi;
+            (rows ? u.geometry.stride_h : u.geometry.stride_w) = 1;
+            return OpRequest(u);
+          },
+          halve(logical_shape(c->weight), wd));
+    }
   }
   return out;
 }

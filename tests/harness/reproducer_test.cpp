@@ -6,6 +6,7 @@
 #include "cli_run.hpp"
 #include "faulty_backend.hpp"
 
+#include "backends/registry.hpp"
 #include "cases/case.hpp"
 #include "harness/compare.hpp"
 #include "harness/evaluate.hpp"
@@ -177,6 +178,40 @@ TEST(Reproducer, ShrinkReducesTheDepthOfAFailingDotProduct) {
   EXPECT_EQ(logical_shape(g.b)[1], 1);
   EXPECT_TRUE(still_fails(small, small.op, b));
   EXPECT_NE(small.name.find("-shrunk"), std::string::npos) << small.name;
+}
+
+// A convolution with one tap that matters: input [1, 4, 5, 5] at its zero point 128 (real 0) but
+// for x[0, 0, 2, 2] = 181, weights [2, 4, 3, 3] all 1, scales 0.25 and 0.5, output scale 0.5: a
+// multiplier of 1/4. Every output whose window holds (2, 2) has acc = 53, which the spec rounds
+// once to 13 and the TFLite reference rounds twice (26.5 -> 27, 13.5 -> 14). Any half of the input
+// channels or of the kernel window that keeps that tap still fails; the other half is all zeros
+// and passes. So the shrinker ends at one input channel and a 1 x 1 kernel.
+TEST(Reproducer, ShrinkReducesAConvolutionsChannelsAndKernelWindow) {
+  QConv2dOp op;
+  op.input.values = Tensor(DType::u8, {1, 4, 5, 5});
+  for (std::int64_t i = 0; i < op.input.values.size(); ++i) op.input.values.set_int(i, 128);
+  op.input.values.set_int(2 * 5 + 2, 181);
+  op.input.params.scales = {0.25};
+  op.input.params.zero_points = {128};
+  op.weight.values = Tensor(DType::i8, {2, 4, 3, 3});
+  for (std::int64_t i = 0; i < op.weight.values.size(); ++i) op.weight.values.set_int(i, 1);
+  op.weight.params.scales = {0.5};
+  op.output.kind = OutputKind::requantized;
+  op.output.format = DType::i8;
+  op.output.scale = 0.5;
+  Case c;
+  c.suite = "planted";
+  c.name = "conv_tap";
+  c.op = op;
+  c.spec = *find_preset("onnx");
+  const std::unique_ptr<Backend> b = make_backend("cpu-ref:tflite-reference");
+  ASSERT_TRUE(still_fails(c, c.op, *b));
+  const Case small = shrink_case(c, *b);
+  const auto& u = std::get<QConv2dOp>(small.op);
+  EXPECT_EQ(logical_shape(u.weight), (Shape{1, 1, 1, 1}));
+  EXPECT_EQ(u.input.values.shape(), (Shape{1, 1, 1, 1}));
+  EXPECT_EQ(u.input.values.get_int(0), 181);
+  EXPECT_TRUE(still_fails(small, small.op, *b));
 }
 
 // ---- From the command line ------------------------------------------------------------------
