@@ -2,6 +2,7 @@
 
 #include "harness/compare.hpp"
 #include "oracles/presets.hpp"
+#include "qconform/error.hpp"
 
 #include <cstdlib>
 
@@ -73,7 +74,17 @@ Judgement judge_output(const Expectation& ex, const std::string& spec_name, cons
         j.reason = "backend claims unknown preset '" + claim + "'";
         break;
       }
-      const Reference& cref = j.claim_reference.emplace(evaluate(op, *claimed));
+      // A claim that cannot evaluate the case (a multiplier its scheme cannot represent) does not
+      // define it: the backend should have declined it, so that is the verdict's reason, not a
+      // run that stops.
+      try {
+        j.claim_reference.emplace(evaluate(op, *claimed));
+      } catch (const InputError& e) {
+        j.reason = "its claim " + claim + " does not define this case (" + e.what() + "); " + counts +
+                   " against the spec " + spec_name;
+        break;
+      }
+      const Reference& cref = *j.claim_reference;
       j.deciding = mismatch_indices(cref.expected, out, cref.specified);
       j.deciding_distances = distances(cref.expected, out, j.deciding);
       j.claim_mismatches = static_cast<std::int64_t>(j.deciding.size());

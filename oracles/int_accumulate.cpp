@@ -22,6 +22,12 @@ PairedAccumulation paired_accumulation(Accumulation acc, PairRule pairs, DType a
       const bool signed_b = b == DType::i8 || b == DType::i4;
       return unsigned_a && signed_b ? PairedAccumulation{acc} : exact;
     }
+    case PairRule::x8s8_shifted_whole_k: {
+      const bool signed_b = b == DType::i8 || b == DType::i4;
+      if (!signed_b) return exact;
+      if (a == DType::u8 || a == DType::u4) return {acc};
+      return a == DType::i8 ? PairedAccumulation{acc, true} : exact;
+    }
     case PairRule::x8s8_avx2_k_blocks:
     case PairRule::x8s8_avx512_k_blocks:
       if (b != DType::i8) return exact;
@@ -41,7 +47,7 @@ std::string_view name(PairRule r) { return table_name(r); }
 
 std::vector<std::int64_t> pair_block_starts(PairRule r, std::int64_t depth) {
   std::vector<std::int64_t> starts{0};
-  if (r == PairRule::u8s8_whole_k) return starts;
+  if (r == PairRule::u8s8_whole_k || r == PairRule::x8s8_shifted_whole_k) return starts;
   // gemm_info.cpp (int8, no VNNI): bk_traditional and bk per ISA; uk = 1.
   const bool avx2 = r == PairRule::x8s8_avx2_k_blocks;
   const std::int64_t bk_traditional = avx2 ? 256 : 384, bk = avx2 ? 384 : 768;

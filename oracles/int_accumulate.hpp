@@ -117,21 +117,27 @@ enum class PairRule : std::uint8_t {
   // and thread count.
   x8s8_avx2_k_blocks,
   x8s8_avx512_k_blocks,
+  // qconform's avx2-maddubs kernel (backends/vnni/vnni.hpp, steps 1-3): s8 activations shifted by
+  // +128 to u8 (a byte xor 0x80 while packing A, the shift compensated in the column terms), then
+  // every u8 x s8 pair (2j, 2j+1) along the whole dot product saturated to int16, whatever the zero
+  // points. The same shift and pairing as TVM's u8 x s8 legalization of an s8 x s8 operator.
+  x8s8_shifted_whole_k,
 };
 inline constexpr EnumEntry<PairRule> kPairRuleTable[] = {
     {PairRule::u8s8_whole_k, "u8s8_whole_k"},
     {PairRule::x8s8_avx2_k_blocks, "x8s8_avx2_k_blocks"},
     {PairRule::x8s8_avx512_k_blocks, "x8s8_avx512_k_blocks"},
+    {PairRule::x8s8_shifted_whole_k, "x8s8_shifted_whole_k"},
 };
 constexpr std::span<const EnumEntry<PairRule>> enum_table(PairRule) { return kPairRuleTable; }
 inline constexpr auto kAllPairRules = table_values<PairRule>();
 std::string_view name(PairRule r);
 
 // Where the pairs restart along a dot product of length K (the first block starts at 0).
-// u8s8_whole_k: {0}. The x8s8 rules: gemm_driver.cpp::get_k_padd with gemm_info.cpp's int8 blocking
-// (unroll 1; AVX2: bk_traditional 256, bk 384; AVX-512 core: 384, 768): K <= bk_traditional is one
-// block; K < 2 bk two, the first of (K + 1) / 2; otherwise blocks of bk. Only a block of odd length
-// moves a pair (AVX2, K = 257: blocks [0, 129) and [129, 257), so 128 is alone and 129 pairs with 130).
+// u8s8_whole_k and x8s8_shifted_whole_k: {0}. The x8s8 k-block rules: gemm_driver.cpp::get_k_padd with gemm_info.cpp's
+// int8 blocking (unroll 1; AVX2: bk_traditional 256, bk 384; AVX-512 core: 384, 768): K <= bk_traditional is one block;
+// K < 2 bk two, the first of (K + 1) / 2; otherwise blocks of bk. Only a block of odd length moves a pair (AVX2, K =
+// 257: blocks [0, 129) and [129, 257), so 128 is alone and 129 pairs with 130).
 std::vector<std::int64_t> pair_block_starts(PairRule r, std::int64_t depth);
 
 // acc[r][n][s] = Σ_{k in segment s} (a[r][k] - za[r][s]) · (bt[n][k] - zb[s][n]), for R rows of A

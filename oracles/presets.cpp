@@ -494,7 +494,8 @@ std::vector<Spec> make_presets() {
     Spec s;
     s.name = maddubs ? "x86-avx2-vpmaddubsw" : "x86-vnni";
     s.description = std::string("x86 int8 kernels: MLAS-style quantize (x/s clamped in f32, RNE), ") +
-                    (maddubs ? "vpmaddubsw+vpmaddwd accumulation (adjacent u8 x s8 pairs saturate to int16), "
+                    (maddubs ? "vpmaddubsw+vpmaddwd accumulation (adjacent u8 x s8 pairs saturate to int16; s8 "
+                               "activations shifted by +128 first), "
                              : "vpdpbusd int32 accumulation (wraps), ") +
                     "zero points by compensation, f32 epilogue lrintf(acc * fl(fl(s_a*s_w)/s_out)) + zp";
     s.sources = {"uxlfoundation/oneDNN doc/advanced_topics/int8_computations.md (vpmaddubsw saturation, compensation)",
@@ -505,6 +506,7 @@ std::vector<Spec> make_presets() {
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32);
     s.requantize = requantize_policy_for(S::xnnpack_fp32);
     s.accumulation = maddubs ? Accumulation::int16_pair_saturate : Accumulation::int32_wrap;
+    if (maddubs) s.pair_rule = PairRule::x8s8_shifted_whole_k;
     s.zero_points = ZeroPointCorrection::compensate;
     s.qparams = "ort-dynamic";
     add(s);

@@ -1,7 +1,10 @@
 #include "backends/vnni/backend.hpp"
 
+#include "qconform/qparams.hpp"
+
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 
 namespace qc {
@@ -31,6 +34,31 @@ std::vector<T> quantize_activations(const ActivationOperand& a) {
     q[static_cast<std::size_t>(i)] = static_cast<T>(static_cast<std::int32_t>(std::nearbyint(v)) + zp);
   }
   return q;
+}
+
+// Dynamic quantization per tensor, as ONNX Runtime's DynamicQuantizeLinear chooses the parameters
+// (onnxruntime/core/util/qmath.h GetQuantizationParameter, f32): the range [min(0, min x),
+// max(0, max x)], scale = (max - min) / (qmax - qmin) (1 for an empty range), zero point
+// qmin - min / scale clipped to [qmin, qmax] and rounded half to even. The result is a static
+// operand the kernels quantize as any other.
+ActivationOperand with_dynamic_params(const ActivationOperand& a) {
+  if (a.quantization != ActivationQuantization::dynamic_per_tensor) return a;
+  float lo = 0.0f, hi = 0.0f;
+  for (std::int64_t i = 0; i < a.values.size(); ++i) {
+    const auto v = static_cast<float>(a.values.get_double(i));
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  const auto qmin = static_cast<float>(int_min(a.format)), qmax = static_cast<float>(int_max(a.format));
+  const float scale = hi == lo ? 1.0f : (hi - lo) / (qmax - qmin);
+  const float zp = std::nearbyint(std::max(qmin, std::min(qmax, qmin - lo / scale)));
+  ActivationOperand s = a;
+  s.quantization = ActivationQuantization::static_params;
+  s.params.scales = {scale};
+  s.params.zero_points = {static_cast<std::int64_t>(zp)};
+  s.params.axis.reset();
+  s.params.block_size = 0;
+  return s;
 }
 
 vnni::WeightType weight_type(DType t) {
@@ -76,15 +104,21 @@ vnni::QuantSpec quant_spec(const ActivationOperand& a, const QWeights& w, const 
   return q;
 }
 
-Availability check_common(vnni::Isa isa, const ActivationOperand& a, const QWeights& w, int n_axis,
-                          const std::optional<Tensor>& bias, const OutputStage& out) {
-  if (a.quantization != ActivationQuantization::static_params)
-    return {false, "dynamic activation quantization is done before the kernel (not by it)"};
+Availability check_common(const ActivationOperand& a, const QWeights& w, int n_axis, const std::optional<Tensor>& bias,
+                          const OutputStage& out) {
+  if (a.quantization == ActivationQuantization::dynamic_per_row)
+    return {false, "dynamic quantization per row needs a scale per row in the epilogue (the kernels take one)"};
+  if (a.quantization == ActivationQuantization::dynamic_per_tensor) {
+    if (!(a.rule == QParamsRule{}))
+      return {false, "dynamic parameters are chosen as ONNX Runtime's DynamicQuantizeLinear (ort-dynamic) only"};
+    if (is_int(a.values.dtype())) return {false, "dynamic quantization takes float activations"};
+    for (std::int64_t i = 0; i < a.values.size(); ++i)
+      if (!std::isfinite(a.values.get_double(i)))
+        return {false, "dynamic quantization of a tensor holding NaN or infinity has no defined range"};
+    return check_common(with_dynamic_params(a), w, n_axis, bias, out);
+  }
   if (a.format != DType::u8 && a.format != DType::i8) return {false, "activations must be u8 or s8"};
   if (!per_tensor(a.params)) return {false, "activations must be quantized per tensor"};
-  if (isa == vnni::Isa::avx2_maddubs && a.format == DType::i8)
-    return {false,
-            "avx2-maddubs pairs the +128-shifted s8 activations, which its claimed preset does not model; use u8"};
   if (w.format != DType::i8 && w.format != DType::i4 && w.format != DType::u4)
     return {false, "weights must be s8, s4 or u4"};
   if (!w.packing && !is_int(w.values.dtype())) return {false, "weights must be given quantized (integers)"};
@@ -180,17 +214,182 @@ Tensor run_gemm(vnni::Isa isa, const QGemmOp& op) {
   gp.n = n;
   gp.k = k;
   gp.w_layout = op.b_layout == WeightLayout::k_by_n ? vnni::WeightLayout::k_by_n : vnni::WeightLayout::n_by_k;
-  gp.quant = quant_spec(op.a, op.b, op.bias, op.output, n);
+  const ActivationOperand a = with_dynamic_params(op.a);
+  gp.quant = quant_spec(a, op.b, op.bias, op.output, n);
   const vnni::PackedWeights pw = op.b.packing ? vnni::pack_weights_int4(gp, packed_bytes(op.b), isa)
                                               : vnni::pack_weights(gp, weight_bytes(op.b), isa);
   Shape ys(as.begin(), as.end() - 1);
   ys.push_back(n);
   Tensor y(op.output.format, ys);
-  if (op.a.format == DType::i8)
-    dispatch_gemm(pw, m, quantize_activations<std::int8_t>(op.a), k, y, n);
+  if (a.format == DType::i8)
+    dispatch_gemm(pw, m, quantize_activations<std::int8_t>(a), k, y, n);
   else
-    dispatch_gemm(pw, m, quantize_activations<std::uint8_t>(op.a), k, y, n);
+    dispatch_gemm(pw, m, quantize_activations<std::uint8_t>(a), k, y, n);
   return y;
+}
+
+// ---- Quantize, dequantize, requantize (vnni::quantize & co.) ---------------------------------
+
+bool f32_exact_scale_type(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+
+Availability check_scales(const std::vector<double>& scales) {
+  for (double s : scales)
+    if (!std::isfinite(s) || !(std::fabs(s) >= kMinNormal))
+      return {false, "scales must be finite and in the f32 normal range (no FTZ/DAZ assumptions)"};
+  return {};
+}
+
+// Runs of consecutive elements that share one parameter index: f(begin, end, index).
+template <class F>
+void for_each_run(const std::function<std::int64_t(std::int64_t)>& index, std::int64_t n, F f) {
+  for (std::int64_t b = 0; b < n;) {
+    const std::int64_t k = index(b);
+    std::int64_t e = b + 1;
+    while (e < n && index(e) == k) ++e;
+    f(b, e, k);
+    b = e;
+  }
+}
+
+Availability check_quantize(const QuantizeOp& q) {
+  const DType x = q.x.dtype();
+  if (x != DType::f32 && x != DType::f16 && x != DType::bf16)
+    return {false, "quantize takes f32, f16 or bf16 inputs (the kernel divides in f32)"};
+  if (!f32_exact_scale_type(q.params.scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
+  switch (q.out) {
+    case DType::i8:
+    case DType::u8:
+    case DType::i16:
+    case DType::u16:
+    case DType::i4:
+    case DType::u4:
+      break;
+    default:
+      return {false, "quantize outputs i8, u8, i16, u16, i4 or u4"};
+  }
+  return check_scales(q.params.scales);
+}
+
+Tensor run_quantize(vnni::Isa isa, const QuantizeOp& op) {
+  const std::int64_t n = op.x.size();
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(op.x.get_double(i));
+  std::vector<std::int32_t> q(static_cast<std::size_t>(n));
+  const ParamIndexer index(op.params, op.x.shape());
+  for_each_run(index, n, [&](std::int64_t b, std::int64_t e, std::int64_t k) {
+    const auto zp = static_cast<std::int32_t>(op.params.zero_point(k));
+    const vnni::ElementwiseParams p{static_cast<float>(op.params.scales[static_cast<std::size_t>(k)]), zp,
+                                    static_cast<float>(int_min(op.out) - zp), static_cast<float>(int_max(op.out) - zp)};
+    vnni::quantize(isa, x.data() + b, static_cast<std::size_t>(e - b), p, q.data() + b);
+  });
+  Tensor y(op.out, op.x.shape());
+  for (std::int64_t i = 0; i < n; ++i) y.set_int(i, q[static_cast<std::size_t>(i)]);
+  return y;
+}
+
+Availability check_dequantize(const DequantizeOp& d) {
+  const DType q = d.q.dtype();
+  if (!is_int(q)) return {false, "dequantize takes integers"};
+  if (q == DType::i32)
+    for (std::int64_t z : d.params.zero_points)
+      if (z != 0) return {false, "an i32 input with a zero point: q - zp could overflow the kernel's int32"};
+  if (!is_float(d.out) || d.out == DType::f8e4m3fn || d.out == DType::f8e5m2)
+    return {false, "dequantize outputs f32 (or f16, bf16, f64 from the f32 result)"};
+  if (!f32_exact_scale_type(d.params.scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
+  return check_scales(d.params.scales);
+}
+
+Tensor run_dequantize(vnni::Isa isa, const DequantizeOp& op) {
+  const std::int64_t n = op.q.size();
+  std::vector<std::int32_t> q(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) q[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(op.q.get_int(i));
+  std::vector<float> y(static_cast<std::size_t>(n));
+  const ParamIndexer index(op.params, op.q.shape());
+  for_each_run(index, n, [&](std::int64_t b, std::int64_t e, std::int64_t k) {
+    const vnni::ElementwiseParams p{static_cast<float>(op.params.scales[static_cast<std::size_t>(k)]),
+                                    static_cast<std::int32_t>(op.params.zero_point(k))};
+    vnni::dequantize(isa, q.data() + b, static_cast<std::size_t>(e - b), p, y.data() + b);
+  });
+  Tensor out(op.out, op.q.shape());
+  for (std::int64_t i = 0; i < n; ++i) out.set_double(i, y[static_cast<std::size_t>(i)]);  // RNE into f16/bf16
+  return out;
+}
+
+Availability check_requantize(const RequantizeOp& r) {
+  const DType a = r.acc.dtype();
+  if (a != DType::i32 && a != DType::i16 && a != DType::u16 && a != DType::i8 && a != DType::u8)
+    return {false, "requantize takes int32 (or narrower) accumulators"};
+  if (r.out != DType::i8 && r.out != DType::u8 && r.out != DType::i16 && r.out != DType::u16)
+    return {false, "requantize outputs i8, u8, i16 or u16"};
+  if (!f32_exact_scale_type(r.params.scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
+  std::vector<double> scales = r.params.weight_scales;
+  scales.push_back(r.params.input_scale);
+  scales.push_back(r.params.output_scale);
+  if (Availability a = check_scales(scales); !a.available) return a;
+  // XNNPACK's fp32 requantization asserts 2^-32 <= multiplier < 256
+  // (src/xnnpack/requantization.h xnn_qs8_requantize_fp32): outside it the epilogue is not defined.
+  for (double w : r.params.weight_scales) {
+    const float m =
+        static_cast<float>(r.params.input_scale) * static_cast<float>(w) / static_cast<float>(r.params.output_scale);
+    if (!(m >= 0x1p-32f && m < 256.0f)) return {false, "the requantize multiplier must lie in [2^-32, 256)"};
+  }
+  return {};
+}
+
+Tensor run_requantize(vnni::Isa isa, const RequantizeOp& op) {
+  const std::int64_t n = op.acc.size();
+  std::vector<std::int32_t> acc(static_cast<std::size_t>(n)), q(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) acc[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(op.acc.get_int(i));
+  const RequantizeParams& rp = op.params;
+  std::int64_t inner = 1, dim = 1;
+  if (rp.axis) {
+    const auto axis = static_cast<std::size_t>(resolve_axis(*rp.axis, op.acc.rank()));
+    dim = op.acc.shape()[axis];
+    for (std::size_t d = axis + 1; d < op.acc.shape().size(); ++d) inner *= op.acc.shape()[d];
+  }
+  const auto channel = [&](std::int64_t i) { return (i / inner) % dim; };
+  for_each_run(channel, n, [&](std::int64_t b, std::int64_t e, std::int64_t c) {
+    const auto at = [c](const auto& v) { return v[std::min<std::size_t>(static_cast<std::size_t>(c), v.size() - 1)]; };
+    const auto zp = static_cast<std::int32_t>(rp.output_zero_points.empty() ? 0 : at(rp.output_zero_points));
+    // The epilogue's multiplier fl(fl(s_in * s_w) / s_out), as the GEMM's (vnni.hpp step 4).
+    const float m = static_cast<float>(rp.input_scale) * static_cast<float>(at(rp.weight_scales)) /
+                    static_cast<float>(rp.output_scale);
+    const vnni::ElementwiseParams p{m, zp, static_cast<float>(int_min(op.out) - zp),
+                                    static_cast<float>(int_max(op.out) - zp)};
+    vnni::requantize(isa, acc.data() + b, static_cast<std::size_t>(e - b), p, q.data() + b);
+  });
+  Tensor y(op.out, op.acc.shape());
+  for (std::int64_t i = 0; i < n; ++i) y.set_int(i, q[static_cast<std::size_t>(i)]);
+  return y;
+}
+
+// NCHW <-> NHWC: the kernels take NHWC; an NCHW request is transposed in and out (any format: the
+// element bits are moved, not converted).
+Tensor to_layout(const Tensor& t, bool to_nhwc) {
+  const Shape& s = t.shape();
+  const Shape out = to_nhwc ? Shape{s[0], s[2], s[3], s[1]} : Shape{s[0], s[3], s[1], s[2]};
+  Tensor r(t.dtype(), out);
+  const std::int64_t N = s[0], A = s[1], B = s[2], C = s[3];  // the source's dimensions
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t a = 0; a < A; ++a)
+      for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t c = 0; c < C; ++c) {
+          const std::int64_t src = ((n * A + a) * B + b) * C + c;
+          // NCHW (n, a=c, b=h, c=w) -> NHWC (n, h, w, c); NHWC (n, a=h, b=w, c=c) -> NCHW (n, c, h, w)
+          const std::int64_t dst = to_nhwc ? ((n * B + b) * C + c) * A + a : ((n * C + c) * A + a) * B + b;
+          r.set_bits(dst, t.bits(src));
+        }
+  return r;
+}
+
+Tensor run_conv(vnni::Isa isa, const QConv2dOp& op);
+
+Tensor run_conv_any_layout(vnni::Isa isa, const QConv2dOp& op) {
+  if (op.layout == ConvLayout::nhwc) return run_conv(isa, op);
+  QConv2dOp nhwc = op;
+  nhwc.layout = ConvLayout::nhwc;
+  nhwc.input.values = to_layout(op.input.values, true);
+  return to_layout(run_conv(isa, nhwc), false);
 }
 
 Tensor run_conv(vnni::Isa isa, const QConv2dOp& op) {
@@ -215,14 +414,38 @@ Tensor run_conv(vnni::Isa isa, const QConv2dOp& op) {
   cp.dilation_w = g.dilation_w;
   cp.groups = g.groups;
   cp.k_order = vnni::ConvKOrder::chw;  // the OIHW flattening: the pairs the oracle's order forms
-  cp.quant = quant_spec(op.input, op.weight, op.bias, op.output, cp.out_channels);
+  const ActivationOperand input = with_dynamic_params(op.input);
+  cp.quant = quant_spec(input, op.weight, op.bias, op.output, cp.out_channels);
+  // Padding with the quantized value 0 (a zero-filled buffer, ConvPadding::quantized_zero): the
+  // kernels pad with the zero point, so the image is padded with 0 bytes here and the kernel pads
+  // nothing. The output geometry is the same.
+  const bool zero_bytes =
+      op.padding == ConvPadding::quantized_zero && (g.pad_top || g.pad_left || g.pad_bottom || g.pad_right);
+  const vnni::Conv2dParams given = cp;
+  if (zero_bytes) {
+    cp.height += g.pad_top + g.pad_bottom;
+    cp.width += g.pad_left + g.pad_right;
+    cp.pad_top = cp.pad_left = cp.pad_bottom = cp.pad_right = 0;
+  }
+  const auto padded = [&](auto a) {
+    if (!zero_bytes) return a;
+    decltype(a) p(static_cast<std::size_t>(cp.batch * cp.height * cp.width * cp.channels), 0);
+    for (std::int64_t n = 0; n < cp.batch; ++n)
+      for (std::int64_t h = 0; h < given.height; ++h)
+        for (std::int64_t w = 0; w < given.width; ++w)
+          for (std::int64_t c = 0; c < cp.channels; ++c)
+            p[static_cast<std::size_t>(((n * cp.height + h + g.pad_top) * cp.width + w + g.pad_left) * cp.channels +
+                                       c)] =
+                a[static_cast<std::size_t>(((n * given.height + h) * given.width + w) * cp.channels + c)];
+    return p;
+  };
   const vnni::PackedConv2d pc = op.weight.packing ? vnni::pack_conv2d_int4(cp, packed_bytes(op.weight), isa)
                                                   : vnni::pack_conv2d(cp, weight_bytes(op.weight), isa);
   Tensor y(op.output.format, {cp.batch, pc.out_h, pc.out_w, cp.out_channels});
-  if (op.input.format == DType::i8)
-    dispatch_conv(pc, quantize_activations<std::int8_t>(op.input), y);
+  if (input.format == DType::i8)
+    dispatch_conv(pc, padded(quantize_activations<std::int8_t>(input)), y);
   else
-    dispatch_conv(pc, quantize_activations<std::uint8_t>(op.input), y);
+    dispatch_conv(pc, padded(quantize_activations<std::uint8_t>(input)), y);
   return y;
 }
 
@@ -255,18 +478,22 @@ Availability VnniBackend::availability() const {
 
 Availability VnniBackend::supports(const OpRequest& op) const {
   if (const auto* g = std::get_if<QGemmOp>(&op))
-    return check_common(isa_, g->a, g->b, g->b_layout == WeightLayout::k_by_n ? 1 : 0, g->bias, g->output);
+    return check_common(g->a, g->b, g->b_layout == WeightLayout::k_by_n ? 1 : 0, g->bias, g->output);
   if (const auto* c = std::get_if<QConv2dOp>(&op)) {
-    if (c->layout != ConvLayout::nhwc) return {false, "conv input must be NHWC"};
-    if (c->padding != ConvPadding::real_zero) return {false, "padded taps hold the activation zero point (real zero)"};
-    return check_common(isa_, c->input, c->weight, 0, c->bias, c->output);
+    return check_common(c->input, c->weight, 0, c->bias, c->output);
   }
-  return {false, "the vnni kernels implement qgemm and qconv2d only"};
+  if (const auto* q = std::get_if<QuantizeOp>(&op)) return check_quantize(*q);
+  if (const auto* d = std::get_if<DequantizeOp>(&op)) return check_dequantize(*d);
+  if (const auto* r = std::get_if<RequantizeOp>(&op)) return check_requantize(*r);
+  return {false, "the x86 kernels run quantize, dequantize, requantize, qgemm and qconv2d (not a float dot product)"};
 }
 
 Tensor VnniBackend::run(const OpRequest& op) {
   if (const auto* g = std::get_if<QGemmOp>(&op)) return run_gemm(isa_, *g);
-  return run_conv(isa_, std::get<QConv2dOp>(op));
+  if (const auto* q = std::get_if<QuantizeOp>(&op)) return run_quantize(isa_, *q);
+  if (const auto* d = std::get_if<DequantizeOp>(&op)) return run_dequantize(isa_, *d);
+  if (const auto* r = std::get_if<RequantizeOp>(&op)) return run_requantize(isa_, *r);
+  return run_conv_any_layout(isa_, std::get<QConv2dOp>(op));
 }
 
 }  // namespace qc

@@ -193,6 +193,26 @@ PackedWeights pack_weights_int4(const GemmParams& p, std::span<const std::uint8_
 template <class A, class Out>
 void gemm(const PackedWeights& w, std::int64_t m, const A* a, std::int64_t lda, Out* out, std::int64_t ldo);
 
+// ---- Elementwise: quantize, dequantize, requantize ---------------------------------------------
+//
+// The f32 arithmetic of the kernels' own activation quantization and epilogue, for whole tensors
+// (one parameter set per call; a caller with per-channel parameters calls once per run of them):
+//   quantize     q = cvtps2dq(min(max(fl(x / scale), lo), hi)) + zero_point    (MLAS MlasQuantizeLinear;
+//                a NaN quotient becomes lo: vmaxps returns its second operand)
+//   dequantize   y = fl(float(q - zero_point) * scale)                        (cvtdq2ps: RNE past 2^24)
+//   requantize   q = cvtps2dq(min(max(fl(float(acc) * scale), lo), hi)) + zero_point  (XNNPACK fp32)
+// where lo and hi are the output range minus the zero point, as floats, and `scale` is the divisor,
+// the dequantize scale or the requantize multiplier fl(fl(s_in * s_w) / s_out). Split across the
+// worker threads.
+struct ElementwiseParams {
+  float scale = 1.0f;
+  std::int32_t zero_point = 0;
+  float lo = 0.0f, hi = 0.0f;  // quantize and requantize only
+};
+void quantize(Isa isa, const float* x, std::size_t n, const ElementwiseParams& p, std::int32_t* q);
+void dequantize(Isa isa, const std::int32_t* q, std::size_t n, const ElementwiseParams& p, float* y);
+void requantize(Isa isa, const std::int32_t* acc, std::size_t n, const ElementwiseParams& p, std::int32_t* q);
+
 // ---- conv2d ------------------------------------------------------------------------------------
 
 // The order of one output's K = KH·KW·Cg dot product, which fixes avx2_maddubs's pairs.

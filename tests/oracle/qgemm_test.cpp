@@ -374,6 +374,32 @@ TEST(QGemm, OneDnnGemmDriverPairsShiftedSignedSources) {
   EXPECT_EQ(qgemm(op, p).y.get_int(0), 32512);
 }
 
+// qconform's avx2-maddubs kernel (backends/vnni/vnni.hpp steps 1-3): s8 activations shifted by +128,
+// every adjacent pair saturated, whatever the zero points. A (s8) = [127, 127] and B = [127, 127]:
+// the shifted pair (127 + 128) * 127 * 2 = 64770 saturates to 32767, less 128 * Σb = 32512: 255.
+// With za = -1 the shifted zero point is 127: 32767 - 127 * 254 = 509 (AVX2 oneDNN would go exact).
+// K = 1000 is one run of pairs (no blocks): pair_block_starts is {0}.
+TEST(QGemm, ShiftedWholeKPairsS8ActivationsWhateverTheZeroPoints) {
+  QGemmOp op = u8s8_gemm({1, 2}, {0, 0}, {2, 1}, {127, 127});
+  op.a.values = ints(DType::i8, {1, 2}, {127, 127});
+  QGemmPolicy p;
+  p.accumulation = Accumulation::int16_pair_saturate;
+  p.zero_points = ZeroPointCorrection::compensate;
+  p.pair_rule = PairRule::x8s8_shifted_whole_k;
+  EXPECT_EQ(qgemm(op, p).y.get_int(0), 255);
+  op.a.params = per_tensor(1.0, -1);
+  EXPECT_EQ(qgemm(op, p).y.get_int(0), 509);
+  EXPECT_EQ(pair_block_starts(PairRule::x8s8_shifted_whole_k, 1000), (std::vector<std::int64_t>{0}));
+  // u8 activations pair unshifted; s8 weights against u8 weights widen (exact).
+  EXPECT_FALSE(
+      paired_accumulation(Accumulation::int16_pair_saturate, PairRule::x8s8_shifted_whole_k, DType::u8, DType::i8, true)
+          .shift_signed_activations);
+  EXPECT_EQ(paired_accumulation(Accumulation::int16_pair_saturate, PairRule::x8s8_shifted_whole_k, DType::i8, DType::u8,
+                                false)
+                .accumulation,
+            Accumulation::int32_wrap);
+}
+
 TEST(QGemm, OneDnnGemmDriverRestartsPairsAtItsKBlocks) {
   // gemm_driver.cpp::get_k_padd. AVX2 (bk_traditional 256, bk 384): K = 257 -> blocks [0, 129) and
   // [129, 257); AVX-512 core (384, 768): K = 257 is one block, K = 769 -> [0, 385), [385, 769).
