@@ -108,5 +108,28 @@ TEST(Verdict, TheRunnerAndTheShrinkerJudgeEveryOutputAlike) {
   }
 }
 
+// A claim whose scheme cannot represent the case's multiplier (x86-vnni requantizes by XNNPACK's
+// fp32 scheme, defined for 2^-32 <= s_in * s_w / s_out < 256; here 2^-40) does not define the
+// case: the result fails, saying so, and the run goes on to the next result.
+TEST(Verdict, AClaimThatCannotEvaluateTheCaseFailsItWithTheReason) {
+  RequantizeOp op;
+  op.acc = Tensor(DType::i32, {2});
+  op.params.input_scale = 0x1p-20;
+  op.params.weight_scales = {0x1p-20};
+  op.params.output_scale = 1.0;
+  op.out = DType::i8;
+  Case c;
+  c.suite = "verdict";
+  c.name = "tiny_multiplier";
+  c.op = op;
+  c.spec = *find_preset("onnx");
+  c.expect["*"] = expect(Expectation::Kind::claim);
+  Fixed b(int8({0, 0}), "x86-vnni");
+  const RunReport r = run_cases({Suite{"verdict", "", "", {c}, {}}}, {&b}, RunOptions{});
+  const BackendResult& res = r.cases.at(0).backends.at(0);
+  EXPECT_EQ(res.verdict, Verdict::fail);
+  EXPECT_NE(res.reason.find("its claim x86-vnni does not define this case"), std::string::npos) << res.reason;
+}
+
 }  // namespace
 }  // namespace qc
