@@ -58,6 +58,10 @@ bool fails_run(Verdict v) {
 
 bool starts_open(Verdict v) { return v != Verdict::pass && v != Verdict::skip; }
 
+// A PASS judged against the backend's claimed preset, not the case's spec: its counts against the
+// spec may be far from zero, so it must not read like a PASS against the spec.
+bool claim_pass(const BackendResult& b) { return b.verdict == Verdict::pass && b.expectation == "claim"; }
+
 // Whether the comparison ran (a shape mismatch FAILs before it, with empty metrics).
 bool has_metrics(const BackendResult& b) {
   return b.verdict != Verdict::skip && b.verdict != Verdict::crash && b.verdict != Verdict::timeout &&
@@ -92,6 +96,17 @@ std::string percent(std::int64_t part, std::int64_t whole) {
   return fixed(p, p != 0 && p < 0.1 ? 3 : (p < 10 ? 2 : 1)) + "%";
 }
 
+// What a claim-PASS means for this result, in one sentence (plain text, not escaped).
+std::string claim_note(const BackendResult& b, const std::string& spec) {
+  std::string o = "Passed against its claimed preset " + (b.claim.empty() ? std::string("(none)") : b.claim) +
+                  ", not the case's spec " + spec;
+  if (!has_metrics(b)) return o;
+  const Metrics& m = b.metrics;
+  if (m.mismatches() == 0) return o + "; it is bit-exact against the spec too";
+  return o + ": " + std::to_string(m.mismatches()) + " of " + std::to_string(m.compared) +
+         " elements differ from the spec, by up to " + distance(m.max_abs) + " " + unit_name(m);
+}
+
 // The command line as a shell would need it, so it can be pasted back.
 std::string shell_join(const std::vector<std::string>& args) {
   std::string o;
@@ -123,8 +138,8 @@ class Anchors {
  public:
   // The page's own ids, so no case can take them.
   Anchors()
-      : used_{"run-metadata",  "outcome", "attention",    "legend", "backends",
-              "backend-facts", "matrix",  "matrix-title", "details"} {}
+      : used_{"run-metadata",  "outcome", "attention",    "legend",  "backends",
+              "backend-facts", "matrix",  "matrix-title", "details", "claim-legend"} {}
 
   std::string make(const std::string& text) {
     std::string a;
@@ -226,6 +241,10 @@ td.cell a{display:block;padding:3px 8px;color:inherit;white-space:nowrap}
 td.cell .vt{font-weight:700;font-size:11px;letter-spacing:.03em}
 td.cell .d{font-size:11px;opacity:.85;margin-left:6px;font-variant-numeric:tabular-nums}
 td.none{color:var(--muted);text-align:center}
+td.cell.claim-pass{background:repeating-linear-gradient(135deg,#d5f2dc 0 6px,#f2faf4 6px 12px);box-shadow:inset 3px 0 0 #2f7a45}
+.claim-tag{display:inline-block;margin-left:5px;padding:0 4px;border:1px dashed #2f7a45;border-radius:3px;background:#fff;color:#11582a;font-size:10px;font-weight:600;white-space:nowrap}
+.claim-note{margin:0 0 8px;color:#11582a}
+.claim-legend{margin:2px 0 6px}
 section.case{margin:0 0 10px;padding:8px 0 0;border-top:1px solid var(--line)}
 h2+section.case{border-top:0}
 .case .sub{color:var(--muted);font-size:12px;margin:2px 0 4px}
@@ -334,6 +353,15 @@ class Renderer {
          << verdict_meaning(v) << "</span></li>";
     }
     o_ << "</ul>";
+    std::int64_t claim_passes = 0;
+    for (const CaseResult& c : r_.cases)
+      for (const BackendResult& b : c.backends) claim_passes += claim_pass(b);
+    if (claim_passes)
+      o_ << "<p class=\"claim-legend\" id=\"claim-legend\"><span class=\"badge v-pass\">PASS</span><span "
+            "class=\"claim-tag\">vs claim</span> "
+         << claim_passes << " of the " << counts[Verdict::pass]
+         << " PASS results passed against the backend's claimed preset (expectation <code>claim</code>), not the "
+            "case's spec; their counts are still against the spec</p>";
 
     if (!m.backends.empty() || !m.backend_facts.empty()) {
       o_ << "<h2 id=\"backends\">Backends</h2><table class=\"small\" "
@@ -405,9 +433,12 @@ class Renderer {
           continue;
         }
         const BackendResult& b = *it->result;
-        o_ << "<td class=\"cell " << verdict_class(b.verdict) << "\" data-case=\"" << esc(c.id) << "\" data-backend=\""
-           << esc(b.backend) << "\" title=\"" << esc(b.reason) << "\"><a href=\"#" << it->anchor
+        const bool cp = claim_pass(b);
+        o_ << "<td class=\"cell " << verdict_class(b.verdict) << (cp ? " claim-pass" : "") << "\" data-case=\""
+           << esc(c.id) << "\" data-backend=\"" << esc(b.backend) << "\" title=\""
+           << esc(cp ? claim_note(b, c.spec) + ". " + b.reason : b.reason) << "\"><a href=\"#" << it->anchor
            << "\"><span class=\"vt\">" << name(b.verdict) << "</span>";
+        if (cp) o_ << "<span class=\"claim-tag\">vs claim</span>";
         if (has_metrics(b)) {
           const Metrics& m = b.metrics;
           o_ << "<span class=\"d\">";
@@ -438,7 +469,7 @@ class Renderer {
     if (!c.description.empty()) o_ << "<div class=\"desc\">" << esc(c.description) << "</div>";
     operands_from(c);
     agreements(cr);
-    for (const ResultRef& rr : cr.results) result(rr);
+    for (const ResultRef& rr : cr.results) result(c, rr);
     o_ << "</section>";
   }
 
@@ -491,13 +522,18 @@ class Renderer {
     o_ << "</tbody></table>";
   }
 
-  void result(const ResultRef& rr) {
+  void result(const CaseResult& c, const ResultRef& rr) {
     const BackendResult& b = *rr.result;
+    const bool cp = claim_pass(b);
     o_ << "<details class=\"result\" id=\"" << rr.anchor << "\" data-backend=\"" << esc(b.backend) << "\""
        << (starts_open(b.verdict) ? " open" : "") << "><summary><span class=\"badge " << verdict_class(b.verdict)
-       << "\">" << name(b.verdict) << "</span> <b>" << esc(b.backend) << "</b> <span class=\"muted\">";
+       << "\">" << name(b.verdict) << "</span>" << (cp ? "<span class=\"claim-tag\">vs claim</span>" : "") << " <b>"
+       << esc(b.backend) << "</b> <span class=\"muted\">";
     if (!b.claim.empty()) o_ << "claims " << esc(b.claim) << " &middot; ";
     o_ << "expects " << esc(b.expectation) << "</span> &mdash; " << esc(b.reason) << "</summary><div class=\"body\">";
+    if (cp)
+      o_ << "<p class=\"claim-note\"><span class=\"claim-tag\">vs claim</span> " << esc(claim_note(b, c.spec))
+         << ".</p>";
     if (has_metrics(b)) {
       const Metrics& m = b.metrics;
       o_ << "<div class=\"row\">";

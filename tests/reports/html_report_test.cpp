@@ -1,7 +1,9 @@
 // The HTML report in a real browser: a synthetic run with every verdict, causes, per-channel
 // counts, integer and float metrics and hostile strings is rendered, loaded in headless Chromium,
 // and the DOM Chromium built is checked (matrix, links, drill-downs, histograms, escaping). A
-// screenshot goes to <build>/artifacts/report.png for people to look at.
+// second run, shaped like the default suite on a machine without a GPU, is loaded at 1400 px wide
+// for claim-PASS cells and folded backends. A screenshot goes to <build>/artifacts/report.png for
+// people to look at.
 //
 // Exit code 77 (ctest: skipped) when Chromium is missing and everything else passed.
 #include "dom.hpp"
@@ -217,6 +219,86 @@ qc::RunReport synthetic_report() {
   return r;
 }
 
+// A run shaped like the default suite on a machine without a GPU or AVX-512 (issue #17: 8 of 10
+// columns all SKIP): two backends that run, one of them judged against its claim, and nine that
+// SKIP every case, by four reasons. It is loaded at 1400 px wide.
+constexpr const char* kNoGpu =
+    "no CUDA device: cudaGetDeviceCount returned cudaErrorNoDevice (no CUDA-capable device is detected)";
+const std::vector<std::string> kHipVariants = {"hip", "hip-recip", "hip-f16", "hip-fma", "hip-nofma", "hip-roundf"};
+const std::string kExec = "exec:./kernels --fast";  // a name with a space
+// The per-channel counts of the FAIL on quantize/per_axis1 x avx2-maddubs: channels 1, 2 and 4 have
+// none, channel 3 the most.
+const std::map<std::int64_t, std::int64_t> kPerChannel = {{0, 2}, {3, 7}, {5, 1}, {6, 4}};
+
+qc::RunReport default_run_report() {
+  using qc::Verdict;
+  qc::RunReport r;
+  r.meta.tool_version = "0.1.0";
+  r.meta.cpu = "AMD EPYC 7B13";
+  r.meta.backends = {"cpu-ref", "avx2-maddubs", "vnni512 (unavailable: CPU lacks avx512_vnni)",
+                     "avxvnni (unavailable: CPU lacks avx_vnni)"};
+  for (const std::string& h : kHipVariants) r.meta.backends.push_back(h + " (unavailable: " + kNoGpu + ")");
+  r.meta.backends.push_back(kExec);
+  auto add_case = [&](const std::string& suite, const std::string& name, const std::string& op, qc::BackendResult cpu,
+                      qc::BackendResult avx2) {
+    qc::CaseResult c = case_result(suite, name, op, "onnx");
+    c.backends.push_back(std::move(cpu));
+    c.backends.push_back(std::move(avx2));
+    c.backends.push_back(result("vnni512", Verdict::skip, "CPU lacks avx512_vnni"));
+    c.backends.push_back(result("avxvnni", Verdict::skip, "CPU lacks avx_vnni"));
+    for (const std::string& h : kHipVariants) c.backends.push_back(result(h, Verdict::skip, kNoGpu));
+    c.backends.push_back(result(kExec, Verdict::skip, "the kernel does not implement " + op));
+    r.cases.push_back(std::move(c));
+  };
+  auto exact = [](std::int64_t n) {
+    qc::BackendResult b = result("cpu-ref", Verdict::pass, std::to_string(n) + "/" + std::to_string(n) + " exact");
+    b.metrics = int_metrics(n, {n, 0, 0, 0, 0});
+    return b;
+  };
+  auto claimed = [](std::int64_t n, std::array<std::int64_t, 5> hist, std::int64_t max_abs) {
+    qc::BackendResult b = result("avx2-maddubs", Verdict::pass,
+                                 "0 mismatches against its claim x86-avx2-vpmaddubsw; " + std::to_string(hist[0]) +
+                                     "/" + std::to_string(n) + " exact against the spec onnx");
+    b.claim = "x86-avx2-vpmaddubsw";
+    b.expectation = "claim";
+    b.claim_mismatches = 0;
+    b.metrics = int_metrics(n, hist);
+    b.metrics.max_abs = max_abs;
+    return b;
+  };
+  // The issue's cell: "PASS 17 of 48 off, max 10339 LSB", green against the claim.
+  add_case("qgemm", "k66400_int16_pair", "qgemm", exact(48), claimed(48, {31, 0, 0, 0, 17}, 10339));
+  add_case("qgemm", "small_exact", "qgemm", exact(48), claimed(48, {48, 0, 0, 0, 0}, 0));
+  qc::BackendResult fail = result("avx2-maddubs", Verdict::fail, "242/256 exact, max |delta| 1 LSB against onnx");
+  fail.metrics = int_metrics(256, {242, 14, 0, 0, 0});
+  fail.metrics.max_abs = 1;
+  fail.causes = {
+      {"quantize.rounding=rna", "quantize rounds ties away from zero (the spec: ties to even)", 14, kPerChannel},
+      {"quantize.rounding=rhu", "quantize rounds ties up", 7, {{3, 3}, {6, 4}}}};
+  add_case("quantize", "per_axis1", "quantize", exact(256), fail);
+  add_case("quantize", "ties_rne_f32_to_i8", "quantize", exact(256), claimed(256, {256, 0, 0, 0, 0}, 0));
+  // avx2-maddubs SKIPs one case, not all: it keeps its column.
+  add_case("dequantize", "per_channel_i8_to_f16", "dequantize", exact(1024),
+           result("avx2-maddubs", Verdict::skip, "avx2-maddubs does not implement dequantize"));
+  return r;
+}
+
+// The copy of a page that the width checks load: a script at the end of the body records the
+// layout on <html> as data attributes, which --dump-dom then prints. The report itself has no
+// script (IsSelfContained), and must not need one.
+std::string with_layout_probe(const std::string& html) {
+  const std::string probe =
+      "<script>(function(){var d=document.documentElement,w=document.querySelector('.matrix-wrap'),"
+      "t=document.getElementById('matrix');d.setAttribute('data-inner-width',innerWidth);"
+      "d.setAttribute('data-client-width',d.clientWidth);d.setAttribute('data-scroll-width',d.scrollWidth);"
+      "if(w){d.setAttribute('data-wrap-client-width',w.clientWidth);"
+      "d.setAttribute('data-wrap-scroll-width',w.scrollWidth);}"
+      "if(t)d.setAttribute('data-matrix-right',Math.ceil(t.getBoundingClientRect().right));})();</script>";
+  const std::size_t at = html.rfind("</body>");
+  if (at == std::string::npos) throw std::runtime_error("no </body> in the report");
+  return html.substr(0, at) + probe + html.substr(at);
+}
+
 // ---- Chromium ---------------------------------------------------------------------------------
 
 std::string quote(const std::string& s) {
@@ -270,6 +352,14 @@ BrowserRun chromium(const std::string& exe, const fs::path& page, const std::str
 
 class HtmlReport : public ::testing::Test {
  protected:
+  // A report loaded at 1400 px wide with the layout probe: its DOM and its layout.
+  struct Page {
+    qc::RunReport report;
+    std::string html;  // as rendered, without the probe
+    BrowserRun dump;
+    std::unique_ptr<Node> dom;
+  };
+
   // What every test reads: the report, its HTML and the DOM Chromium built from it.
   struct Shared {
     qc::RunReport report;
@@ -278,7 +368,19 @@ class HtmlReport : public ::testing::Test {
     std::string chromium;  // empty when not installed
     BrowserRun dump;       // chromium --dump-dom
     std::unique_ptr<Node> dom;
+    Page default_run;
   };
+
+  static void load_at_1400(Shared& s, Page& p, qc::RunReport r, const std::string& file) {
+    p.report = std::move(r);
+    p.html = qc::render_html(p.report);
+    qc::write_file_atomic(fs::path(QCONFORM_ARTIFACT_DIR) / (file + ".html"), p.html);
+    if (s.chromium.empty()) return;
+    const fs::path probed = fs::path(QCONFORM_ARTIFACT_DIR) / (file + ".probe.html");
+    qc::write_file_atomic(probed, with_layout_probe(p.html));
+    p.dump = chromium(s.chromium, probed, "--dump-dom --window-size=1400,1800");
+    if (p.dump.code == 0) p.dom = qc::test::parse_dom(p.dump.out);
+  }
 
   static void SetUpTestSuite() {
     if (shared_) return;  // once for both suites: Chromium's start is most of the test's time
@@ -293,20 +395,21 @@ class HtmlReport : public ::testing::Test {
     if (s.chromium.empty()) return;
     s.dump = chromium(s.chromium, s.page, "--dump-dom");
     if (s.dump.code == 0) s.dom = qc::test::parse_dom(s.dump.out);
+    load_at_1400(s, s.default_run, default_run_report(), "report-default-run");
   }
 
   void SetUp() override {
     if (!needs_browser_) return;
     if (shared_->chromium.empty()) GTEST_SKIP() << "chromium not found; run scripts/setup.sh";
-    ASSERT_NE(shared_->dom, nullptr) << "chromium --dump-dom exited " << shared_->dump.code
-                                     << (shared_->dump.code == 124 ? " (timed out: did a script on the page block it?)"
-                                                                   : "")
-                                     << "; see artifacts/chromium.log";
+    for (const BrowserRun* run : {&shared_->dump, &shared_->default_run.dump})
+      ASSERT_EQ(run->code, 0) << "chromium --dump-dom exited " << run->code
+                              << (run->code == 124 ? " (timed out: did a script on the page block it?)" : "")
+                              << "; see artifacts/chromium.log";
   }
 
   static const Node& dom() { return *shared_->dom; }
-  static const Node& by_id(const std::string& id) {
-    const Node* n = shared_->dom->find_id(id);
+  static const Node& by_id(const std::string& id, const Node* root = nullptr) {
+    const Node* n = (root ? root : shared_->dom.get())->find_id(id);
     if (!n) throw std::runtime_error("no element with id " + id);
     return *n;
   }
@@ -321,15 +424,15 @@ class HtmlReport : public ::testing::Test {
     return v ? *v : "";
   }
   // The drill-down a matrix cell links to.
-  static const Node& drill_down(const Node& cell) {
+  static const Node& drill_down(const Node& cell, const Node* root = nullptr) {
     const auto links = cell.elements("a");
     if (links.size() != 1) throw std::runtime_error("a matrix cell must hold one link");
     const std::string href = attribute(*links[0], "href");
     if (href.empty() || href[0] != '#') throw std::runtime_error("cell link is not an anchor: " + href);
-    return by_id(href.substr(1));
+    return by_id(href.substr(1), root);
   }
-  static const Node& cell(const std::string& case_id, const std::string& backend) {
-    for (const Node* n : with_class(by_id("matrix"), "td", "cell"))
+  static const Node& cell(const std::string& case_id, const std::string& backend, const Node* root = nullptr) {
+    for (const Node* n : with_class(by_id("matrix", root), "td", "cell"))
       if (attribute(*n, "data-case") == case_id && attribute(*n, "data-backend") == backend) return *n;
     throw std::runtime_error("no matrix cell for " + case_id + " x " + backend);
   }
@@ -557,6 +660,62 @@ TEST_F(HtmlReport, HostileStringsAreTextNotMarkup) {
   EXPECT_NE(by_id("backend-facts").text_content().find(kHostile), std::string::npos) << "backend facts";
   // Chromium serializes text with < and > escaped: the raw tag never appears.
   EXPECT_EQ(shared_->dump.out.find("<script"), std::string::npos);
+}
+
+// ---- the default-run page: claim-PASS, folded backends, width, per-channel plots ----------------
+
+TEST_F(HtmlReportFile, ClaimPassCellsHaveTheirOwnStyle) {
+  EXPECT_TRUE(std::regex_search(shared_->html, std::regex(R"(td\.cell\.claim-pass\{background:)")));
+}
+
+TEST_F(HtmlReport, ClaimPassCellsSayTheyPassedAgainstTheClaimNotTheSpec) {
+  const HtmlReport::Page& p = shared_->default_run;
+  const Node* root = p.dom.get();
+  std::int64_t passes = 0, claim_passes = 0;
+  for (const qc::CaseResult& c : p.report.cases)
+    for (const qc::BackendResult& b : c.backends) {
+      if (b.verdict != qc::Verdict::pass) continue;
+      SCOPED_TRACE(c.id + " x " + b.backend);
+      ++passes;
+      const bool claim = b.expectation == "claim";
+      claim_passes += claim;
+      const Node& td = cell(c.id, b.backend, root);
+      const Node& d = drill_down(td, root);
+      EXPECT_TRUE(td.has_class("v-pass"));
+      EXPECT_EQ(td.has_class("claim-pass"), claim) << *td.attribute("class");
+      const std::string& title = *td.attribute("title");
+      const std::int64_t h1 = b.metrics.histogram[1] + b.metrics.histogram[2] + b.metrics.histogram[3] +
+                              b.metrics.histogram[4];  // off the spec, from the input's histogram
+      if (!claim) {
+        EXPECT_EQ(td.text_content().find("claim"), std::string::npos) << td.text_content();
+        EXPECT_TRUE(with_class(d, "p", "claim-note").empty());
+        continue;
+      }
+      EXPECT_TRUE(td.text_content().starts_with("PASSvs claim")) << td.text_content();
+      const auto note = with_class(d, "p", "claim-note");
+      ASSERT_EQ(note.size(), 1u);
+      for (const std::string& text : {title, note[0]->text_content()}) {
+        EXPECT_NE(text.find("claimed preset " + b.claim), std::string::npos) << text;
+        EXPECT_NE(text.find("not the case's spec " + c.spec), std::string::npos) << text;
+        if (h1)
+          EXPECT_NE(text.find(std::to_string(h1) + " of " + std::to_string(b.metrics.compared) + " elements differ"),
+                    std::string::npos)
+              << text;
+        else
+          EXPECT_NE(text.find("bit-exact against the spec too"), std::string::npos) << text;
+      }
+      EXPECT_NE(title.find(b.reason), std::string::npos) << "the tooltip keeps the reason: " << title;
+      EXPECT_EQ(with_class(*d.elements("summary").at(0), "span", "claim-tag").size(), 1u);
+    }
+  EXPECT_EQ(claim_passes, 3);
+  // The issue's cell, from the input: 48 - 31 elements off, max 10339 LSB.
+  EXPECT_EQ(cell("qgemm/k66400_int16_pair", "avx2-maddubs", root).text_content(),
+            "PASSvs claim17 of 48 off, max 10339 LSB");
+  const std::string legend = by_id("claim-legend", root).text_content();
+  EXPECT_NE(legend.find(std::to_string(claim_passes) + " of the " + std::to_string(passes) + " PASS results"),
+            std::string::npos)
+      << legend;
+  EXPECT_EQ(dom().find_id("claim-legend"), nullptr) << "a run without claim-PASS results has no such line";
 }
 
 TEST_F(HtmlReport, Screenshot) {
