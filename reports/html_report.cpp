@@ -4,7 +4,8 @@
 // Layout: run header (metadata, verdict legend with totals, backends and their facts), the
 // matrix of cases x backends (each cell links to its drill-down), then one section per case
 // with a <details> drill-down per backend. PASS and SKIP drill-downs start collapsed so a run of
-// hundreds of cases stays navigable; every other verdict starts open.
+// hundreds of cases stays navigable; every other verdict starts open. Backends that SKIP every
+// case (no GPU here) get neither a column nor drill-downs: one line per reason above the matrix.
 #include "reports/escape.hpp"
 #include "reports/writers.hpp"
 
@@ -138,8 +139,8 @@ class Anchors {
  public:
   // The page's own ids, so no case can take them.
   Anchors()
-      : used_{"run-metadata",  "outcome", "attention",    "legend",  "backends",
-              "backend-facts", "matrix",  "matrix-title", "details", "claim-legend"} {}
+      : used_{"run-metadata", "outcome",      "attention", "legend",       "backends", "backend-facts",
+              "matrix",       "matrix-title", "details",   "claim-legend", "folded"} {}
 
   std::string make(const std::string& text) {
     std::string a;
@@ -245,6 +246,10 @@ td.cell.claim-pass{background:repeating-linear-gradient(135deg,#d5f2dc 0 6px,#f2
 .claim-tag{display:inline-block;margin-left:5px;padding:0 4px;border:1px dashed #2f7a45;border-radius:3px;background:#fff;color:#11582a;font-size:10px;font-weight:600;white-space:nowrap}
 .claim-note{margin:0 0 8px;color:#11582a}
 .claim-legend{margin:2px 0 6px}
+.folded{margin:0 0 10px}
+.folded p{margin:0 0 2px}
+.folded ul{margin:0;padding-left:18px}
+.folded li{margin:1px 0}
 section.case{margin:0 0 10px;padding:8px 0 0;border-top:1px solid var(--line)}
 h2+section.case{border-top:0}
 .case .sub{color:var(--muted);font-size:12px;margin:2px 0 4px}
@@ -281,13 +286,16 @@ ul.agreements li{margin:2px 0}
 class Renderer {
  public:
   explicit Renderer(const RunReport& r) : r_(r) {
+    std::vector<std::string> backends;
     for (const CaseResult& c : r.cases)
       for (const BackendResult& b : c.backends)
-        if (std::find(backends_.begin(), backends_.end(), b.backend) == backends_.end()) backends_.push_back(b.backend);
+        if (std::find(backends.begin(), backends.end(), b.backend) == backends.end()) backends.push_back(b.backend);
+    fold(backends);
     for (const CaseResult& c : r.cases) {
       CaseRef cr{&c, anchors_.make("case-" + (c.id.empty() ? c.name : c.id)), {}};
       case_anchor_.emplace(c.id, cr.anchor);
-      for (const BackendResult& b : c.backends) cr.results.push_back({&b, anchors_.make(cr.anchor + "-" + b.backend)});
+      for (const BackendResult& b : c.backends)
+        if (!folded_names_.count(b.backend)) cr.results.push_back({&b, anchors_.make(cr.anchor + "-" + b.backend)});
       cases_.push_back(std::move(cr));
     }
   }
@@ -405,6 +413,65 @@ class Renderer {
     o_ << "</ul>";
   }
 
+  // A backend that SKIPs every case (no GPU, a missing CPU feature) would fill a matrix column and
+  // a block in every case section with the same line: such backends become one line each group of
+  // them with the same reasons, above the matrix. report.json keeps every result.
+  void fold(const std::vector<std::string>& backends) {
+    std::map<std::vector<std::pair<std::string, std::int64_t>>, std::size_t> group_of;  // reasons -> folded_ index
+    for (const std::string& bn : backends) {
+      std::vector<std::pair<std::string, std::int64_t>> reasons;  // in first-seen order, with their counts
+      bool all_skip = true;
+      for (const CaseResult& c : r_.cases)
+        for (const BackendResult& b : c.backends) {
+          if (b.backend != bn) continue;
+          all_skip = all_skip && b.verdict == Verdict::skip;
+          auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& x) { return x.first == b.reason; });
+          if (it == reasons.end())
+            reasons.emplace_back(b.reason, 1);
+          else
+            ++it->second;
+        }
+      if (!all_skip) {
+        columns_.push_back(bn);
+        continue;
+      }
+      folded_names_.insert(bn);
+      const auto [it, added] = group_of.emplace(reasons, folded_.size());
+      if (added) folded_.push_back({{}, reasons});
+      folded_[it->second].backends.push_back(bn);
+    }
+  }
+
+  void folded() {
+    if (folded_.empty()) return;
+    o_ << "<div class=\"folded\" id=\"folded\"><p class=\"muted\">Not shown as columns: " << folded_names_.size()
+       << (folded_names_.size() == 1 ? " backend" : " backends")
+       << " that skipped every case (their results are kept in report.json).</p><ul>";
+    for (const FoldGroup& g : folded_) {
+      std::int64_t results = 0;
+      for (const auto& reason : g.reasons) results += reason.second;
+      o_ << "<li class=\"fold\">";
+      for (std::size_t i = 0; i < g.backends.size(); ++i)
+        o_ << (i == 0                       ? ""
+               : i + 1 == g.backends.size() ? " and "
+                                            : ", ")
+           << "<b class=\"fb\">" << esc(g.backends[i]) << "</b>";
+      o_ << " skipped " << (results == 1 ? "the one case" : "all " + std::to_string(results) + " cases") << ": ";
+      // A pathological run could give a reason per case; the first few tell the story.
+      constexpr std::size_t kShown = 8;
+      for (std::size_t i = 0; i < g.reasons.size() && i < kShown; ++i) {
+        o_ << (i ? "; " : "") << "<span class=\"reason\">" << esc(g.reasons[i].first) << "</span>";
+        if (g.reasons.size() > 1)
+          o_ << " <span class=\"muted\">(" << g.reasons[i].second << (g.reasons[i].second == 1 ? " case" : " cases")
+             << ")</span>";
+      }
+      if (g.reasons.size() > kShown)
+        o_ << "; <span class=\"muted\">&hellip; " << g.reasons.size() - kShown << " more reasons</span>";
+      o_ << "</li>";
+    }
+    o_ << "</ul></div>";
+  }
+
   void facts_inline(const std::map<std::string, std::string>& facts) {
     for (const auto& [k, v] : facts)
       o_ << "<span class=\"fact\"><span class=\"k\">" << esc(k) << "</span> " << esc(v) << "</span> ";
@@ -412,20 +479,21 @@ class Renderer {
 
   void matrix() {
     o_ << "<h2 id=\"matrix-title\">Cases &times; backends</h2>";
+    folded();
     o_ << "<table class=\"matrix\" id=\"matrix\"><thead><tr><th>case</th><th>op</th><th>spec</th>";
-    for (const std::string& b : backends_) o_ << "<th>" << esc(b) << "</th>";
+    for (const std::string& b : columns_) o_ << "<th>" << esc(b) << "</th>";
     o_ << "</tr></thead><tbody>";
     const std::string* suite = nullptr;
     for (const CaseRef& cr : cases_) {
       const CaseResult& c = *cr.c;
       if (!c.suite.empty() && (!suite || *suite != c.suite)) {
         suite = &c.suite;
-        o_ << "<tr class=\"suite\"><th colspan=\"" << 3 + backends_.size() << "\">" << esc(c.suite) << "</th></tr>";
+        o_ << "<tr class=\"suite\"><th colspan=\"" << 3 + columns_.size() << "\">" << esc(c.suite) << "</th></tr>";
       }
       o_ << "<tr data-case=\"" << esc(c.id) << "\"><td><a href=\"#" << cr.anchor << "\">"
          << esc(c.suite.empty() || c.name.empty() ? c.id : c.name) << "</a></td><td>" << esc(c.op) << "</td><td>"
          << esc(c.spec) << "</td>";
-      for (const std::string& bn : backends_) {
+      for (const std::string& bn : columns_) {
         auto it = std::find_if(cr.results.begin(), cr.results.end(),
                                [&](const ResultRef& x) { return x.result->backend == bn; });
         if (it == cr.results.end()) {
@@ -668,7 +736,14 @@ class Renderer {
   }
 
   const RunReport& r_;
-  std::vector<std::string> backends_;
+  // Backends that skipped every case, grouped by their reasons (and how many cases gave each).
+  struct FoldGroup {
+    std::vector<std::string> backends;
+    std::vector<std::pair<std::string, std::int64_t>> reasons;
+  };
+  std::vector<std::string> columns_;  // the matrix's backend columns: the others
+  std::vector<FoldGroup> folded_;
+  std::set<std::string> folded_names_;
   Anchors anchors_;
   std::map<std::string, std::string> case_anchor_;  // case id -> its section's anchor
   std::vector<CaseRef> cases_;

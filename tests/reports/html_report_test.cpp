@@ -718,6 +718,88 @@ TEST_F(HtmlReport, ClaimPassCellsSayTheyPassedAgainstTheClaimNotTheSpec) {
   EXPECT_EQ(dom().find_id("claim-legend"), nullptr) << "a run without claim-PASS results has no such line";
 }
 
+TEST_F(HtmlReport, BackendsThatSkipEveryCaseAreFoldedIntoOneLinePerReason) {
+  const HtmlReport::Page& p = shared_->default_run;
+  const Node* root = p.dom.get();
+  // From the input: every backend's reasons in order of first appearance, with counts, and
+  // whether it ran anything.
+  std::vector<std::string> backends;
+  std::map<std::string, std::vector<std::pair<std::string, int>>> reasons;
+  std::set<std::string> ran;
+  for (const qc::CaseResult& c : p.report.cases)
+    for (const qc::BackendResult& b : c.backends) {
+      if (!reasons.count(b.backend)) backends.push_back(b.backend);
+      auto& r = reasons[b.backend];
+      auto it = std::find_if(r.begin(), r.end(), [&](const auto& x) { return x.first == b.reason; });
+      if (it == r.end())
+        r.emplace_back(b.reason, 1);
+      else
+        ++it->second;
+      if (b.verdict != qc::Verdict::skip) ran.insert(b.backend);
+    }
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> groups;  // folded backends with the same reasons, in order
+  for (const std::string& b : backends) {
+    if (ran.count(b)) {
+      columns.push_back(b);
+      continue;
+    }
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return reasons[x[0]] == reasons[b]; });
+    if (g == groups.end())
+      groups.push_back({b});
+    else
+      g->push_back(b);
+  }
+  ASSERT_EQ(columns, (std::vector<std::string>{"cpu-ref", "avx2-maddubs"}));  // SKIPs one case, still a column
+  ASSERT_EQ(groups.size(), 4u);                                               // vnni512, avxvnni, hip-*, exec
+
+  // The matrix: a column per backend that ran something, and no cell of the others.
+  const Node& matrix = by_id("matrix", root);
+  std::vector<std::string> header;
+  for (const Node* th : matrix.elements("thead").at(0)->elements("th")) header.push_back(th->text_content());
+  ASSERT_EQ(header.size(), 3 + columns.size());
+  EXPECT_EQ(std::vector<std::string>(header.begin() + 3, header.end()), columns);
+  for (const Node* td : with_class(matrix, "td", "cell"))
+    EXPECT_TRUE(ran.count(attribute(*td, "data-backend"))) << attribute(*td, "data-backend");
+  // One line per group: its backends and its reasons, with per-reason counts where there are several.
+  const auto lines = with_class(by_id("folded", root), "li", "fold");
+  ASSERT_EQ(lines.size(), groups.size());
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    SCOPED_TRACE(groups[i][0]);
+    std::vector<std::string> named;
+    for (const Node* b : with_class(*lines[i], "b", "fb")) named.push_back(b->text_content());
+    EXPECT_EQ(named, groups[i]);
+    const auto& expected = reasons[groups[i][0]];
+    const auto shown = with_class(*lines[i], "span", "reason");
+    ASSERT_EQ(shown.size(), expected.size());
+    int cases = 0;
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      EXPECT_EQ(shown[k]->text_content(), expected[k].first);
+      cases += expected[k].second;
+      if (expected.size() > 1) {
+        EXPECT_NE(
+            lines[i]->text_content().find(expected[k].first + " (" + std::to_string(expected[k].second) + " case"),
+            std::string::npos)
+            << lines[i]->text_content();
+      }
+    }
+    EXPECT_NE(lines[i]->text_content().find("skipped all " + std::to_string(cases) + " cases: "), std::string::npos)
+        << lines[i]->text_content();
+  }
+  EXPECT_NE(lines[2]->text_content().find(kNoGpu), std::string::npos) << "the six HIP variants share one line";
+  // No drill-down block of a folded backend in the case sections; the legend still counts its SKIPs.
+  for (const Node* d : with_class(*root, "details", "result"))
+    EXPECT_TRUE(ran.count(attribute(*d, "data-backend"))) << attribute(*d, "data-backend");
+  std::size_t skips = 0;
+  for (const qc::CaseResult& c : p.report.cases)
+    for (const qc::BackendResult& b : c.backends) skips += b.verdict == qc::Verdict::skip;
+  for (const Node* li : by_id("legend", root).elements("li"))
+    if (attribute(*li, "data-verdict") == "SKIP") {
+      EXPECT_EQ(with_class(*li, "span", "n").at(0)->text_content(), std::to_string(skips));
+    }
+  EXPECT_EQ(dom().find_id("folded"), nullptr) << "every backend of the main run ran something";
+}
+
 TEST_F(HtmlReport, Screenshot) {
   const fs::path png = fs::path(QCONFORM_ARTIFACT_DIR) / "report.png";
   fs::remove(png);
