@@ -24,6 +24,17 @@ namespace {
 
 std::string esc(const std::string& s) { return xml_escape(s); }
 
+// Escaped, with a line-break opportunity after each separator, so that a long backend, case or
+// preset name wraps in a narrow matrix column instead of widening it ("hip-<wbr>recip").
+std::string breakable(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    o += esc(std::string(1, c));
+    if (std::string_view("-_:./@").find(c) != std::string_view::npos) o += "<wbr>";
+  }
+  return o;
+}
+
 std::string lower(std::string_view s) {
   std::string o(s);
   std::transform(o.begin(), o.end(), o.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
@@ -206,10 +217,10 @@ const char* kStyle = R"(
 :root{--fg:#1c2230;--muted:#626b7b;--line:#d8dce3;--soft:#f4f5f7}
 *{box-sizing:border-box}
 body{font:13px/1.45 system-ui,-apple-system,"Segoe UI","Liberation Sans","DejaVu Sans",sans-serif;margin:0;color:var(--fg);background:#fff}
-main{padding:18px 24px 40px}
+main{padding:18px 24px 40px;overflow-wrap:break-word}
 h1{font-size:19px;margin:0 0 10px;font-weight:650}
 h2{font-size:15px;margin:26px 0 8px;padding-bottom:4px;border-bottom:2px solid var(--line)}
-h3{font-size:14px;margin:0;font-weight:650}
+h3{font-size:14px;margin:0;font-weight:650;overflow-wrap:anywhere}
 code,pre,.mono{font-family:ui-monospace,"DejaVu Sans Mono","Liberation Mono",Menlo,Consolas,monospace;font-size:12px}
 a{color:#1d5fbf;text-decoration:none} a:hover{text-decoration:underline}
 table{border-collapse:collapse}
@@ -226,8 +237,8 @@ th{background:var(--soft);font-weight:600}
 .v-crash{background:#262a33;color:#fff}
 .v-timeout{background:#9a3412;color:#fff}
 .badge{display:inline-block;min-width:62px;text-align:center;padding:1px 7px;border-radius:3px;font-weight:700;font-size:11px;letter-spacing:.03em}
-.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:0}
-.meta dt{color:var(--muted)} .meta dd{margin:0}
+.meta{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:2px 14px;margin:0}
+.meta dt{color:var(--muted)} .meta dd{margin:0;overflow-wrap:anywhere}
 .features{font-size:11px;color:var(--muted);word-spacing:2px}
 .banner{margin:14px 0 8px;padding:7px 12px;border-radius:3px;font-weight:600}
 .banner.ok{background:#d5f2dc;color:#11582a} .banner.notok{background:#fcd2d0;color:#8f1411}
@@ -235,12 +246,15 @@ th{background:var(--soft);font-weight:600}
 .legend li{display:flex;align-items:center;gap:8px}
 .legend .n{font-weight:700;font-variant-numeric:tabular-nums;min-width:2ch}
 .legend .zero{opacity:.45}
-table.matrix thead th{position:sticky;top:0;z-index:1;box-shadow:0 1px 0 var(--line)}
+.matrix-wrap{overflow:auto;max-height:80vh;max-width:100%}
+table.matrix thead th{position:sticky;top:0;z-index:2;box-shadow:0 1px 0 var(--line);vertical-align:bottom}
+table.matrix thead th:first-child{left:0;z-index:3}
+table.matrix tbody td:first-child{position:sticky;left:0;z-index:1;background:#fff;min-width:9em;max-width:18em;overflow-wrap:anywhere}
 table.matrix tr.suite th{background:#fff;border-left:0;border-right:0;padding-top:8px;color:var(--muted);font-weight:600}
-td.cell{padding:0;min-width:150px}
-td.cell a{display:block;padding:3px 8px;color:inherit;white-space:nowrap}
-td.cell .vt{font-weight:700;font-size:11px;letter-spacing:.03em}
-td.cell .d{font-size:11px;opacity:.85;margin-left:6px;font-variant-numeric:tabular-nums}
+td.cell{padding:0}
+td.cell a{display:block;padding:3px 6px;color:inherit}
+td.cell .vt{font-weight:700;font-size:11px;letter-spacing:.03em;white-space:nowrap}
+td.cell .d{font-size:11px;opacity:.85;margin-left:5px;font-variant-numeric:tabular-nums}
 td.none{color:var(--muted);text-align:center}
 td.cell.claim-pass{background:repeating-linear-gradient(135deg,#d5f2dc 0 6px,#f2faf4 6px 12px);box-shadow:inset 3px 0 0 #2f7a45}
 .claim-tag{display:inline-block;margin-left:5px;padding:0 4px;border:1px dashed #2f7a45;border-radius:3px;background:#fff;color:#11582a;font-size:10px;font-weight:600;white-space:nowrap}
@@ -257,7 +271,7 @@ h2+section.case{border-top:0}
 details.result{margin:4px 0 4px 14px;border:1px solid var(--line);border-radius:3px}
 details.result>summary{padding:4px 8px;cursor:pointer;list-style-position:inside}
 details.result[open]>summary{border-bottom:1px solid var(--line);background:var(--soft)}
-details.result .body{padding:8px 10px 10px}
+details.result .body{padding:8px 10px 10px;overflow-x:auto}
 .row{display:flex;flex-wrap:wrap;gap:10px 26px;align-items:flex-start;margin-bottom:8px}
 .kv{display:grid;grid-template-columns:max-content max-content;gap:1px 12px}
 .kv .k{color:var(--muted)} .kv .v{font-variant-numeric:tabular-nums;text-align:right}
@@ -480,8 +494,11 @@ class Renderer {
   void matrix() {
     o_ << "<h2 id=\"matrix-title\">Cases &times; backends</h2>";
     folded();
-    o_ << "<table class=\"matrix\" id=\"matrix\"><thead><tr><th>case</th><th>op</th><th>spec</th>";
-    for (const std::string& b : columns_) o_ << "<th>" << esc(b) << "</th>";
+    // Wider than the window, the matrix scrolls in its own box (headers and case names stay in
+    // view), never the page.
+    o_ << "<div class=\"matrix-wrap\"><table class=\"matrix\" id=\"matrix\"><thead><tr><th>case</th><th>op</th>"
+          "<th>spec</th>";
+    for (const std::string& b : columns_) o_ << "<th>" << breakable(b) << "</th>";
     o_ << "</tr></thead><tbody>";
     const std::string* suite = nullptr;
     for (const CaseRef& cr : cases_) {
@@ -491,8 +508,8 @@ class Renderer {
         o_ << "<tr class=\"suite\"><th colspan=\"" << 3 + columns_.size() << "\">" << esc(c.suite) << "</th></tr>";
       }
       o_ << "<tr data-case=\"" << esc(c.id) << "\"><td><a href=\"#" << cr.anchor << "\">"
-         << esc(c.suite.empty() || c.name.empty() ? c.id : c.name) << "</a></td><td>" << esc(c.op) << "</td><td>"
-         << esc(c.spec) << "</td>";
+         << breakable(c.suite.empty() || c.name.empty() ? c.id : c.name) << "</a></td><td>" << breakable(c.op)
+         << "</td><td>" << breakable(c.spec) << "</td>";
       for (const std::string& bn : columns_) {
         auto it = std::find_if(cr.results.begin(), cr.results.end(),
                                [&](const ResultRef& x) { return x.result->backend == bn; });
@@ -520,7 +537,7 @@ class Renderer {
       }
       o_ << "</tr>";
     }
-    o_ << "</tbody></table>";
+    o_ << "</tbody></table></div>";
   }
 
   void case_section(const CaseRef& cr) {

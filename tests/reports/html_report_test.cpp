@@ -1,9 +1,10 @@
 // The HTML report in a real browser: a synthetic run with every verdict, causes, per-channel
 // counts, integer and float metrics and hostile strings is rendered, loaded in headless Chromium,
 // and the DOM Chromium built is checked (matrix, links, drill-downs, histograms, escaping). A
-// second run, shaped like the default suite on a machine without a GPU, is loaded at 1400 px wide
-// for claim-PASS cells and folded backends. A screenshot goes to <build>/artifacts/report.png for
-// people to look at.
+// run shaped like the default suite (on a machine without a GPU, and on one where every backend
+// runs) and one wider than any screen are loaded at 1400 px wide, for claim-PASS cells, folded
+// backends and the width of the page. A screenshot goes to <build>/artifacts/report.png for people
+// to look at.
 //
 // Exit code 77 (ctest: skipped) when Chromium is missing and everything else passed.
 #include "dom.hpp"
@@ -221,7 +222,8 @@ qc::RunReport synthetic_report() {
 
 // A run shaped like the default suite on a machine without a GPU or AVX-512 (issue #17: 8 of 10
 // columns all SKIP): two backends that run, one of them judged against its claim, and nine that
-// SKIP every case, by four reasons. It is loaded at 1400 px wide.
+// SKIP every case, by four reasons. It is loaded at 1400 px wide. With `everything`, the machine
+// has the GPU and the CPU features: ten backends run, with long cells, and must still fit.
 constexpr const char* kNoGpu =
     "no CUDA device: cudaGetDeviceCount returned cudaErrorNoDevice (no CUDA-capable device is detected)";
 const std::vector<std::string> kHipVariants = {"hip", "hip-recip", "hip-f16", "hip-fma", "hip-nofma", "hip-roundf"};
@@ -230,23 +232,57 @@ const std::string kExec = "exec:./kernels --fast";  // a name with a space
 // none, channel 3 the most.
 const std::map<std::int64_t, std::int64_t> kPerChannel = {{0, 2}, {3, 7}, {5, 1}, {6, 4}};
 
-qc::RunReport default_run_report() {
+qc::RunReport default_run_report(bool everything) {
   using qc::Verdict;
   qc::RunReport r;
   r.meta.tool_version = "0.1.0";
   r.meta.cpu = "AMD EPYC 7B13";
-  r.meta.backends = {"cpu-ref", "avx2-maddubs", "vnni512 (unavailable: CPU lacks avx512_vnni)",
-                     "avxvnni (unavailable: CPU lacks avx_vnni)"};
-  for (const std::string& h : kHipVariants) r.meta.backends.push_back(h + " (unavailable: " + kNoGpu + ")");
+  r.meta.backends = {"cpu-ref", "avx2-maddubs"};
+  r.meta.backends.push_back(everything ? "vnni512" : "vnni512 (unavailable: CPU lacks avx512_vnni)");
+  r.meta.backends.push_back(everything ? "avxvnni" : "avxvnni (unavailable: CPU lacks avx_vnni)");
+  for (const std::string& h : kHipVariants)
+    r.meta.backends.push_back(everything ? h : h + " (unavailable: " + kNoGpu + ")");
   r.meta.backends.push_back(kExec);
+  // A result of a backend that runs, the widest cells first: the variety of a real matrix.
+  auto ran = [](const std::string& backend, std::size_t i) {
+    switch (i % 4) {
+      case 0: {
+        qc::BackendResult b = result(backend, Verdict::fail, "61441/65536 exact, max |delta| 2147483647 LSB");
+        b.metrics = int_metrics(65536, {61441, 0, 0, 0, 4095});
+        b.metrics.max_abs = 2147483647;
+        return b;
+      }
+      case 1: {
+        qc::BackendResult b = result(backend, Verdict::pass, "0 mismatches against its claim gpu-recip");
+        b.expectation = "claim";
+        b.claim = "gpu-recip";
+        b.metrics = int_metrics(65536, {65000, 536, 0, 0, 0});
+        b.metrics.max_abs = 1;
+        return b;
+      }
+      case 2:
+        return result(backend, Verdict::timeout, "ran past the 30 s limit");
+      default: {
+        qc::BackendResult b = result(backend, Verdict::pass, "65536/65536 exact");
+        b.metrics = int_metrics(65536, {65536, 0, 0, 0, 0});
+        return b;
+      }
+    }
+  };
   auto add_case = [&](const std::string& suite, const std::string& name, const std::string& op, qc::BackendResult cpu,
                       qc::BackendResult avx2) {
     qc::CaseResult c = case_result(suite, name, op, "onnx");
     c.backends.push_back(std::move(cpu));
     c.backends.push_back(std::move(avx2));
-    c.backends.push_back(result("vnni512", Verdict::skip, "CPU lacks avx512_vnni"));
-    c.backends.push_back(result("avxvnni", Verdict::skip, "CPU lacks avx_vnni"));
-    for (const std::string& h : kHipVariants) c.backends.push_back(result(h, Verdict::skip, kNoGpu));
+    if (everything) {
+      std::vector<std::string> names = {"vnni512", "avxvnni"};
+      names.insert(names.end(), kHipVariants.begin(), kHipVariants.end());
+      for (std::size_t i = 0; i < names.size(); ++i) c.backends.push_back(ran(names[i], r.cases.size() + i));
+    } else {
+      c.backends.push_back(result("vnni512", Verdict::skip, "CPU lacks avx512_vnni"));
+      c.backends.push_back(result("avxvnni", Verdict::skip, "CPU lacks avx_vnni"));
+      for (const std::string& h : kHipVariants) c.backends.push_back(result(h, Verdict::skip, kNoGpu));
+    }
     c.backends.push_back(result(kExec, Verdict::skip, "the kernel does not implement " + op));
     r.cases.push_back(std::move(c));
   };
@@ -280,6 +316,32 @@ qc::RunReport default_run_report() {
   // avx2-maddubs SKIPs one case, not all: it keeps its column.
   add_case("dequantize", "per_channel_i8_to_f16", "dequantize", exact(1024),
            result("avx2-maddubs", Verdict::skip, "avx2-maddubs does not implement dequantize"));
+  // The default suites' longest case name, op and preset name.
+  qc::BackendResult wide = ran("avx2-maddubs", 0);
+  add_case("weight_only", "accumulator_stress_i16_wrapped_then_requantized", "weight_only_gemm", exact(65536), wide);
+  r.cases.back().spec = "onednn@2.6-x86-avx512-core";
+  return r;
+}
+
+// A run too wide for any screen: 24 backends with long names, every cell a FAIL with counts, a case
+// name and worst-element operands with no space to break at. The page must not scroll sideways;
+// the matrix scrolls inside its own box.
+qc::RunReport wide_report() {
+  qc::RunReport r;
+  r.meta.tool_version = "0.1.0";
+  r.meta.command_line = {"build/cli/qconform", "run", "cases/" + std::string(300, 'x') + ".json"};
+  qc::CaseResult c =
+      case_result("wide", "a_case_name_with_no_space_to_break_at_" + std::string(90, 'n'), "qgemm", "onnx");
+  for (int i = 0; i < 24; ++i) {
+    qc::BackendResult b = result("py:vendor_kernels.quantized_linear:Backend" + std::to_string(i), qc::Verdict::fail,
+                                 "1234/4096 exact, max |delta| 100000 LSB against onnx");
+    b.metrics = int_metrics(4096, {1234, 1000, 1000, 800, 62});
+    b.metrics.max_abs = 100000;
+    b.metrics.worst = {
+        diff(4095, {63, 63}, "a=" + std::string(400, '7'), "-128", "127", 255, "-128.5", qc::Label::saturated, {})};
+    c.backends.push_back(std::move(b));
+  }
+  r.cases.push_back(std::move(c));
   return r;
 }
 
@@ -368,7 +430,7 @@ class HtmlReport : public ::testing::Test {
     std::string chromium;  // empty when not installed
     BrowserRun dump;       // chromium --dump-dom
     std::unique_ptr<Node> dom;
-    Page default_run;
+    Page default_run, everything, wide;
   };
 
   static void load_at_1400(Shared& s, Page& p, qc::RunReport r, const std::string& file) {
@@ -395,13 +457,16 @@ class HtmlReport : public ::testing::Test {
     if (s.chromium.empty()) return;
     s.dump = chromium(s.chromium, s.page, "--dump-dom");
     if (s.dump.code == 0) s.dom = qc::test::parse_dom(s.dump.out);
-    load_at_1400(s, s.default_run, default_run_report(), "report-default-run");
+    load_at_1400(s, s.default_run, default_run_report(false), "report-default-run");
+    load_at_1400(s, s.everything, default_run_report(true), "report-everything");
+    load_at_1400(s, s.wide, wide_report(), "report-wide");
   }
 
   void SetUp() override {
     if (!needs_browser_) return;
     if (shared_->chromium.empty()) GTEST_SKIP() << "chromium not found; run scripts/setup.sh";
-    for (const BrowserRun* run : {&shared_->dump, &shared_->default_run.dump})
+    for (const BrowserRun* run :
+         {&shared_->dump, &shared_->default_run.dump, &shared_->everything.dump, &shared_->wide.dump})
       ASSERT_EQ(run->code, 0) << "chromium --dump-dom exited " << run->code
                               << (run->code == 124 ? " (timed out: did a script on the page block it?)" : "")
                               << "; see artifacts/chromium.log";
@@ -435,6 +500,13 @@ class HtmlReport : public ::testing::Test {
     for (const Node* n : with_class(by_id("matrix", root), "td", "cell"))
       if (attribute(*n, "data-case") == case_id && attribute(*n, "data-backend") == backend) return *n;
     throw std::runtime_error("no matrix cell for " + case_id + " x " + backend);
+  }
+
+  // A number the layout probe recorded on a 1400 px page's <html>.
+  static std::int64_t layout(const Page& p, const std::string& key) {
+    const std::string* v = p.dom->elements("html").at(0)->attribute("data-" + key);
+    if (!v) throw std::runtime_error("the layout probe recorded no " + key);
+    return std::stoll(*v);
   }
 
   bool needs_browser_ = true;
@@ -798,6 +870,26 @@ TEST_F(HtmlReport, BackendsThatSkipEveryCaseAreFoldedIntoOneLinePerReason) {
       EXPECT_EQ(with_class(*li, "span", "n").at(0)->text_content(), std::to_string(skips));
     }
   EXPECT_EQ(dom().find_id("folded"), nullptr) << "every backend of the main run ran something";
+}
+
+TEST_F(HtmlReport, At1400PxThePageNeverScrollsSidewaysAndTheDefaultRunShowsEveryColumn) {
+  const HtmlReport::Page &run = shared_->default_run, &all = shared_->everything, &wide = shared_->wide;
+  for (const HtmlReport::Page* p : {&run, &all, &wide}) {
+    SCOPED_TRACE(p == &run ? "default run" : p == &all ? "every backend runs" : "too wide");
+    ASSERT_EQ(layout(*p, "inner-width"), 1400) << "--window-size did not apply";
+    EXPECT_LE(layout(*p, "scroll-width"), layout(*p, "client-width")) << "the page scrolls sideways";
+    EXPECT_LE(layout(*p, "scroll-width"), 1400);
+  }
+  // The default run, on this machine and on one where all ten backends run: the whole matrix is
+  // on screen, no column hidden behind a scroll bar.
+  for (const HtmlReport::Page* p : {&run, &all}) {
+    SCOPED_TRACE(p == &run ? "default run" : "every backend runs");
+    EXPECT_LE(layout(*p, "matrix-right"), layout(*p, "client-width"));
+    EXPECT_LE(layout(*p, "wrap-scroll-width"), layout(*p, "wrap-client-width"));
+  }
+  EXPECT_EQ(with_class(by_id("matrix", all.dom.get()), "td", "cell").size(), 6u * 10u) << "ten columns";
+  // Wider than any screen: the matrix scrolls inside its own box, the page does not.
+  EXPECT_GT(layout(wide, "wrap-scroll-width"), layout(wide, "wrap-client-width"));
 }
 
 TEST_F(HtmlReport, Screenshot) {
