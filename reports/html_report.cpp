@@ -213,6 +213,65 @@ std::string histogram_svg(const std::array<std::int64_t, 5>& h, const std::strin
   return o.str();
 }
 
+// Mismatches per channel that one cause reproduces, as inline SVG bars, with axes and a tooltip
+// per bar. Heights are linear: channels are compared with each other, and one channel far above
+// the rest (its scale or zero point) should look it. Channels without mismatches keep their slot,
+// so a pattern (every fourth channel, the last block) shows; past kMaxSlots channels, each bar
+// sums a group of neighbouring channels.
+std::string channel_svg(const std::map<std::int64_t, std::int64_t>& per_channel, const std::string& cause) {
+  constexpr std::int64_t kMaxSlots = 96;
+  constexpr double kLeft = 40, kTop = 14, kPlot = 84, kRight = 26, kBottom = 34;  // room for "296–299"
+  const std::int64_t first = std::min<std::int64_t>(0, per_channel.begin()->first);
+  const std::int64_t last = per_channel.rbegin()->first;
+  const std::int64_t group = (last - first + kMaxSlots) / kMaxSlots;  // channels per bar
+  const std::int64_t slots = (last - first) / group + 1;
+  std::map<std::int64_t, std::int64_t> bars;  // slot -> mismatches
+  for (const auto& [ch, n] : per_channel) bars[(ch - first) / group] += n;
+  std::int64_t most = 0;
+  for (const auto& bar : bars) most = std::max(most, bar.second);
+  const double slot = std::clamp(384.0 / static_cast<double>(slots), 4.0, 28.0);
+  const double gap = slot >= 8 ? 2 : 0.5;
+  const double width = kLeft + slot * static_cast<double>(slots) + kRight, base = kTop + kPlot;
+  const std::string axis = group == 1 ? "channel" : "channel (" + std::to_string(group) + " per bar)";
+  const std::string title = "Mismatches per " + axis + " that " + cause + " reproduces";
+  auto channel_text = [&](std::int64_t bar) {
+    const std::int64_t lo = first + bar * group;
+    return group == 1 ? std::to_string(lo) : std::to_string(lo) + "–" + std::to_string(lo + group - 1);
+  };
+  std::ostringstream o;
+  o << "<figure class=\"perch\"><svg class=\"perch\" width=\"" << fixed(width, 0) << "\" height=\""
+    << fixed(base + kBottom, 0) << "\" viewBox=\"0 0 " << fixed(width, 0) << " " << fixed(base + kBottom, 0)
+    << "\" role=\"img\" aria-label=\"" << esc(title) << "\"><title>" << esc(title) << "</title>";
+  o << "<line x1=\"" << kLeft << "\" y1=\"" << base << "\" x2=\"" << fixed(width - kRight + 2, 1) << "\" y2=\"" << base
+    << "\" class=\"axis\"></line><line x1=\"" << kLeft << "\" y1=\"" << kTop << "\" x2=\"" << kLeft << "\" y2=\""
+    << base << "\" class=\"axis\"></line>";
+  // The y axis: 0 and the largest count; the x axis: every channel where there is room, else the
+  // first and last.
+  const bool roomy = slot >= 14;
+  o << "<text x=\"" << kLeft - 4 << "\" y=\"" << base << "\" class=\"tick y\">0</text><text x=\"" << kLeft - 4
+    << "\" y=\"" << kTop + 8 << "\" class=\"tick y\">" << most << "</text>";
+  o << "<text x=\"12\" y=\"" << kTop + kPlot / 2 << "\" class=\"axis-label\" transform=\"rotate(-90 12 "
+    << kTop + kPlot / 2 << ")\">mismatches</text>";
+  for (std::int64_t bar = 0; bar < slots; bar += roomy ? 1 : std::max<std::int64_t>(1, slots - 1))
+    o << "<text x=\"" << fixed(kLeft + slot * (static_cast<double>(bar) + 0.5), 1) << "\" y=\"" << base + 12
+      << "\" class=\"tick\">" << channel_text(bar) << "</text>";
+  o << "<text x=\"" << fixed(kLeft + slot * static_cast<double>(slots) / 2, 1) << "\" y=\"" << base + 28
+    << "\" class=\"axis-label\">" << esc(axis) << "</text>";
+  for (const auto& [bar, n] : bars) {
+    const double h = std::max(1.0, kPlot * static_cast<double>(n) / static_cast<double>(most));
+    o << "<rect class=\"bar\" x=\"" << fixed(kLeft + slot * static_cast<double>(bar) + gap / 2, 2) << "\" y=\""
+      << fixed(base - h, 2) << "\" width=\"" << fixed(slot - gap, 2) << "\" height=\"" << fixed(h, 2)
+      << "\"><title>channel " << channel_text(bar) << ": " << n << (n == 1 ? " mismatch" : " mismatches")
+      << "</title></rect>";
+    if (roomy)
+      o << "<text x=\"" << fixed(kLeft + slot * (static_cast<double>(bar) + 0.5), 1) << "\" y=\""
+        << fixed(base - h - 3, 1) << "\" class=\"count\">" << n << "</text>";
+  }
+  o << "</svg><figcaption>mismatches per channel that <code>" << esc(cause)
+    << "</code> reproduces</figcaption></figure>";
+  return o.str();
+}
+
 const char* kStyle = R"(
 :root{--fg:#1c2230;--muted:#626b7b;--line:#d8dce3;--soft:#f4f5f7}
 *{box-sizing:border-box}
@@ -279,6 +338,12 @@ figure.hist{margin:0}
 figure.hist figcaption{font-size:11px;color:var(--muted);max-width:206px}
 svg.hist text{font:10px system-ui,"Liberation Sans",sans-serif;fill:#333;text-anchor:middle}
 svg.hist .axis{stroke:#999;stroke-width:1}
+figure.perch{margin:0}
+figure.perch figcaption{font-size:11px;color:var(--muted)}
+svg.perch text{font:10px system-ui,"Liberation Sans",sans-serif;fill:#333;text-anchor:middle}
+svg.perch text.y{text-anchor:end;dominant-baseline:middle}
+svg.perch .axis{stroke:#999;stroke-width:1}
+svg.perch rect.bar{fill:#c0392b}
 table.small td,table.small th{padding:2px 6px;font-size:12px}
 h4{font-size:12px;margin:10px 0 4px;color:var(--muted);text-transform:uppercase;letter-spacing:.05em}
 .ch{display:inline-block;margin:0 8px 0 0;white-space:nowrap}
@@ -704,6 +769,19 @@ class Renderer {
        << "\">" << b.unexplained
        << "</td><td></td><td>mismatches that no change, pair of changes or preset reproduces</td><td></td></tr>";
     o_ << "</tbody></table>";
+    channel_plots(b);
+  }
+
+  // Where the output has channels, the best causes' counts per channel as bar charts: one channel
+  // standing out points at its parameters, all of them alike at the kernel.
+  void channel_plots(const BackendResult& b) {
+    constexpr std::size_t kPlots = 4;  // the best few; the table above has every cause
+    std::size_t n = 0;
+    for (const CauseCount& c : b.causes) {
+      if (c.per_channel.empty() || n == kPlots) continue;
+      o_ << (n++ ? "" : "<h4>Per channel</h4><div class=\"row\">") << channel_svg(c.per_channel, c.cause);
+    }
+    if (n) o_ << "</div>";
   }
 
   void per_channel(const std::map<std::int64_t, std::int64_t>& pc) {

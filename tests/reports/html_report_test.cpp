@@ -1,10 +1,10 @@
 // The HTML report in a real browser: a synthetic run with every verdict, causes, per-channel
 // counts, integer and float metrics and hostile strings is rendered, loaded in headless Chromium,
-// and the DOM Chromium built is checked (matrix, links, drill-downs, histograms, escaping). A
-// run shaped like the default suite (on a machine without a GPU, and on one where every backend
-// runs) and one wider than any screen are loaded at 1400 px wide, for claim-PASS cells, folded
-// backends and the width of the page. A screenshot goes to <build>/artifacts/report.png for people
-// to look at.
+// and the DOM Chromium built is checked (matrix, links, drill-downs, histograms, per-channel
+// charts, escaping). A run shaped like the default suite (on a machine without a GPU, and on one
+// where every backend runs) and one wider than any screen are loaded at 1400 px wide, for
+// claim-PASS cells, folded backends and the width of the page. A screenshot goes to
+// <build>/artifacts/report.png for people to look at.
 //
 // Exit code 77 (ctest: skipped) when Chromium is missing and everything else passed.
 #include "dom.hpp"
@@ -90,6 +90,14 @@ qc::CaseResult case_result(const std::string& suite, const std::string& name, co
   return c;
 }
 
+// Mismatches in every third of 300 channels, more in the later ones: too many channels for a bar
+// each.
+const std::map<std::int64_t, std::int64_t> kManyChannels = [] {
+  std::map<std::int64_t, std::int64_t> m;
+  for (std::int64_t ch = 0; ch < 300; ch += 3) m[ch] = 1 + ch / 100;
+  return m;
+}();
+
 qc::RunReport synthetic_report() {
   using qc::Label;
   using qc::Verdict;
@@ -145,7 +153,7 @@ qc::RunReport synthetic_report() {
   xfail.metrics.max_abs = 1;
   xfail.metrics.signed_sum = -3;
   xfail.metrics.label_mismatch = {0, 0, 3, 0, 0};
-  xfail.causes = {{"requantize.rounding=" + kHostile, kHostile, 3, {}}};
+  xfail.causes = {{"requantize.rounding=" + kHostile, kHostile, 3, {{0, 2}, {1, 1}}}};
   xfail.fingerprint = "3:0b1c";
   h.backends.push_back(xfail);
   qc::BackendResult xpass = result("vnni512", Verdict::xpass, "the baseline recorded 2 mismatches; now bit-exact");
@@ -181,7 +189,8 @@ qc::RunReport synthetic_report() {
   ffail.causes = {{"dequantize.compute_format=f16",
                    "dequantize computes in f16 (the spec: exact)",
                    20,
-                   {{0, 2}, {1, 2}, {2, 3}, {3, 1}, {4, 2}, {5, 2}, {6, 2}, {7, 6}}}};
+                   {{0, 2}, {1, 2}, {2, 3}, {3, 1}, {4, 2}, {5, 2}, {6, 2}, {7, 6}}},
+                  {"dequantize.order=mul_then_sub", "dequantize multiplies first", 15, kManyChannels}};
   ffail.unexplained = 4;
   ffail.fingerprint = "24:51aa90e0c3d8";
   ffail.reproducer = "out/reproducers/dequantize__per_channel_i8_to_f16__hip.json";
@@ -729,6 +738,11 @@ TEST_F(HtmlReport, HostileStringsAreTextNotMarkup) {
   EXPECT_NE(d.elements("summary").at(0)->text_content().find("backend threw: " + kHostile), std::string::npos);
   const std::string causes = with_class(drill_down(cell(id, "cpu-ref")), "table", "causes").at(0)->text_content();
   EXPECT_NE(causes.find("requantize.rounding=" + kHostile), std::string::npos);
+  const auto chart = with_class(drill_down(cell(id, "cpu-ref")), "svg", "perch");
+  ASSERT_EQ(chart.size(), 1u);
+  EXPECT_NE(chart[0]->elements("title").at(0)->text_content().find("requantize.rounding=" + kHostile),
+            std::string::npos);
+  EXPECT_NE(chart[0]->parent->text_content().find("requantize.rounding=" + kHostile), std::string::npos);
   EXPECT_NE(by_id("backend-facts").text_content().find(kHostile), std::string::npos) << "backend facts";
   // Chromium serializes text with < and > escaped: the raw tag never appears.
   EXPECT_EQ(shared_->dump.out.find("<script"), std::string::npos);
@@ -890,6 +904,88 @@ TEST_F(HtmlReport, At1400PxThePageNeverScrollsSidewaysAndTheDefaultRunShowsEvery
   EXPECT_EQ(with_class(by_id("matrix", all.dom.get()), "td", "cell").size(), 6u * 10u) << "ten columns";
   // Wider than any screen: the matrix scrolls inside its own box, the page does not.
   EXPECT_GT(layout(wide, "wrap-scroll-width"), layout(wide, "wrap-client-width"));
+}
+
+// The bars of a per-channel chart, left to right, with their heights and tooltips.
+struct Bar {
+  double x, height;
+  std::string tooltip;
+};
+std::vector<Bar> bars_of(const Node& svg) {
+  std::vector<Bar> bars;
+  for (const Node* r : svg.elements("rect"))
+    if (r->has_class("bar"))
+      bars.push_back({std::stod(*r->attribute("x")), std::stod(*r->attribute("height")),
+                      r->elements("title").at(0)->text_content()});
+  std::sort(bars.begin(), bars.end(), [](const Bar& a, const Bar& b) { return a.x < b.x; });
+  return bars;
+}
+
+TEST_F(HtmlReport, PerChannelMismatchesAreSvgBarsOnePerChannelWithMismatches) {
+  const HtmlReport::Page& p = shared_->default_run;
+  const qc::CaseResult& c = p.report.cases.at(2);
+  const qc::BackendResult& b = c.backends.at(1);
+  ASSERT_EQ(c.id + " x " + b.backend, "quantize/per_axis1 x avx2-maddubs");
+  const Node& d = drill_down(cell(c.id, b.backend, p.dom.get()), p.dom.get());
+  const auto charts = with_class(d, "svg", "perch");
+  ASSERT_EQ(charts.size(), b.causes.size()) << "every cause has per-channel counts";
+  for (std::size_t k = 0; k < charts.size(); ++k) {
+    const qc::CauseCount& cause = b.causes[k];
+    SCOPED_TRACE(cause.cause);
+    // One bar per channel with mismatches, in channel order, each saying its channel and count.
+    const std::vector<Bar> bars = bars_of(*charts[k]);
+    ASSERT_EQ(bars.size(), cause.per_channel.size());
+    std::size_t i = 0;
+    for (const auto& [ch, n] : cause.per_channel)
+      EXPECT_EQ(bars[i++].tooltip,
+                "channel " + std::to_string(ch) + ": " + std::to_string(n) + (n == 1 ? " mismatch" : " mismatches"));
+    // Heights ordered as the counts: the tallest bar is the channel with the most.
+    std::vector<std::int64_t> counts;
+    for (const auto& entry : cause.per_channel) counts.push_back(entry.second);
+    for (std::size_t x = 0; x < bars.size(); ++x)
+      for (std::size_t y = 0; y < bars.size(); ++y) {
+        EXPECT_EQ(bars[x].height < bars[y].height, counts[x] < counts[y]) << x << " vs " << y;
+        EXPECT_GT(bars[x].height, 0);
+      }
+    // A title naming the cause, and both axes labelled.
+    EXPECT_NE(charts[k]->elements("title").at(0)->text_content().find(cause.cause), std::string::npos);
+    std::set<std::string> labels;
+    for (const Node* l : with_class(*charts[k], "text", "axis-label")) labels.insert(l->text_content());
+    EXPECT_EQ(labels, (std::set<std::string>{"channel", "mismatches"}));
+  }
+  // No chart where no cause has per-channel counts.
+  EXPECT_TRUE(with_class(drill_down(cell(c.id, "cpu-ref", p.dom.get()), p.dom.get()), "svg", "perch").empty());
+}
+
+TEST_F(HtmlReport, PerChannelChartsOfManyChannelsGroupNeighbouringChannels) {
+  const qc::BackendResult& b = shared_->report.cases.at(2).backends.at(2);
+  ASSERT_EQ(b.causes.at(1).per_channel, kManyChannels);
+  const auto charts = with_class(drill_down(cell("dequantize/per_channel_i8_to_f16", "hip")), "svg", "perch");
+  ASSERT_EQ(charts.size(), 2u);
+  const std::vector<Bar> bars = bars_of(*charts[1]);
+  EXPECT_LT(bars.size(), kManyChannels.size()) << "fewer bars than channels with mismatches";
+  // Each bar covers a range of channels "channel A–B: N mismatches", left to right, and N sums the
+  // counts of the channels in it: every channel with mismatches is in exactly one bar.
+  const std::regex tip("channel ([0-9]+)–([0-9]+): ([0-9]+) mismatch(es)?");
+  std::int64_t covered = 0, previous_end = -1;
+  for (const Bar& bar : bars) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(bar.tooltip, m, tip)) << bar.tooltip;
+    const std::int64_t lo = std::stoll(m[1]), hi = std::stoll(m[2]);
+    EXPECT_GT(lo, previous_end);
+    previous_end = hi;
+    std::int64_t sum = 0;
+    for (const auto& [ch, n] : kManyChannels)
+      if (ch >= lo && ch <= hi) {
+        sum += n;
+        ++covered;
+      }
+    EXPECT_EQ(std::stoll(m[3]), sum) << bar.tooltip;
+    EXPECT_GT(sum, 0) << "a bar without mismatches";
+  }
+  EXPECT_EQ(covered, static_cast<std::int64_t>(kManyChannels.size()));
+  // The later channels have more: the last bar stands above the first.
+  EXPECT_GT(bars.back().height, bars.front().height);
 }
 
 TEST_F(HtmlReport, Screenshot) {
