@@ -82,6 +82,13 @@ bool has_metrics(const BackendResult& b) {
 
 std::string unit_name(const Metrics& m) { return m.unit == "ulp" ? "ULP" : "LSB"; }
 
+// A claim-PASS whose outputs differ from the spec: green next to "17 of 48 off", the cell that
+// most needs to stand out. (Most claim-PASS results of a default run are bit-exact against the
+// spec too; striping those would make the stripes the norm.)
+bool claim_pass_off_spec(const BackendResult& b) {
+  return claim_pass(b) && has_metrics(b) && b.metrics.mismatches() > 0;
+}
+
 std::string distance(std::int64_t d) { return std::abs(d) >= kUlpInfinite ? "∞" : std::to_string(d); }
 
 std::string signed_distance(std::int64_t d) {
@@ -303,7 +310,8 @@ th{background:var(--soft);font-weight:600}
 .banner.ok{background:#d5f2dc;color:#11582a} .banner.notok{background:#fcd2d0;color:#8f1411}
 .legend{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:4px 18px;list-style:none;padding:0;margin:12px 0 6px}
 .legend li{display:flex;align-items:center;gap:8px}
-.legend .n{font-weight:700;font-variant-numeric:tabular-nums;min-width:2ch}
+.legend .n{font-weight:700;font-variant-numeric:tabular-nums;min-width:2ch;flex:none}
+.legend .badge{flex:none}
 .legend .zero{opacity:.45}
 .matrix-wrap{overflow:auto;max-height:80vh;max-width:100%}
 table.matrix thead th{position:sticky;top:0;z-index:2;box-shadow:0 1px 0 var(--line);vertical-align:bottom}
@@ -315,7 +323,7 @@ td.cell a{display:block;padding:3px 6px;color:inherit}
 td.cell .vt{font-weight:700;font-size:11px;letter-spacing:.03em;white-space:nowrap}
 td.cell .d{font-size:11px;opacity:.85;margin-left:5px;font-variant-numeric:tabular-nums}
 td.none{color:var(--muted);text-align:center}
-td.cell.claim-pass{background:repeating-linear-gradient(135deg,#d5f2dc 0 6px,#f2faf4 6px 12px);box-shadow:inset 3px 0 0 #2f7a45}
+td.cell.claim-pass.off-spec{background:repeating-linear-gradient(135deg,#d5f2dc 0 6px,#f2faf4 6px 12px);box-shadow:inset 3px 0 0 #2f7a45}
 .claim-tag{display:inline-block;margin-left:5px;padding:0 4px;border:1px dashed #2f7a45;border-radius:3px;background:#fff;color:#11582a;font-size:10px;font-weight:600;white-space:nowrap}
 .claim-note{margin:0 0 8px;color:#11582a}
 .claim-legend{margin:2px 0 6px}
@@ -440,15 +448,19 @@ class Renderer {
          << verdict_meaning(v) << "</span></li>";
     }
     o_ << "</ul>";
-    std::int64_t claim_passes = 0;
+    std::int64_t claim_passes = 0, off_spec = 0;
     for (const CaseResult& c : r_.cases)
-      for (const BackendResult& b : c.backends) claim_passes += claim_pass(b);
+      for (const BackendResult& b : c.backends) {
+        claim_passes += claim_pass(b);
+        off_spec += claim_pass_off_spec(b);
+      }
     if (claim_passes)
       o_ << "<p class=\"claim-legend\" id=\"claim-legend\"><span class=\"badge v-pass\">PASS</span><span "
             "class=\"claim-tag\">vs claim</span> "
          << claim_passes << " of the " << counts[Verdict::pass]
          << " PASS results passed against the backend's claimed preset (expectation <code>claim</code>), not the "
-            "case's spec; their counts are still against the spec</p>";
+            "case's spec; their counts are still against the spec, and "
+         << off_spec << " of them (striped) differ from it</p>";
 
     if (!m.backends.empty() || !m.backend_facts.empty()) {
       o_ << "<h2 id=\"backends\">Backends</h2><table class=\"small\" "
@@ -584,10 +596,10 @@ class Renderer {
         }
         const BackendResult& b = *it->result;
         const bool cp = claim_pass(b);
-        o_ << "<td class=\"cell " << verdict_class(b.verdict) << (cp ? " claim-pass" : "") << "\" data-case=\""
-           << esc(c.id) << "\" data-backend=\"" << esc(b.backend) << "\" title=\""
-           << esc(cp ? claim_note(b, c.spec) + ". " + b.reason : b.reason) << "\"><a href=\"#" << it->anchor
-           << "\"><span class=\"vt\">" << name(b.verdict) << "</span>";
+        o_ << "<td class=\"cell " << verdict_class(b.verdict) << (cp ? " claim-pass" : "")
+           << (claim_pass_off_spec(b) ? " off-spec" : "") << "\" data-case=\"" << esc(c.id) << "\" data-backend=\""
+           << esc(b.backend) << "\" title=\"" << esc(cp ? claim_note(b, c.spec) + ". " + b.reason : b.reason)
+           << "\"><a href=\"#" << it->anchor << "\"><span class=\"vt\">" << name(b.verdict) << "</span>";
         if (cp) o_ << "<span class=\"claim-tag\">vs claim</span>";
         if (has_metrics(b)) {
           const Metrics& m = b.metrics;

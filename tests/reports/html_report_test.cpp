@@ -751,13 +751,13 @@ TEST_F(HtmlReport, HostileStringsAreTextNotMarkup) {
 // ---- the default-run page: claim-PASS, folded backends, width, per-channel plots ----------------
 
 TEST_F(HtmlReportFile, ClaimPassCellsHaveTheirOwnStyle) {
-  EXPECT_TRUE(std::regex_search(shared_->html, std::regex(R"(td\.cell\.claim-pass\{background:)")));
+  EXPECT_TRUE(std::regex_search(shared_->html, std::regex(R"(td\.cell\.claim-pass\.off-spec\{background:)")));
 }
 
 TEST_F(HtmlReport, ClaimPassCellsSayTheyPassedAgainstTheClaimNotTheSpec) {
   const HtmlReport::Page& p = shared_->default_run;
   const Node* root = p.dom.get();
-  std::int64_t passes = 0, claim_passes = 0;
+  std::int64_t passes = 0, claim_passes = 0, off_spec = 0;
   for (const qc::CaseResult& c : p.report.cases)
     for (const qc::BackendResult& b : c.backends) {
       if (b.verdict != qc::Verdict::pass) continue;
@@ -775,9 +775,13 @@ TEST_F(HtmlReport, ClaimPassCellsSayTheyPassedAgainstTheClaimNotTheSpec) {
       if (!claim) {
         EXPECT_EQ(td.text_content().find("claim"), std::string::npos) << td.text_content();
         EXPECT_TRUE(with_class(d, "p", "claim-note").empty());
+        EXPECT_FALSE(td.has_class("off-spec"));
         continue;
       }
       EXPECT_TRUE(td.text_content().starts_with("PASSvs claim")) << td.text_content();
+      // Striped where the outputs differ from the spec.
+      EXPECT_EQ(td.has_class("off-spec"), h1 > 0) << *td.attribute("class");
+      off_spec += h1 > 0;
       const auto note = with_class(d, "p", "claim-note");
       ASSERT_EQ(note.size(), 1u);
       for (const std::string& text : {title, note[0]->text_content()}) {
@@ -794,6 +798,7 @@ TEST_F(HtmlReport, ClaimPassCellsSayTheyPassedAgainstTheClaimNotTheSpec) {
       EXPECT_EQ(with_class(*d.elements("summary").at(0), "span", "claim-tag").size(), 1u);
     }
   EXPECT_EQ(claim_passes, 3);
+  EXPECT_EQ(off_spec, 1);
   // The issue's cell, from the input: 48 - 31 elements off, max 10339 LSB.
   EXPECT_EQ(cell("qgemm/k66400_int16_pair", "avx2-maddubs", root).text_content(),
             "PASSvs claim17 of 48 off, max 10339 LSB");
@@ -801,6 +806,7 @@ TEST_F(HtmlReport, ClaimPassCellsSayTheyPassedAgainstTheClaimNotTheSpec) {
   EXPECT_NE(legend.find(std::to_string(claim_passes) + " of the " + std::to_string(passes) + " PASS results"),
             std::string::npos)
       << legend;
+  EXPECT_NE(legend.find(std::to_string(off_spec) + " of them (striped) differ"), std::string::npos) << legend;
   EXPECT_EQ(dom().find_id("claim-legend"), nullptr) << "a run without claim-PASS results has no such line";
 }
 
