@@ -224,12 +224,14 @@ std::string histogram_svg(const std::array<std::int64_t, 5>& h, const std::strin
 // per bar. Heights are linear: channels are compared with each other, and one channel far above
 // the rest (its scale or zero point) should look it. Channels without mismatches keep their slot,
 // so a pattern (every fourth channel, the last block) shows; past kMaxSlots channels, each bar
-// sums a group of neighbouring channels.
-std::string channel_svg(const std::map<std::int64_t, std::int64_t>& per_channel, const std::string& cause) {
+// sums a group of neighbouring channels. `same` more causes have the same counts; the axis runs to
+// `last`, the last channel any chart of the result has, so its charts line up.
+std::string channel_svg(const std::map<std::int64_t, std::int64_t>& per_channel, const std::string& cause,
+                        std::size_t same, std::int64_t last) {
   constexpr std::int64_t kMaxSlots = 96;
   constexpr double kLeft = 40, kTop = 14, kPlot = 84, kRight = 26, kBottom = 34;  // room for "296–299"
   const std::int64_t first = std::min<std::int64_t>(0, per_channel.begin()->first);
-  const std::int64_t last = per_channel.rbegin()->first;
+  last = std::max(last, per_channel.rbegin()->first);
   const std::int64_t group = (last - first + kMaxSlots) / kMaxSlots;  // channels per bar
   const std::int64_t slots = (last - first) / group + 1;
   std::map<std::int64_t, std::int64_t> bars;  // slot -> mismatches
@@ -274,8 +276,9 @@ std::string channel_svg(const std::map<std::int64_t, std::int64_t>& per_channel,
       o << "<text x=\"" << fixed(kLeft + slot * (static_cast<double>(bar) + 0.5), 1) << "\" y=\""
         << fixed(base - h - 3, 1) << "\" class=\"count\">" << n << "</text>";
   }
-  o << "</svg><figcaption>mismatches per channel that <code>" << esc(cause)
-    << "</code> reproduces</figcaption></figure>";
+  o << "</svg><figcaption>mismatches per channel that <code>" << esc(cause) << "</code>";
+  if (same) o << " and " << same << (same == 1 ? " more cause" : " more causes") << " with the same counts";
+  o << " reproduce" << (same ? "" : "s") << "</figcaption></figure>";
   return o.str();
 }
 
@@ -346,8 +349,8 @@ figure.hist{margin:0}
 figure.hist figcaption{font-size:11px;color:var(--muted);max-width:206px}
 svg.hist text{font:10px system-ui,"Liberation Sans",sans-serif;fill:#333;text-anchor:middle}
 svg.hist .axis{stroke:#999;stroke-width:1}
-figure.perch{margin:0}
-figure.perch figcaption{font-size:11px;color:var(--muted)}
+figure.perch{margin:0;display:table}
+figure.perch figcaption{display:table-caption;caption-side:bottom;font-size:11px;color:var(--muted)}
 svg.perch text{font:10px system-ui,"Liberation Sans",sans-serif;fill:#333;text-anchor:middle}
 svg.perch text.y{text-anchor:end;dominant-baseline:middle}
 svg.perch .axis{stroke:#999;stroke-width:1}
@@ -786,14 +789,25 @@ class Renderer {
 
   // Where the output has channels, the best causes' counts per channel as bar charts: one channel
   // standing out points at its parameters, all of them alike at the kernel.
+  // Causes with the same counts per channel (often several, alike on these elements) share a chart.
   void channel_plots(const BackendResult& b) {
-    constexpr std::size_t kPlots = 4;  // the best few; the table above has every cause
-    std::size_t n = 0;
+    constexpr std::size_t kPlots = 4;                              // the best few; the table above has every cause
+    std::vector<std::pair<const CauseCount*, std::size_t>> plots;  // best cause, how many more alike
     for (const CauseCount& c : b.causes) {
-      if (c.per_channel.empty() || n == kPlots) continue;
-      o_ << (n++ ? "" : "<h4>Per channel</h4><div class=\"row\">") << channel_svg(c.per_channel, c.cause);
+      if (c.per_channel.empty()) continue;
+      auto it = std::find_if(plots.begin(), plots.end(),
+                             [&](const auto& p) { return p.first->per_channel == c.per_channel; });
+      if (it != plots.end())
+        ++it->second;
+      else if (plots.size() < kPlots)
+        plots.emplace_back(&c, 0);
     }
-    if (n) o_ << "</div>";
+    if (plots.empty()) return;
+    std::int64_t last = 0;
+    for (const auto& plot : plots) last = std::max(last, plot.first->per_channel.rbegin()->first);
+    o_ << "<h4>Per channel</h4><div class=\"row\">";
+    for (const auto& [c, same] : plots) o_ << channel_svg(c->per_channel, c->cause, same, last);
+    o_ << "</div>";
   }
 
   void per_channel(const std::map<std::int64_t, std::int64_t>& pc) {
