@@ -1002,17 +1002,21 @@ TEST_F(HtmlReport, PerChannelChartsOfManyChannelsGroupNeighbouringChannels) {
 }
 
 TEST_F(HtmlReport, Screenshot) {
-  const fs::path png = fs::path(QCONFORM_ARTIFACT_DIR) / "report.png";
-  fs::remove(png);
-  const BrowserRun r =
-      chromium(shared_->chromium, shared_->page, "--screenshot=" + quote(png.string()) + " --window-size=1400,1800");
-  ASSERT_EQ(r.code, 0) << "see artifacts/chromium.log";
-  ASSERT_TRUE(fs::exists(png));
-  EXPECT_GT(fs::file_size(png), 40'000u) << "a blank page compresses to a few KB";
-  std::ifstream in(png, std::ios::binary);
-  std::array<char, 8> sig{};
-  in.read(sig.data(), sig.size());
-  EXPECT_EQ(std::string(sig.data(), 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  // The synthetic run, and the default run's shape at 1400 px: every column that ran in view.
+  for (const char* name : {"report", "report-default-run"}) {
+    SCOPED_TRACE(name);
+    const fs::path png = fs::path(QCONFORM_ARTIFACT_DIR) / (std::string(name) + ".png");
+    fs::remove(png);
+    const BrowserRun r = chromium(shared_->chromium, fs::path(QCONFORM_ARTIFACT_DIR) / (std::string(name) + ".html"),
+                                  "--screenshot=" + quote(png.string()) + " --window-size=1400,1800");
+    ASSERT_EQ(r.code, 0) << "see artifacts/chromium.log";
+    ASSERT_TRUE(fs::exists(png));
+    EXPECT_GT(fs::file_size(png), 40'000u) << "a blank page compresses to a few KB";
+    std::ifstream in(png, std::ios::binary);
+    std::array<char, 8> sig{};
+    in.read(sig.data(), sig.size());
+    EXPECT_EQ(std::string(sig.data(), 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  }
 }
 
 }  // namespace
