@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -220,22 +221,33 @@ std::string histogram_svg(const std::array<std::int64_t, 5>& h, const std::strin
   return o.str();
 }
 
-// Mismatches per channel that one cause reproduces, as inline SVG bars, with axes and a tooltip
-// per bar. Heights are linear: channels are compared with each other, and one channel far above
-// the rest (its scale or zero point) should look it. Channels without mismatches keep their slot,
-// so a pattern (every fourth channel, the last block) shows; past kMaxSlots channels, each bar
-// sums a group of neighbouring channels. `same` more causes have the same counts; the axis runs to
-// `last`, the last channel any chart of the result has, so its charts line up.
+// The channels of a cause's per-channel counts that a chart can show: those with mismatches, at
+// channel numbers a tensor can have (a hand-edited report.json may hold anything).
+std::map<std::int64_t, std::int64_t> plottable(const std::map<std::int64_t, std::int64_t>& per_channel) {
+  constexpr std::int64_t kMaxChannel = std::int64_t{1} << 40;
+  std::map<std::int64_t, std::int64_t> o;
+  for (const auto& [ch, n] : per_channel)
+    if (ch >= 0 && ch < kMaxChannel && n > 0) o.emplace(ch, n);
+  return o;
+}
+
+// Mismatches per channel that one cause reproduces (plottable() counts, not empty), as inline SVG bars, with axes and a
+// tooltip per bar. Heights are linear: channels are compared with each other, and one channel far above the rest (its
+// scale or zero point) should look it. Channels without mismatches keep their slot, so a pattern (every fourth channel,
+// the last block) shows; past kMaxSlots channels, each bar sums a group of neighbouring channels. `same` more causes
+// have the same counts; the axis runs to `last`, the last channel any chart of the result has, so its charts line up.
 std::string channel_svg(const std::map<std::int64_t, std::int64_t>& per_channel, const std::string& cause,
                         std::size_t same, std::int64_t last) {
   constexpr std::int64_t kMaxSlots = 96;
   constexpr double kLeft = 40, kTop = 14, kPlot = 84, kRight = 26, kBottom = 34;  // room for "296–299"
-  const std::int64_t first = std::min<std::int64_t>(0, per_channel.begin()->first);
   last = std::max(last, per_channel.rbegin()->first);
-  const std::int64_t group = (last - first + kMaxSlots) / kMaxSlots;  // channels per bar
-  const std::int64_t slots = (last - first) / group + 1;
+  const std::int64_t group = (last + kMaxSlots) / kMaxSlots;  // channels per bar
+  const std::int64_t slots = last / group + 1;
   std::map<std::int64_t, std::int64_t> bars;  // slot -> mismatches
-  for (const auto& [ch, n] : per_channel) bars[(ch - first) / group] += n;
+  for (const auto& [ch, n] : per_channel) {
+    std::int64_t& sum = bars[ch / group];
+    if (__builtin_add_overflow(sum, n, &sum)) sum = std::numeric_limits<std::int64_t>::max();
+  }
   std::int64_t most = 0;
   for (const auto& bar : bars) most = std::max(most, bar.second);
   const double slot = std::clamp(384.0 / static_cast<double>(slots), 4.0, 28.0);
@@ -244,7 +256,7 @@ std::string channel_svg(const std::map<std::int64_t, std::int64_t>& per_channel,
   const std::string axis = group == 1 ? "channel" : "channel (" + std::to_string(group) + " per bar)";
   const std::string title = "Mismatches per " + axis + " that " + cause + " reproduces";
   auto channel_text = [&](std::int64_t bar) {
-    const std::int64_t lo = first + bar * group;
+    const std::int64_t lo = bar * group;
     return group == 1 ? std::to_string(lo) : std::to_string(lo) + "–" + std::to_string(lo + group - 1);
   };
   std::ostringstream o;
@@ -508,8 +520,8 @@ class Renderer {
   }
 
   // A backend that SKIPs every case (no GPU, a missing CPU feature) would fill a matrix column and
-  // a block in every case section with the same line: such backends become one line each group of
-  // them with the same reasons, above the matrix. report.json keeps every result.
+  // a block in every case section with the same line: such backends become one line per group with
+  // the same reasons, above the matrix. report.json keeps every result.
   void fold(const std::vector<std::string>& backends) {
     std::map<std::vector<std::pair<std::string, std::int64_t>>, std::size_t> group_of;  // reasons -> folded_ index
     for (const std::string& bn : backends) {
@@ -791,22 +803,27 @@ class Renderer {
   // standing out points at its parameters, all of them alike at the kernel.
   // Causes with the same counts per channel (often several, alike on these elements) share a chart.
   void channel_plots(const BackendResult& b) {
-    constexpr std::size_t kPlots = 4;                              // the best few; the table above has every cause
-    std::vector<std::pair<const CauseCount*, std::size_t>> plots;  // best cause, how many more alike
+    constexpr std::size_t kPlots = 4;  // the best few; the table above has every cause
+    struct Plot {
+      std::map<std::int64_t, std::int64_t> counts;
+      const CauseCount* cause;  // the best of those with these counts
+      std::size_t same;         // how many more have them
+    };
+    std::vector<Plot> plots;
     for (const CauseCount& c : b.causes) {
-      if (c.per_channel.empty()) continue;
-      auto it = std::find_if(plots.begin(), plots.end(),
-                             [&](const auto& p) { return p.first->per_channel == c.per_channel; });
+      auto counts = plottable(c.per_channel);
+      if (counts.empty()) continue;
+      auto it = std::find_if(plots.begin(), plots.end(), [&](const Plot& p) { return p.counts == counts; });
       if (it != plots.end())
-        ++it->second;
+        ++it->same;
       else if (plots.size() < kPlots)
-        plots.emplace_back(&c, 0);
+        plots.push_back({std::move(counts), &c, 0});
     }
     if (plots.empty()) return;
     std::int64_t last = 0;
-    for (const auto& plot : plots) last = std::max(last, plot.first->per_channel.rbegin()->first);
+    for (const Plot& p : plots) last = std::max(last, p.counts.rbegin()->first);
     o_ << "<h4>Per channel</h4><div class=\"row\">";
-    for (const auto& [c, same] : plots) o_ << channel_svg(c->per_channel, c->cause, same, last);
+    for (const Plot& p : plots) o_ << channel_svg(p.counts, p.cause->cause, p.same, last);
     o_ << "</div>";
   }
 
