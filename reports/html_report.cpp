@@ -4,7 +4,8 @@
 // Layout: run header (metadata, verdict legend with totals, backends and their facts), the
 // matrix of cases x backends (each cell links to its drill-down), then one section per case
 // with a <details> drill-down per backend. PASS and SKIP drill-downs start collapsed so a run of
-// hundreds of cases stays navigable; every other verdict starts open.
+// hundreds of cases stays navigable; every other verdict starts open. Backends that SKIP every
+// case (no GPU here) get neither a column nor drill-downs: one line per reason above the matrix.
 #include "reports/escape.hpp"
 #include "reports/writers.hpp"
 
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -22,6 +24,17 @@ namespace qc {
 namespace {
 
 std::string esc(const std::string& s) { return xml_escape(s); }
+
+// Escaped, with a line-break opportunity after each separator, so that a long backend, case or
+// preset name wraps in a narrow matrix column instead of widening it ("hip-<wbr>recip").
+std::string breakable(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    o += esc(std::string(1, c));
+    if (std::string_view("-_:./@").find(c) != std::string_view::npos) o += "<wbr>";
+  }
+  return o;
+}
 
 std::string lower(std::string_view s) {
   std::string o(s);
@@ -58,6 +71,10 @@ bool fails_run(Verdict v) {
 
 bool starts_open(Verdict v) { return v != Verdict::pass && v != Verdict::skip; }
 
+// A PASS judged against the backend's claimed preset, not the case's spec: its counts against the
+// spec may be far from zero, so it must not read like a PASS against the spec.
+bool claim_pass(const BackendResult& b) { return b.verdict == Verdict::pass && b.expectation == "claim"; }
+
 // Whether the comparison ran (a shape mismatch FAILs before it, with empty metrics).
 bool has_metrics(const BackendResult& b) {
   return b.verdict != Verdict::skip && b.verdict != Verdict::crash && b.verdict != Verdict::timeout &&
@@ -65,6 +82,13 @@ bool has_metrics(const BackendResult& b) {
 }
 
 std::string unit_name(const Metrics& m) { return m.unit == "ulp" ? "ULP" : "LSB"; }
+
+// A claim-PASS whose outputs differ from the spec: green next to "17 of 48 off", the cell that
+// most needs to stand out. (Most claim-PASS results of a default run are bit-exact against the
+// spec too; striping those would make the stripes the norm.)
+bool claim_pass_off_spec(const BackendResult& b) {
+  return claim_pass(b) && has_metrics(b) && b.metrics.mismatches() > 0;
+}
 
 std::string distance(std::int64_t d) { return std::abs(d) >= kUlpInfinite ? "∞" : std::to_string(d); }
 
@@ -90,6 +114,17 @@ std::string percent(std::int64_t part, std::int64_t whole) {
   if (whole <= 0) return "";
   const double p = 100.0 * static_cast<double>(part) / static_cast<double>(whole);
   return fixed(p, p != 0 && p < 0.1 ? 3 : (p < 10 ? 2 : 1)) + "%";
+}
+
+// What a claim-PASS means for this result, in one sentence (plain text, not escaped).
+std::string claim_note(const BackendResult& b, const std::string& spec) {
+  std::string o = "Passed against its claimed preset " + (b.claim.empty() ? std::string("(none)") : b.claim) +
+                  ", not the case's spec " + spec;
+  if (!has_metrics(b)) return o;
+  const Metrics& m = b.metrics;
+  if (m.mismatches() == 0) return o + "; it is bit-exact against the spec too";
+  return o + ": " + std::to_string(m.mismatches()) + " of " + std::to_string(m.compared) +
+         " elements differ from the spec, by up to " + distance(m.max_abs) + " " + unit_name(m);
 }
 
 // The command line as a shell would need it, so it can be pasted back.
@@ -123,8 +158,8 @@ class Anchors {
  public:
   // The page's own ids, so no case can take them.
   Anchors()
-      : used_{"run-metadata",  "outcome", "attention",    "legend", "backends",
-              "backend-facts", "matrix",  "matrix-title", "details"} {}
+      : used_{"run-metadata", "outcome",      "attention", "legend",       "backends", "backend-facts",
+              "matrix",       "matrix-title", "details",   "claim-legend", "folded"} {}
 
   std::string make(const std::string& text) {
     std::string a;
@@ -186,14 +221,87 @@ std::string histogram_svg(const std::array<std::int64_t, 5>& h, const std::strin
   return o.str();
 }
 
+// The channels of a cause's per-channel counts that a chart can show: those with mismatches, at
+// channel numbers a tensor can have (a hand-edited report.json may hold anything).
+std::map<std::int64_t, std::int64_t> plottable(const std::map<std::int64_t, std::int64_t>& per_channel) {
+  constexpr std::int64_t kMaxChannel = std::int64_t{1} << 40;
+  std::map<std::int64_t, std::int64_t> o;
+  for (const auto& [ch, n] : per_channel)
+    if (ch >= 0 && ch < kMaxChannel && n > 0) o.emplace(ch, n);
+  return o;
+}
+
+// Mismatches per channel that one cause reproduces (plottable() counts, not empty), as inline SVG bars, with axes and a
+// tooltip per bar. Heights are linear: channels are compared with each other, and one channel far above the rest (its
+// scale or zero point) should look it. Channels without mismatches keep their slot, so a pattern (every fourth channel,
+// the last block) shows; past kMaxSlots channels, each bar sums a group of neighbouring channels. `same` more causes
+// have the same counts; the axis runs to `last`, the last channel any chart of the result has, so its charts line up.
+std::string channel_svg(const std::map<std::int64_t, std::int64_t>& per_channel, const std::string& cause,
+                        std::size_t same, std::int64_t last) {
+  constexpr std::int64_t kMaxSlots = 96;
+  constexpr double kLeft = 40, kTop = 14, kPlot = 84, kRight = 26, kBottom = 34;  // room for "296–299"
+  last = std::max(last, per_channel.rbegin()->first);
+  const std::int64_t group = (last + kMaxSlots) / kMaxSlots;  // channels per bar
+  const std::int64_t slots = last / group + 1;
+  std::map<std::int64_t, std::int64_t> bars;  // slot -> mismatches
+  for (const auto& [ch, n] : per_channel) {
+    std::int64_t& sum = bars[ch / group];
+    if (__builtin_add_overflow(sum, n, &sum)) sum = std::numeric_limits<std::int64_t>::max();
+  }
+  std::int64_t most = 0;
+  for (const auto& bar : bars) most = std::max(most, bar.second);
+  const double slot = std::clamp(384.0 / static_cast<double>(slots), 4.0, 28.0);
+  const double gap = slot >= 8 ? 2 : 0.5;
+  const double width = kLeft + slot * static_cast<double>(slots) + kRight, base = kTop + kPlot;
+  const std::string axis = group == 1 ? "channel" : "channel (" + std::to_string(group) + " per bar)";
+  const std::string title = "Mismatches per " + axis + " that " + cause + " reproduces";
+  auto channel_text = [&](std::int64_t bar) {
+    const std::int64_t lo = bar * group;
+    return group == 1 ? std::to_string(lo) : std::to_string(lo) + "–" + std::to_string(lo + group - 1);
+  };
+  std::ostringstream o;
+  o << "<figure class=\"perch\"><svg class=\"perch\" width=\"" << fixed(width, 0) << "\" height=\""
+    << fixed(base + kBottom, 0) << "\" viewBox=\"0 0 " << fixed(width, 0) << " " << fixed(base + kBottom, 0)
+    << "\" role=\"img\" aria-label=\"" << esc(title) << "\"><title>" << esc(title) << "</title>";
+  o << "<line x1=\"" << kLeft << "\" y1=\"" << base << "\" x2=\"" << fixed(width - kRight + 2, 1) << "\" y2=\"" << base
+    << "\" class=\"axis\"></line><line x1=\"" << kLeft << "\" y1=\"" << kTop << "\" x2=\"" << kLeft << "\" y2=\""
+    << base << "\" class=\"axis\"></line>";
+  // The y axis: 0 and the largest count; the x axis: every channel where there is room, else the
+  // first and last.
+  const bool roomy = slot >= 14;
+  o << "<text x=\"" << kLeft - 4 << "\" y=\"" << base << "\" class=\"tick y\">0</text><text x=\"" << kLeft - 4
+    << "\" y=\"" << kTop + 8 << "\" class=\"tick y\">" << most << "</text>";
+  o << "<text x=\"12\" y=\"" << kTop + kPlot / 2 << "\" class=\"axis-label\" transform=\"rotate(-90 12 "
+    << kTop + kPlot / 2 << ")\">mismatches</text>";
+  for (std::int64_t bar = 0; bar < slots; bar += roomy ? 1 : std::max<std::int64_t>(1, slots - 1))
+    o << "<text x=\"" << fixed(kLeft + slot * (static_cast<double>(bar) + 0.5), 1) << "\" y=\"" << base + 12
+      << "\" class=\"tick\">" << channel_text(bar) << "</text>";
+  o << "<text x=\"" << fixed(kLeft + slot * static_cast<double>(slots) / 2, 1) << "\" y=\"" << base + 28
+    << "\" class=\"axis-label\">" << esc(axis) << "</text>";
+  for (const auto& [bar, n] : bars) {
+    const double h = std::max(1.0, kPlot * static_cast<double>(n) / static_cast<double>(most));
+    o << "<rect class=\"bar\" x=\"" << fixed(kLeft + slot * static_cast<double>(bar) + gap / 2, 2) << "\" y=\""
+      << fixed(base - h, 2) << "\" width=\"" << fixed(slot - gap, 2) << "\" height=\"" << fixed(h, 2)
+      << "\"><title>channel " << channel_text(bar) << ": " << n << (n == 1 ? " mismatch" : " mismatches")
+      << "</title></rect>";
+    if (roomy)
+      o << "<text x=\"" << fixed(kLeft + slot * (static_cast<double>(bar) + 0.5), 1) << "\" y=\""
+        << fixed(base - h - 3, 1) << "\" class=\"count\">" << n << "</text>";
+  }
+  o << "</svg><figcaption>mismatches per channel that <code>" << esc(cause) << "</code>";
+  if (same) o << " and " << same << (same == 1 ? " more cause" : " more causes") << " with the same counts";
+  o << " reproduce" << (same ? "" : "s") << "</figcaption></figure>";
+  return o.str();
+}
+
 const char* kStyle = R"(
 :root{--fg:#1c2230;--muted:#626b7b;--line:#d8dce3;--soft:#f4f5f7}
 *{box-sizing:border-box}
 body{font:13px/1.45 system-ui,-apple-system,"Segoe UI","Liberation Sans","DejaVu Sans",sans-serif;margin:0;color:var(--fg);background:#fff}
-main{padding:18px 24px 40px}
+main{padding:18px 24px 40px;overflow-wrap:break-word}
 h1{font-size:19px;margin:0 0 10px;font-weight:650}
 h2{font-size:15px;margin:26px 0 8px;padding-bottom:4px;border-bottom:2px solid var(--line)}
-h3{font-size:14px;margin:0;font-weight:650}
+h3{font-size:14px;margin:0;font-weight:650;overflow-wrap:anywhere}
 code,pre,.mono{font-family:ui-monospace,"DejaVu Sans Mono","Liberation Mono",Menlo,Consolas,monospace;font-size:12px}
 a{color:#1d5fbf;text-decoration:none} a:hover{text-decoration:underline}
 table{border-collapse:collapse}
@@ -210,22 +318,34 @@ th{background:var(--soft);font-weight:600}
 .v-crash{background:#262a33;color:#fff}
 .v-timeout{background:#9a3412;color:#fff}
 .badge{display:inline-block;min-width:62px;text-align:center;padding:1px 7px;border-radius:3px;font-weight:700;font-size:11px;letter-spacing:.03em}
-.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:0}
-.meta dt{color:var(--muted)} .meta dd{margin:0}
+.meta{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:2px 14px;margin:0}
+.meta dt{color:var(--muted)} .meta dd{margin:0;overflow-wrap:anywhere}
 .features{font-size:11px;color:var(--muted);word-spacing:2px}
 .banner{margin:14px 0 8px;padding:7px 12px;border-radius:3px;font-weight:600}
 .banner.ok{background:#d5f2dc;color:#11582a} .banner.notok{background:#fcd2d0;color:#8f1411}
 .legend{display:grid;grid-template-columns:repeat(auto-fill,minmax(340px,1fr));gap:4px 18px;list-style:none;padding:0;margin:12px 0 6px}
 .legend li{display:flex;align-items:center;gap:8px}
-.legend .n{font-weight:700;font-variant-numeric:tabular-nums;min-width:2ch}
+.legend .n{font-weight:700;font-variant-numeric:tabular-nums;min-width:2ch;flex:none}
+.legend .badge{flex:none}
 .legend .zero{opacity:.45}
-table.matrix thead th{position:sticky;top:0;z-index:1;box-shadow:0 1px 0 var(--line)}
+.matrix-wrap{overflow:auto;max-height:80vh;max-width:100%}
+table.matrix thead th{position:sticky;top:0;z-index:2;box-shadow:0 1px 0 var(--line);vertical-align:bottom}
+table.matrix thead th:first-child{left:0;z-index:3}
+table.matrix tbody td:first-child{position:sticky;left:0;z-index:1;background:#fff;min-width:9em;max-width:18em;overflow-wrap:anywhere}
 table.matrix tr.suite th{background:#fff;border-left:0;border-right:0;padding-top:8px;color:var(--muted);font-weight:600}
-td.cell{padding:0;min-width:150px}
-td.cell a{display:block;padding:3px 8px;color:inherit;white-space:nowrap}
-td.cell .vt{font-weight:700;font-size:11px;letter-spacing:.03em}
-td.cell .d{font-size:11px;opacity:.85;margin-left:6px;font-variant-numeric:tabular-nums}
+td.cell{padding:0}
+td.cell a{display:block;padding:3px 6px;color:inherit}
+td.cell .vt{font-weight:700;font-size:11px;letter-spacing:.03em;white-space:nowrap}
+td.cell .d{font-size:11px;opacity:.85;margin-left:5px;font-variant-numeric:tabular-nums}
 td.none{color:var(--muted);text-align:center}
+td.cell.claim-pass.off-spec{background:repeating-linear-gradient(135deg,#d5f2dc 0 6px,#f2faf4 6px 12px);box-shadow:inset 3px 0 0 #2f7a45}
+.claim-tag{display:inline-block;margin-left:5px;padding:0 4px;border:1px dashed #2f7a45;border-radius:3px;background:#fff;color:#11582a;font-size:10px;font-weight:600;white-space:nowrap}
+.claim-note{margin:0 0 8px;color:#11582a}
+.claim-legend{margin:2px 0 6px}
+.folded{margin:0 0 10px}
+.folded p{margin:0 0 2px}
+.folded ul{margin:0;padding-left:18px}
+.folded li{margin:1px 0}
 section.case{margin:0 0 10px;padding:8px 0 0;border-top:1px solid var(--line)}
 h2+section.case{border-top:0}
 .case .sub{color:var(--muted);font-size:12px;margin:2px 0 4px}
@@ -233,7 +353,7 @@ h2+section.case{border-top:0}
 details.result{margin:4px 0 4px 14px;border:1px solid var(--line);border-radius:3px}
 details.result>summary{padding:4px 8px;cursor:pointer;list-style-position:inside}
 details.result[open]>summary{border-bottom:1px solid var(--line);background:var(--soft)}
-details.result .body{padding:8px 10px 10px}
+details.result .body{padding:8px 10px 10px;overflow-x:auto}
 .row{display:flex;flex-wrap:wrap;gap:10px 26px;align-items:flex-start;margin-bottom:8px}
 .kv{display:grid;grid-template-columns:max-content max-content;gap:1px 12px}
 .kv .k{color:var(--muted)} .kv .v{font-variant-numeric:tabular-nums;text-align:right}
@@ -241,6 +361,12 @@ figure.hist{margin:0}
 figure.hist figcaption{font-size:11px;color:var(--muted);max-width:206px}
 svg.hist text{font:10px system-ui,"Liberation Sans",sans-serif;fill:#333;text-anchor:middle}
 svg.hist .axis{stroke:#999;stroke-width:1}
+figure.perch{margin:0;display:table}
+figure.perch figcaption{display:table-caption;caption-side:bottom;font-size:11px;color:var(--muted)}
+svg.perch text{font:10px system-ui,"Liberation Sans",sans-serif;fill:#333;text-anchor:middle}
+svg.perch text.y{text-anchor:end;dominant-baseline:middle}
+svg.perch .axis{stroke:#999;stroke-width:1}
+svg.perch rect.bar{fill:#c0392b}
 table.small td,table.small th{padding:2px 6px;font-size:12px}
 h4{font-size:12px;margin:10px 0 4px;color:var(--muted);text-transform:uppercase;letter-spacing:.05em}
 .ch{display:inline-block;margin:0 8px 0 0;white-space:nowrap}
@@ -262,13 +388,16 @@ ul.agreements li{margin:2px 0}
 class Renderer {
  public:
   explicit Renderer(const RunReport& r) : r_(r) {
+    std::vector<std::string> backends;
     for (const CaseResult& c : r.cases)
       for (const BackendResult& b : c.backends)
-        if (std::find(backends_.begin(), backends_.end(), b.backend) == backends_.end()) backends_.push_back(b.backend);
+        if (std::find(backends.begin(), backends.end(), b.backend) == backends.end()) backends.push_back(b.backend);
+    fold(backends);
     for (const CaseResult& c : r.cases) {
       CaseRef cr{&c, anchors_.make("case-" + (c.id.empty() ? c.name : c.id)), {}};
       case_anchor_.emplace(c.id, cr.anchor);
-      for (const BackendResult& b : c.backends) cr.results.push_back({&b, anchors_.make(cr.anchor + "-" + b.backend)});
+      for (const BackendResult& b : c.backends)
+        if (!folded_names_.count(b.backend)) cr.results.push_back({&b, anchors_.make(cr.anchor + "-" + b.backend)});
       cases_.push_back(std::move(cr));
     }
   }
@@ -334,6 +463,19 @@ class Renderer {
          << verdict_meaning(v) << "</span></li>";
     }
     o_ << "</ul>";
+    std::int64_t claim_passes = 0, off_spec = 0;
+    for (const CaseResult& c : r_.cases)
+      for (const BackendResult& b : c.backends) {
+        claim_passes += claim_pass(b);
+        off_spec += claim_pass_off_spec(b);
+      }
+    if (claim_passes)
+      o_ << "<p class=\"claim-legend\" id=\"claim-legend\"><span class=\"badge v-pass\">PASS</span><span "
+            "class=\"claim-tag\">vs claim</span> "
+         << claim_passes << " of the " << counts[Verdict::pass]
+         << " PASS results passed against the backend's claimed preset (expectation <code>claim</code>), not the "
+            "case's spec; their counts are still against the spec, and "
+         << off_spec << " of them (striped) differ from it</p>";
 
     if (!m.backends.empty() || !m.backend_facts.empty()) {
       o_ << "<h2 id=\"backends\">Backends</h2><table class=\"small\" "
@@ -377,6 +519,65 @@ class Renderer {
     o_ << "</ul>";
   }
 
+  // A backend that SKIPs every case (no GPU, a missing CPU feature) would fill a matrix column and
+  // a block in every case section with the same line: such backends become one line per group with
+  // the same reasons, above the matrix. report.json keeps every result.
+  void fold(const std::vector<std::string>& backends) {
+    std::map<std::vector<std::pair<std::string, std::int64_t>>, std::size_t> group_of;  // reasons -> folded_ index
+    for (const std::string& bn : backends) {
+      std::vector<std::pair<std::string, std::int64_t>> reasons;  // in first-seen order, with their counts
+      bool all_skip = true;
+      for (const CaseResult& c : r_.cases)
+        for (const BackendResult& b : c.backends) {
+          if (b.backend != bn) continue;
+          all_skip = all_skip && b.verdict == Verdict::skip;
+          auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& x) { return x.first == b.reason; });
+          if (it == reasons.end())
+            reasons.emplace_back(b.reason, 1);
+          else
+            ++it->second;
+        }
+      if (!all_skip) {
+        columns_.push_back(bn);
+        continue;
+      }
+      folded_names_.insert(bn);
+      const auto [it, added] = group_of.emplace(reasons, folded_.size());
+      if (added) folded_.push_back({{}, reasons});
+      folded_[it->second].backends.push_back(bn);
+    }
+  }
+
+  void folded() {
+    if (folded_.empty()) return;
+    o_ << "<div class=\"folded\" id=\"folded\"><p class=\"muted\">Not shown as columns: " << folded_names_.size()
+       << (folded_names_.size() == 1 ? " backend" : " backends")
+       << " that skipped every case (their results are kept in report.json).</p><ul>";
+    for (const FoldGroup& g : folded_) {
+      std::int64_t results = 0;
+      for (const auto& reason : g.reasons) results += reason.second;
+      o_ << "<li class=\"fold\">";
+      for (std::size_t i = 0; i < g.backends.size(); ++i)
+        o_ << (i == 0                       ? ""
+               : i + 1 == g.backends.size() ? " and "
+                                            : ", ")
+           << "<b class=\"fb\">" << esc(g.backends[i]) << "</b>";
+      o_ << " skipped " << (results == 1 ? "the one case" : "all " + std::to_string(results) + " cases") << ": ";
+      // A pathological run could give a reason per case; the first few tell the story.
+      constexpr std::size_t kShown = 8;
+      for (std::size_t i = 0; i < g.reasons.size() && i < kShown; ++i) {
+        o_ << (i ? "; " : "") << "<span class=\"reason\">" << esc(g.reasons[i].first) << "</span>";
+        if (g.reasons.size() > 1)
+          o_ << " <span class=\"muted\">(" << g.reasons[i].second << (g.reasons[i].second == 1 ? " case" : " cases")
+             << ")</span>";
+      }
+      if (g.reasons.size() > kShown)
+        o_ << "; <span class=\"muted\">&hellip; " << g.reasons.size() - kShown << " more reasons</span>";
+      o_ << "</li>";
+    }
+    o_ << "</ul></div>";
+  }
+
   void facts_inline(const std::map<std::string, std::string>& facts) {
     for (const auto& [k, v] : facts)
       o_ << "<span class=\"fact\"><span class=\"k\">" << esc(k) << "</span> " << esc(v) << "</span> ";
@@ -384,20 +585,24 @@ class Renderer {
 
   void matrix() {
     o_ << "<h2 id=\"matrix-title\">Cases &times; backends</h2>";
-    o_ << "<table class=\"matrix\" id=\"matrix\"><thead><tr><th>case</th><th>op</th><th>spec</th>";
-    for (const std::string& b : backends_) o_ << "<th>" << esc(b) << "</th>";
+    folded();
+    // Wider than the window, the matrix scrolls in its own box (headers and case names stay in
+    // view), never the page.
+    o_ << "<div class=\"matrix-wrap\"><table class=\"matrix\" id=\"matrix\"><thead><tr><th>case</th><th>op</th>"
+          "<th>spec</th>";
+    for (const std::string& b : columns_) o_ << "<th>" << breakable(b) << "</th>";
     o_ << "</tr></thead><tbody>";
     const std::string* suite = nullptr;
     for (const CaseRef& cr : cases_) {
       const CaseResult& c = *cr.c;
       if (!c.suite.empty() && (!suite || *suite != c.suite)) {
         suite = &c.suite;
-        o_ << "<tr class=\"suite\"><th colspan=\"" << 3 + backends_.size() << "\">" << esc(c.suite) << "</th></tr>";
+        o_ << "<tr class=\"suite\"><th colspan=\"" << 3 + columns_.size() << "\">" << esc(c.suite) << "</th></tr>";
       }
       o_ << "<tr data-case=\"" << esc(c.id) << "\"><td><a href=\"#" << cr.anchor << "\">"
-         << esc(c.suite.empty() || c.name.empty() ? c.id : c.name) << "</a></td><td>" << esc(c.op) << "</td><td>"
-         << esc(c.spec) << "</td>";
-      for (const std::string& bn : backends_) {
+         << breakable(c.suite.empty() || c.name.empty() ? c.id : c.name) << "</a></td><td>" << breakable(c.op)
+         << "</td><td>" << breakable(c.spec) << "</td>";
+      for (const std::string& bn : columns_) {
         auto it = std::find_if(cr.results.begin(), cr.results.end(),
                                [&](const ResultRef& x) { return x.result->backend == bn; });
         if (it == cr.results.end()) {
@@ -405,9 +610,12 @@ class Renderer {
           continue;
         }
         const BackendResult& b = *it->result;
-        o_ << "<td class=\"cell " << verdict_class(b.verdict) << "\" data-case=\"" << esc(c.id) << "\" data-backend=\""
-           << esc(b.backend) << "\" title=\"" << esc(b.reason) << "\"><a href=\"#" << it->anchor
-           << "\"><span class=\"vt\">" << name(b.verdict) << "</span>";
+        const bool cp = claim_pass(b);
+        o_ << "<td class=\"cell " << verdict_class(b.verdict) << (cp ? " claim-pass" : "")
+           << (claim_pass_off_spec(b) ? " off-spec" : "") << "\" data-case=\"" << esc(c.id) << "\" data-backend=\""
+           << esc(b.backend) << "\" title=\"" << esc(cp ? claim_note(b, c.spec) + ". " + b.reason : b.reason)
+           << "\"><a href=\"#" << it->anchor << "\"><span class=\"vt\">" << name(b.verdict) << "</span>";
+        if (cp) o_ << "<span class=\"claim-tag\">vs claim</span>";
         if (has_metrics(b)) {
           const Metrics& m = b.metrics;
           o_ << "<span class=\"d\">";
@@ -421,7 +629,7 @@ class Renderer {
       }
       o_ << "</tr>";
     }
-    o_ << "</tbody></table>";
+    o_ << "</tbody></table></div>";
   }
 
   void case_section(const CaseRef& cr) {
@@ -438,7 +646,7 @@ class Renderer {
     if (!c.description.empty()) o_ << "<div class=\"desc\">" << esc(c.description) << "</div>";
     operands_from(c);
     agreements(cr);
-    for (const ResultRef& rr : cr.results) result(rr);
+    for (const ResultRef& rr : cr.results) result(c, rr);
     o_ << "</section>";
   }
 
@@ -491,13 +699,18 @@ class Renderer {
     o_ << "</tbody></table>";
   }
 
-  void result(const ResultRef& rr) {
+  void result(const CaseResult& c, const ResultRef& rr) {
     const BackendResult& b = *rr.result;
+    const bool cp = claim_pass(b);
     o_ << "<details class=\"result\" id=\"" << rr.anchor << "\" data-backend=\"" << esc(b.backend) << "\""
        << (starts_open(b.verdict) ? " open" : "") << "><summary><span class=\"badge " << verdict_class(b.verdict)
-       << "\">" << name(b.verdict) << "</span> <b>" << esc(b.backend) << "</b> <span class=\"muted\">";
+       << "\">" << name(b.verdict) << "</span>" << (cp ? "<span class=\"claim-tag\">vs claim</span>" : "") << " <b>"
+       << esc(b.backend) << "</b> <span class=\"muted\">";
     if (!b.claim.empty()) o_ << "claims " << esc(b.claim) << " &middot; ";
     o_ << "expects " << esc(b.expectation) << "</span> &mdash; " << esc(b.reason) << "</summary><div class=\"body\">";
+    if (cp)
+      o_ << "<p class=\"claim-note\"><span class=\"claim-tag\">vs claim</span> " << esc(claim_note(b, c.spec))
+         << ".</p>";
     if (has_metrics(b)) {
       const Metrics& m = b.metrics;
       o_ << "<div class=\"row\">";
@@ -583,6 +796,35 @@ class Renderer {
        << "\">" << b.unexplained
        << "</td><td></td><td>mismatches that no change, pair of changes or preset reproduces</td><td></td></tr>";
     o_ << "</tbody></table>";
+    channel_plots(b);
+  }
+
+  // Where the output has channels, the best causes' counts per channel as bar charts: one channel
+  // standing out points at its parameters, all of them alike at the kernel.
+  // Causes with the same counts per channel (often several, alike on these elements) share a chart.
+  void channel_plots(const BackendResult& b) {
+    constexpr std::size_t kPlots = 4;  // the best few; the table above has every cause
+    struct Plot {
+      std::map<std::int64_t, std::int64_t> counts;
+      const CauseCount* cause;  // the best of those with these counts
+      std::size_t same;         // how many more have them
+    };
+    std::vector<Plot> plots;
+    for (const CauseCount& c : b.causes) {
+      auto counts = plottable(c.per_channel);
+      if (counts.empty()) continue;
+      auto it = std::find_if(plots.begin(), plots.end(), [&](const Plot& p) { return p.counts == counts; });
+      if (it != plots.end())
+        ++it->same;
+      else if (plots.size() < kPlots)
+        plots.push_back({std::move(counts), &c, 0});
+    }
+    if (plots.empty()) return;
+    std::int64_t last = 0;
+    for (const Plot& p : plots) last = std::max(last, p.counts.rbegin()->first);
+    o_ << "<h4>Per channel</h4><div class=\"row\">";
+    for (const Plot& p : plots) o_ << channel_svg(p.counts, p.cause->cause, p.same, last);
+    o_ << "</div>";
   }
 
   void per_channel(const std::map<std::int64_t, std::int64_t>& pc) {
@@ -632,7 +874,14 @@ class Renderer {
   }
 
   const RunReport& r_;
-  std::vector<std::string> backends_;
+  // Backends that skipped every case, grouped by their reasons (and how many cases gave each).
+  struct FoldGroup {
+    std::vector<std::string> backends;
+    std::vector<std::pair<std::string, std::int64_t>> reasons;
+  };
+  std::vector<std::string> columns_;  // the matrix's backend columns: the others
+  std::vector<FoldGroup> folded_;
+  std::set<std::string> folded_names_;
   Anchors anchors_;
   std::map<std::string, std::string> case_anchor_;  // case id -> its section's anchor
   std::vector<CaseRef> cases_;

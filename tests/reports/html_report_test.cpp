@@ -1,7 +1,10 @@
 // The HTML report in a real browser: a synthetic run with every verdict, causes, per-channel
 // counts, integer and float metrics and hostile strings is rendered, loaded in headless Chromium,
-// and the DOM Chromium built is checked (matrix, links, drill-downs, histograms, escaping). A
-// screenshot goes to <build>/artifacts/report.png for people to look at.
+// and the DOM Chromium built is checked (matrix, links, drill-downs, histograms, per-channel
+// charts, escaping). A run shaped like the default suite (on a machine without a GPU, and on one
+// where every backend runs) and one wider than any screen are loaded at 1400 px wide, for
+// claim-PASS cells, folded backends and the width of the page. A screenshot goes to
+// <build>/artifacts/report.png for people to look at.
 //
 // Exit code 77 (ctest: skipped) when Chromium is missing and everything else passed.
 #include "dom.hpp"
@@ -87,6 +90,14 @@ qc::CaseResult case_result(const std::string& suite, const std::string& name, co
   return c;
 }
 
+// Mismatches in every third of 300 channels, more in the later ones: too many channels for a bar
+// each.
+const std::map<std::int64_t, std::int64_t> kManyChannels = [] {
+  std::map<std::int64_t, std::int64_t> m;
+  for (std::int64_t ch = 0; ch < 300; ch += 3) m[ch] = 1 + ch / 100;
+  return m;
+}();
+
 qc::RunReport synthetic_report() {
   using qc::Label;
   using qc::Verdict;
@@ -142,7 +153,9 @@ qc::RunReport synthetic_report() {
   xfail.metrics.max_abs = 1;
   xfail.metrics.signed_sum = -3;
   xfail.metrics.label_mismatch = {0, 0, 3, 0, 0};
-  xfail.causes = {{"requantize.rounding=" + kHostile, kHostile, 3, {}}};
+  // The second cause's per-channel counts are no tensor's (a hand-edited report.json): no chart.
+  xfail.causes = {{"requantize.rounding=" + kHostile, kHostile, 3, {{0, 2}, {1, 1}}},
+                  {"requantize.scheme=ideal", "exact", 1, {{-5, 2}, {std::int64_t{1} << 50, 1}, {3, 0}}}};
   xfail.fingerprint = "3:0b1c";
   h.backends.push_back(xfail);
   qc::BackendResult xpass = result("vnni512", Verdict::xpass, "the baseline recorded 2 mismatches; now bit-exact");
@@ -178,7 +191,8 @@ qc::RunReport synthetic_report() {
   ffail.causes = {{"dequantize.compute_format=f16",
                    "dequantize computes in f16 (the spec: exact)",
                    20,
-                   {{0, 2}, {1, 2}, {2, 3}, {3, 1}, {4, 2}, {5, 2}, {6, 2}, {7, 6}}}};
+                   {{0, 2}, {1, 2}, {2, 3}, {3, 1}, {4, 2}, {5, 2}, {6, 2}, {7, 6}}},
+                  {"dequantize.order=mul_then_sub", "dequantize multiplies first", 15, kManyChannels}};
   ffail.unexplained = 4;
   ffail.fingerprint = "24:51aa90e0c3d8";
   ffail.reproducer = "out/reproducers/dequantize__per_channel_i8_to_f16__hip.json";
@@ -215,6 +229,148 @@ qc::RunReport synthetic_report() {
   p.backends.push_back(pfail);
   r.cases.push_back(p);
   return r;
+}
+
+// A run shaped like the default suite on a machine without a GPU or AVX-512 (issue #17: 8 of 10
+// columns all SKIP): two backends that run, one of them judged against its claim, and nine that
+// SKIP every case, by four reasons. It is loaded at 1400 px wide. With `everything`, the machine
+// has the GPU and the CPU features: ten backends run, with long cells, and must still fit.
+constexpr const char* kNoGpu =
+    "no CUDA device: cudaGetDeviceCount returned cudaErrorNoDevice (no CUDA-capable device is detected)";
+const std::vector<std::string> kHipVariants = {"hip", "hip-recip", "hip-f16", "hip-fma", "hip-nofma", "hip-roundf"};
+const std::string kExec = "exec:./kernels --fast";  // a name with a space
+// The per-channel counts of the FAIL on quantize/per_axis1 x avx2-maddubs: channels 1, 2 and 4 have
+// none, channel 3 the most.
+const std::map<std::int64_t, std::int64_t> kPerChannel = {{0, 2}, {3, 7}, {5, 1}, {6, 4}};
+
+qc::RunReport default_run_report(bool everything) {
+  using qc::Verdict;
+  qc::RunReport r;
+  r.meta.tool_version = "0.1.0";
+  r.meta.cpu = "AMD EPYC 7B13";
+  r.meta.backends = {"cpu-ref", "avx2-maddubs"};
+  r.meta.backends.push_back(everything ? "vnni512" : "vnni512 (unavailable: CPU lacks avx512_vnni)");
+  r.meta.backends.push_back(everything ? "avxvnni" : "avxvnni (unavailable: CPU lacks avx_vnni)");
+  for (const std::string& h : kHipVariants)
+    r.meta.backends.push_back(everything ? h : h + " (unavailable: " + kNoGpu + ")");
+  r.meta.backends.push_back(kExec);
+  // A result of a backend that runs, the widest cells first: the variety of a real matrix.
+  auto ran = [](const std::string& backend, std::size_t i) {
+    switch (i % 4) {
+      case 0: {
+        qc::BackendResult b = result(backend, Verdict::fail, "61441/65536 exact, max |delta| 2147483647 LSB");
+        b.metrics = int_metrics(65536, {61441, 0, 0, 0, 4095});
+        b.metrics.max_abs = 2147483647;
+        return b;
+      }
+      case 1: {
+        qc::BackendResult b = result(backend, Verdict::pass, "0 mismatches against its claim gpu-recip");
+        b.expectation = "claim";
+        b.claim = "gpu-recip";
+        b.metrics = int_metrics(65536, {65000, 536, 0, 0, 0});
+        b.metrics.max_abs = 1;
+        return b;
+      }
+      case 2:
+        return result(backend, Verdict::timeout, "ran past the 30 s limit");
+      default: {
+        qc::BackendResult b = result(backend, Verdict::pass, "65536/65536 exact");
+        b.metrics = int_metrics(65536, {65536, 0, 0, 0, 0});
+        return b;
+      }
+    }
+  };
+  auto add_case = [&](const std::string& suite, const std::string& name, const std::string& op, qc::BackendResult cpu,
+                      qc::BackendResult avx2) {
+    qc::CaseResult c = case_result(suite, name, op, "onnx");
+    c.backends.push_back(std::move(cpu));
+    c.backends.push_back(std::move(avx2));
+    if (everything) {
+      std::vector<std::string> names = {"vnni512", "avxvnni"};
+      names.insert(names.end(), kHipVariants.begin(), kHipVariants.end());
+      for (std::size_t i = 0; i < names.size(); ++i) c.backends.push_back(ran(names[i], r.cases.size() + i));
+    } else {
+      c.backends.push_back(result("vnni512", Verdict::skip, "CPU lacks avx512_vnni"));
+      c.backends.push_back(result("avxvnni", Verdict::skip, "CPU lacks avx_vnni"));
+      for (const std::string& h : kHipVariants) c.backends.push_back(result(h, Verdict::skip, kNoGpu));
+    }
+    c.backends.push_back(result(kExec, Verdict::skip, "the kernel does not implement " + op));
+    r.cases.push_back(std::move(c));
+  };
+  auto exact = [](std::int64_t n) {
+    qc::BackendResult b = result("cpu-ref", Verdict::pass, std::to_string(n) + "/" + std::to_string(n) + " exact");
+    b.metrics = int_metrics(n, {n, 0, 0, 0, 0});
+    return b;
+  };
+  auto claimed = [](std::int64_t n, std::array<std::int64_t, 5> hist, std::int64_t max_abs) {
+    qc::BackendResult b = result("avx2-maddubs", Verdict::pass,
+                                 "0 mismatches against its claim x86-avx2-vpmaddubsw; " + std::to_string(hist[0]) +
+                                     "/" + std::to_string(n) + " exact against the spec onnx");
+    b.claim = "x86-avx2-vpmaddubsw";
+    b.expectation = "claim";
+    b.claim_mismatches = 0;
+    b.metrics = int_metrics(n, hist);
+    b.metrics.max_abs = max_abs;
+    return b;
+  };
+  // The issue's cell: "PASS 17 of 48 off, max 10339 LSB", green against the claim.
+  add_case("qgemm", "k66400_int16_pair", "qgemm", exact(48), claimed(48, {31, 0, 0, 0, 17}, 10339));
+  add_case("qgemm", "small_exact", "qgemm", exact(48), claimed(48, {48, 0, 0, 0, 0}, 0));
+  qc::BackendResult fail = result("avx2-maddubs", Verdict::fail, "242/256 exact, max |delta| 1 LSB against onnx");
+  fail.metrics = int_metrics(256, {242, 14, 0, 0, 0});
+  fail.metrics.max_abs = 1;
+  fail.causes = {
+      {"quantize.rounding=rna", "quantize rounds ties away from zero (the spec: ties to even)", 14, kPerChannel},
+      {"quantize.rounding=rhu", "quantize rounds ties up", 7, {{3, 3}, {6, 4}}},
+      {"preset tflite-reference", "TFLite's reference kernels", 14, kPerChannel, "preset"}};
+  add_case("quantize", "per_axis1", "quantize", exact(256), fail);
+  add_case("quantize", "ties_rne_f32_to_i8", "quantize", exact(256), claimed(256, {256, 0, 0, 0, 0}, 0));
+  // avx2-maddubs SKIPs one case, not all: it keeps its column.
+  add_case("dequantize", "per_channel_i8_to_f16", "dequantize", exact(1024),
+           result("avx2-maddubs", Verdict::skip, "avx2-maddubs does not implement dequantize"));
+  // The default suites' longest case name, op and preset name.
+  qc::BackendResult wide = ran("avx2-maddubs", 0);
+  add_case("weight_only", "accumulator_stress_i16_wrapped_then_requantized", "weight_only_gemm", exact(65536), wide);
+  r.cases.back().spec = "onednn@2.6-x86-avx512-core";
+  return r;
+}
+
+// A run too wide for any screen: 24 backends with long names, every cell a FAIL with counts, a case
+// name and worst-element operands with no space to break at. The page must not scroll sideways;
+// the matrix scrolls inside its own box.
+qc::RunReport wide_report() {
+  qc::RunReport r;
+  r.meta.tool_version = "0.1.0";
+  r.meta.command_line = {"build/cli/qconform", "run", "cases/" + std::string(300, 'x') + ".json"};
+  qc::CaseResult c =
+      case_result("wide", "a_case_name_with_no_space_to_break_at_" + std::string(90, 'n'), "qgemm", "onnx");
+  for (int i = 0; i < 24; ++i) {
+    qc::BackendResult b = result("py:vendor_kernels.quantized_linear:Backend" + std::to_string(i), qc::Verdict::fail,
+                                 "1234/4096 exact, max |delta| 100000 LSB against onnx");
+    b.metrics = int_metrics(4096, {1234, 1000, 1000, 800, 62});
+    b.metrics.max_abs = 100000;
+    b.metrics.worst = {
+        diff(4095, {63, 63}, "a=" + std::string(400, '7'), "-128", "127", 255, "-128.5", qc::Label::saturated, {})};
+    c.backends.push_back(std::move(b));
+  }
+  r.cases.push_back(std::move(c));
+  return r;
+}
+
+// The copy of a page that the width checks load: a script at the end of the body records the
+// layout on <html> as data attributes, which --dump-dom then prints. The report itself has no
+// script (IsSelfContained), and must not need one.
+std::string with_layout_probe(const std::string& html) {
+  const std::string probe =
+      "<script>(function(){var d=document.documentElement,w=document.querySelector('.matrix-wrap'),"
+      "t=document.getElementById('matrix');d.setAttribute('data-inner-width',innerWidth);"
+      "d.setAttribute('data-client-width',d.clientWidth);d.setAttribute('data-scroll-width',d.scrollWidth);"
+      "if(w){d.setAttribute('data-wrap-client-width',w.clientWidth);"
+      "d.setAttribute('data-wrap-scroll-width',w.scrollWidth);}"
+      "if(t)d.setAttribute('data-matrix-right',Math.ceil(t.getBoundingClientRect().right));})();</script>";
+  const std::size_t at = html.rfind("</body>");
+  if (at == std::string::npos) throw std::runtime_error("no </body> in the report");
+  return html.substr(0, at) + probe + html.substr(at);
 }
 
 // ---- Chromium ---------------------------------------------------------------------------------
@@ -270,6 +426,14 @@ BrowserRun chromium(const std::string& exe, const fs::path& page, const std::str
 
 class HtmlReport : public ::testing::Test {
  protected:
+  // A report loaded at 1400 px wide with the layout probe: its DOM and its layout.
+  struct Page {
+    qc::RunReport report;
+    std::string html;  // as rendered, without the probe
+    BrowserRun dump;
+    std::unique_ptr<Node> dom;
+  };
+
   // What every test reads: the report, its HTML and the DOM Chromium built from it.
   struct Shared {
     qc::RunReport report;
@@ -278,7 +442,19 @@ class HtmlReport : public ::testing::Test {
     std::string chromium;  // empty when not installed
     BrowserRun dump;       // chromium --dump-dom
     std::unique_ptr<Node> dom;
+    Page default_run, everything, wide;
   };
+
+  static void load_at_1400(Shared& s, Page& p, qc::RunReport r, const std::string& file) {
+    p.report = std::move(r);
+    p.html = qc::render_html(p.report);
+    qc::write_file_atomic(fs::path(QCONFORM_ARTIFACT_DIR) / (file + ".html"), p.html);
+    if (s.chromium.empty()) return;
+    const fs::path probed = fs::path(QCONFORM_ARTIFACT_DIR) / (file + ".probe.html");
+    qc::write_file_atomic(probed, with_layout_probe(p.html));
+    p.dump = chromium(s.chromium, probed, "--dump-dom --window-size=1400,1800");
+    if (p.dump.code == 0) p.dom = qc::test::parse_dom(p.dump.out);
+  }
 
   static void SetUpTestSuite() {
     if (shared_) return;  // once for both suites: Chromium's start is most of the test's time
@@ -293,20 +469,24 @@ class HtmlReport : public ::testing::Test {
     if (s.chromium.empty()) return;
     s.dump = chromium(s.chromium, s.page, "--dump-dom");
     if (s.dump.code == 0) s.dom = qc::test::parse_dom(s.dump.out);
+    load_at_1400(s, s.default_run, default_run_report(false), "report-default-run");
+    load_at_1400(s, s.everything, default_run_report(true), "report-everything");
+    load_at_1400(s, s.wide, wide_report(), "report-wide");
   }
 
   void SetUp() override {
     if (!needs_browser_) return;
     if (shared_->chromium.empty()) GTEST_SKIP() << "chromium not found; run scripts/setup.sh";
-    ASSERT_NE(shared_->dom, nullptr) << "chromium --dump-dom exited " << shared_->dump.code
-                                     << (shared_->dump.code == 124 ? " (timed out: did a script on the page block it?)"
-                                                                   : "")
-                                     << "; see artifacts/chromium.log";
+    for (const BrowserRun* run :
+         {&shared_->dump, &shared_->default_run.dump, &shared_->everything.dump, &shared_->wide.dump})
+      ASSERT_EQ(run->code, 0) << "chromium --dump-dom exited " << run->code
+                              << (run->code == 124 ? " (timed out: did a script on the page block it?)" : "")
+                              << "; see artifacts/chromium.log";
   }
 
   static const Node& dom() { return *shared_->dom; }
-  static const Node& by_id(const std::string& id) {
-    const Node* n = shared_->dom->find_id(id);
+  static const Node& by_id(const std::string& id, const Node* root = nullptr) {
+    const Node* n = (root ? root : shared_->dom.get())->find_id(id);
     if (!n) throw std::runtime_error("no element with id " + id);
     return *n;
   }
@@ -321,17 +501,24 @@ class HtmlReport : public ::testing::Test {
     return v ? *v : "";
   }
   // The drill-down a matrix cell links to.
-  static const Node& drill_down(const Node& cell) {
+  static const Node& drill_down(const Node& cell, const Node* root = nullptr) {
     const auto links = cell.elements("a");
     if (links.size() != 1) throw std::runtime_error("a matrix cell must hold one link");
     const std::string href = attribute(*links[0], "href");
     if (href.empty() || href[0] != '#') throw std::runtime_error("cell link is not an anchor: " + href);
-    return by_id(href.substr(1));
+    return by_id(href.substr(1), root);
   }
-  static const Node& cell(const std::string& case_id, const std::string& backend) {
-    for (const Node* n : with_class(by_id("matrix"), "td", "cell"))
+  static const Node& cell(const std::string& case_id, const std::string& backend, const Node* root = nullptr) {
+    for (const Node* n : with_class(by_id("matrix", root), "td", "cell"))
       if (attribute(*n, "data-case") == case_id && attribute(*n, "data-backend") == backend) return *n;
     throw std::runtime_error("no matrix cell for " + case_id + " x " + backend);
+  }
+
+  // A number the layout probe recorded on a 1400 px page's <html>.
+  static std::int64_t layout(const Page& p, const std::string& key) {
+    const std::string* v = p.dom->elements("html").at(0)->attribute("data-" + key);
+    if (!v) throw std::runtime_error("the layout probe recorded no " + key);
+    return std::stoll(*v);
   }
 
   bool needs_browser_ = true;
@@ -554,23 +741,284 @@ TEST_F(HtmlReport, HostileStringsAreTextNotMarkup) {
   EXPECT_NE(d.elements("summary").at(0)->text_content().find("backend threw: " + kHostile), std::string::npos);
   const std::string causes = with_class(drill_down(cell(id, "cpu-ref")), "table", "causes").at(0)->text_content();
   EXPECT_NE(causes.find("requantize.rounding=" + kHostile), std::string::npos);
+  const auto chart = with_class(drill_down(cell(id, "cpu-ref")), "svg", "perch");
+  ASSERT_EQ(chart.size(), 1u) << "none for channel numbers no tensor has";
+  EXPECT_NE(chart[0]->elements("title").at(0)->text_content().find("requantize.rounding=" + kHostile),
+            std::string::npos);
+  EXPECT_NE(chart[0]->parent->text_content().find("requantize.rounding=" + kHostile), std::string::npos);
   EXPECT_NE(by_id("backend-facts").text_content().find(kHostile), std::string::npos) << "backend facts";
   // Chromium serializes text with < and > escaped: the raw tag never appears.
   EXPECT_EQ(shared_->dump.out.find("<script"), std::string::npos);
 }
 
+// ---- the default-run page: claim-PASS, folded backends, width, per-channel plots ----------------
+
+TEST_F(HtmlReportFile, ClaimPassCellsHaveTheirOwnStyle) {
+  EXPECT_TRUE(std::regex_search(shared_->html, std::regex(R"(td\.cell\.claim-pass\.off-spec\{background:)")));
+}
+
+TEST_F(HtmlReport, ClaimPassCellsSayTheyPassedAgainstTheClaimNotTheSpec) {
+  const HtmlReport::Page& p = shared_->default_run;
+  const Node* root = p.dom.get();
+  std::int64_t passes = 0, claim_passes = 0, off_spec = 0;
+  for (const qc::CaseResult& c : p.report.cases)
+    for (const qc::BackendResult& b : c.backends) {
+      if (b.verdict != qc::Verdict::pass) continue;
+      SCOPED_TRACE(c.id + " x " + b.backend);
+      ++passes;
+      const bool claim = b.expectation == "claim";
+      claim_passes += claim;
+      const Node& td = cell(c.id, b.backend, root);
+      const Node& d = drill_down(td, root);
+      EXPECT_TRUE(td.has_class("v-pass"));
+      EXPECT_EQ(td.has_class("claim-pass"), claim) << *td.attribute("class");
+      const std::string& title = *td.attribute("title");
+      const std::int64_t h1 = b.metrics.histogram[1] + b.metrics.histogram[2] + b.metrics.histogram[3] +
+                              b.metrics.histogram[4];  // off the spec, from the input's histogram
+      if (!claim) {
+        EXPECT_EQ(td.text_content().find("claim"), std::string::npos) << td.text_content();
+        EXPECT_TRUE(with_class(d, "p", "claim-note").empty());
+        EXPECT_FALSE(td.has_class("off-spec"));
+        continue;
+      }
+      EXPECT_TRUE(td.text_content().starts_with("PASSvs claim")) << td.text_content();
+      // Striped where the outputs differ from the spec.
+      EXPECT_EQ(td.has_class("off-spec"), h1 > 0) << *td.attribute("class");
+      off_spec += h1 > 0;
+      const auto note = with_class(d, "p", "claim-note");
+      ASSERT_EQ(note.size(), 1u);
+      for (const std::string& text : {title, note[0]->text_content()}) {
+        EXPECT_NE(text.find("claimed preset " + b.claim), std::string::npos) << text;
+        EXPECT_NE(text.find("not the case's spec " + c.spec), std::string::npos) << text;
+        if (h1)
+          EXPECT_NE(text.find(std::to_string(h1) + " of " + std::to_string(b.metrics.compared) + " elements differ"),
+                    std::string::npos)
+              << text;
+        else
+          EXPECT_NE(text.find("bit-exact against the spec too"), std::string::npos) << text;
+      }
+      EXPECT_NE(title.find(b.reason), std::string::npos) << "the tooltip keeps the reason: " << title;
+      EXPECT_EQ(with_class(*d.elements("summary").at(0), "span", "claim-tag").size(), 1u);
+    }
+  EXPECT_EQ(claim_passes, 3);
+  EXPECT_EQ(off_spec, 1);
+  // The issue's cell, from the input: 48 - 31 elements off, max 10339 LSB.
+  EXPECT_EQ(cell("qgemm/k66400_int16_pair", "avx2-maddubs", root).text_content(),
+            "PASSvs claim17 of 48 off, max 10339 LSB");
+  const std::string legend = by_id("claim-legend", root).text_content();
+  EXPECT_NE(legend.find(std::to_string(claim_passes) + " of the " + std::to_string(passes) + " PASS results"),
+            std::string::npos)
+      << legend;
+  EXPECT_NE(legend.find(std::to_string(off_spec) + " of them (striped) differ"), std::string::npos) << legend;
+  EXPECT_EQ(dom().find_id("claim-legend"), nullptr) << "a run without claim-PASS results has no such line";
+}
+
+TEST_F(HtmlReport, BackendsThatSkipEveryCaseAreFoldedIntoOneLinePerReason) {
+  const HtmlReport::Page& p = shared_->default_run;
+  const Node* root = p.dom.get();
+  // From the input: every backend's reasons in order of first appearance, with counts, and
+  // whether it ran anything.
+  std::vector<std::string> backends;
+  std::map<std::string, std::vector<std::pair<std::string, int>>> reasons;
+  std::set<std::string> ran;
+  for (const qc::CaseResult& c : p.report.cases)
+    for (const qc::BackendResult& b : c.backends) {
+      if (!reasons.count(b.backend)) backends.push_back(b.backend);
+      auto& r = reasons[b.backend];
+      auto it = std::find_if(r.begin(), r.end(), [&](const auto& x) { return x.first == b.reason; });
+      if (it == r.end())
+        r.emplace_back(b.reason, 1);
+      else
+        ++it->second;
+      if (b.verdict != qc::Verdict::skip) ran.insert(b.backend);
+    }
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> groups;  // folded backends with the same reasons, in order
+  for (const std::string& b : backends) {
+    if (ran.count(b)) {
+      columns.push_back(b);
+      continue;
+    }
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return reasons[x[0]] == reasons[b]; });
+    if (g == groups.end())
+      groups.push_back({b});
+    else
+      g->push_back(b);
+  }
+  ASSERT_EQ(columns, (std::vector<std::string>{"cpu-ref", "avx2-maddubs"}));  // SKIPs one case, still a column
+  ASSERT_EQ(groups.size(), 4u);                                               // vnni512, avxvnni, hip-*, exec
+
+  // The matrix: a column per backend that ran something, and no cell of the others.
+  const Node& matrix = by_id("matrix", root);
+  std::vector<std::string> header;
+  for (const Node* th : matrix.elements("thead").at(0)->elements("th")) header.push_back(th->text_content());
+  ASSERT_EQ(header.size(), 3 + columns.size());
+  EXPECT_EQ(std::vector<std::string>(header.begin() + 3, header.end()), columns);
+  for (const Node* td : with_class(matrix, "td", "cell"))
+    EXPECT_TRUE(ran.count(attribute(*td, "data-backend"))) << attribute(*td, "data-backend");
+  // One line per group: its backends and its reasons, with per-reason counts where there are several.
+  const auto lines = with_class(by_id("folded", root), "li", "fold");
+  ASSERT_EQ(lines.size(), groups.size());
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    SCOPED_TRACE(groups[i][0]);
+    std::vector<std::string> named;
+    for (const Node* b : with_class(*lines[i], "b", "fb")) named.push_back(b->text_content());
+    EXPECT_EQ(named, groups[i]);
+    const auto& expected = reasons[groups[i][0]];
+    const auto shown = with_class(*lines[i], "span", "reason");
+    ASSERT_EQ(shown.size(), expected.size());
+    int cases = 0;
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      EXPECT_EQ(shown[k]->text_content(), expected[k].first);
+      cases += expected[k].second;
+      if (expected.size() > 1) {
+        EXPECT_NE(
+            lines[i]->text_content().find(expected[k].first + " (" + std::to_string(expected[k].second) + " case"),
+            std::string::npos)
+            << lines[i]->text_content();
+      }
+    }
+    EXPECT_NE(lines[i]->text_content().find("skipped all " + std::to_string(cases) + " cases: "), std::string::npos)
+        << lines[i]->text_content();
+  }
+  EXPECT_NE(lines[2]->text_content().find(kNoGpu), std::string::npos) << "the six HIP variants share one line";
+  // No drill-down block of a folded backend in the case sections; the legend still counts its SKIPs.
+  for (const Node* d : with_class(*root, "details", "result"))
+    EXPECT_TRUE(ran.count(attribute(*d, "data-backend"))) << attribute(*d, "data-backend");
+  std::size_t skips = 0;
+  for (const qc::CaseResult& c : p.report.cases)
+    for (const qc::BackendResult& b : c.backends) skips += b.verdict == qc::Verdict::skip;
+  for (const Node* li : by_id("legend", root).elements("li"))
+    if (attribute(*li, "data-verdict") == "SKIP") {
+      EXPECT_EQ(with_class(*li, "span", "n").at(0)->text_content(), std::to_string(skips));
+    }
+  EXPECT_EQ(dom().find_id("folded"), nullptr) << "every backend of the main run ran something";
+}
+
+TEST_F(HtmlReport, At1400PxThePageNeverScrollsSidewaysAndTheDefaultRunShowsEveryColumn) {
+  const HtmlReport::Page &run = shared_->default_run, &all = shared_->everything, &wide = shared_->wide;
+  for (const HtmlReport::Page* p : {&run, &all, &wide}) {
+    SCOPED_TRACE(p == &run ? "default run" : p == &all ? "every backend runs" : "too wide");
+    ASSERT_EQ(layout(*p, "inner-width"), 1400) << "--window-size did not apply";
+    EXPECT_LE(layout(*p, "scroll-width"), layout(*p, "client-width")) << "the page scrolls sideways";
+    EXPECT_LE(layout(*p, "scroll-width"), 1400);
+  }
+  // The default run, on this machine and on one where all ten backends run: the whole matrix is
+  // on screen, no column hidden behind a scroll bar.
+  for (const HtmlReport::Page* p : {&run, &all}) {
+    SCOPED_TRACE(p == &run ? "default run" : "every backend runs");
+    EXPECT_LE(layout(*p, "matrix-right"), layout(*p, "client-width"));
+    EXPECT_LE(layout(*p, "wrap-scroll-width"), layout(*p, "wrap-client-width"));
+  }
+  EXPECT_EQ(with_class(by_id("matrix", all.dom.get()), "td", "cell").size(), 6u * 10u) << "ten columns";
+  // Wider than any screen: the matrix scrolls inside its own box, the page does not.
+  EXPECT_GT(layout(wide, "wrap-scroll-width"), layout(wide, "wrap-client-width"));
+}
+
+// The bars of a per-channel chart, left to right, with their heights and tooltips.
+struct Bar {
+  double x, height;
+  std::string tooltip;
+};
+std::vector<Bar> bars_of(const Node& svg) {
+  std::vector<Bar> bars;
+  for (const Node* r : svg.elements("rect"))
+    if (r->has_class("bar"))
+      bars.push_back({std::stod(*r->attribute("x")), std::stod(*r->attribute("height")),
+                      r->elements("title").at(0)->text_content()});
+  std::sort(bars.begin(), bars.end(), [](const Bar& a, const Bar& b) { return a.x < b.x; });
+  return bars;
+}
+
+TEST_F(HtmlReport, PerChannelMismatchesAreSvgBarsOnePerChannelWithMismatches) {
+  const HtmlReport::Page& p = shared_->default_run;
+  const qc::CaseResult& c = p.report.cases.at(2);
+  const qc::BackendResult& b = c.backends.at(1);
+  ASSERT_EQ(c.id + " x " + b.backend, "quantize/per_axis1 x avx2-maddubs");
+  const Node& d = drill_down(cell(c.id, b.backend, p.dom.get()), p.dom.get());
+  const auto charts = with_class(d, "svg", "perch");
+  // A chart per distinct distribution: the preset has the same counts as the first cause.
+  ASSERT_EQ(b.causes.size(), 3u);
+  ASSERT_EQ(b.causes[2].per_channel, b.causes[0].per_channel);
+  ASSERT_EQ(charts.size(), 2u);
+  EXPECT_NE(charts[0]->parent->text_content().find(b.causes[0].cause + " and 1 more cause with the same counts"),
+            std::string::npos)
+      << charts[0]->parent->text_content();
+  for (std::size_t k = 0; k < charts.size(); ++k) {
+    const qc::CauseCount& cause = b.causes[k];
+    SCOPED_TRACE(cause.cause);
+    // One bar per channel with mismatches, in channel order, each saying its channel and count.
+    const std::vector<Bar> bars = bars_of(*charts[k]);
+    ASSERT_EQ(bars.size(), cause.per_channel.size());
+    std::size_t i = 0;
+    for (const auto& [ch, n] : cause.per_channel)
+      EXPECT_EQ(bars[i++].tooltip,
+                "channel " + std::to_string(ch) + ": " + std::to_string(n) + (n == 1 ? " mismatch" : " mismatches"));
+    // Heights ordered as the counts: the tallest bar is the channel with the most.
+    std::vector<std::int64_t> counts;
+    for (const auto& entry : cause.per_channel) counts.push_back(entry.second);
+    for (std::size_t x = 0; x < bars.size(); ++x)
+      for (std::size_t y = 0; y < bars.size(); ++y) {
+        EXPECT_EQ(bars[x].height < bars[y].height, counts[x] < counts[y]) << x << " vs " << y;
+        EXPECT_GT(bars[x].height, 0);
+      }
+    // A title naming the cause, and both axes labelled.
+    EXPECT_NE(charts[k]->elements("title").at(0)->text_content().find(cause.cause), std::string::npos);
+    std::set<std::string> labels;
+    for (const Node* l : with_class(*charts[k], "text", "axis-label")) labels.insert(l->text_content());
+    EXPECT_EQ(labels, (std::set<std::string>{"channel", "mismatches"}));
+  }
+  // No chart where no cause has per-channel counts.
+  EXPECT_TRUE(with_class(drill_down(cell(c.id, "cpu-ref", p.dom.get()), p.dom.get()), "svg", "perch").empty());
+}
+
+TEST_F(HtmlReport, PerChannelChartsOfManyChannelsGroupNeighbouringChannels) {
+  const qc::BackendResult& b = shared_->report.cases.at(2).backends.at(2);
+  ASSERT_EQ(b.causes.at(1).per_channel, kManyChannels);
+  const auto charts = with_class(drill_down(cell("dequantize/per_channel_i8_to_f16", "hip")), "svg", "perch");
+  ASSERT_EQ(charts.size(), 2u);
+  const std::vector<Bar> bars = bars_of(*charts[1]);
+  EXPECT_LT(bars.size(), kManyChannels.size()) << "fewer bars than channels with mismatches";
+  // Each bar covers a range of channels "channel A–B: N mismatches", left to right, and N sums the
+  // counts of the channels in it: every channel with mismatches is in exactly one bar.
+  const std::regex tip("channel ([0-9]+)–([0-9]+): ([0-9]+) mismatch(es)?");
+  std::int64_t covered = 0, previous_end = -1;
+  for (const Bar& bar : bars) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(bar.tooltip, m, tip)) << bar.tooltip;
+    const std::int64_t lo = std::stoll(m[1]), hi = std::stoll(m[2]);
+    EXPECT_GT(lo, previous_end);
+    previous_end = hi;
+    std::int64_t sum = 0;
+    for (const auto& [ch, n] : kManyChannels)
+      if (ch >= lo && ch <= hi) {
+        sum += n;
+        ++covered;
+      }
+    EXPECT_EQ(std::stoll(m[3]), sum) << bar.tooltip;
+    EXPECT_GT(sum, 0) << "a bar without mismatches";
+  }
+  EXPECT_EQ(covered, static_cast<std::int64_t>(kManyChannels.size()));
+  // The later channels have more: the last bar stands above the first.
+  EXPECT_GT(bars.back().height, bars.front().height);
+}
+
 TEST_F(HtmlReport, Screenshot) {
-  const fs::path png = fs::path(QCONFORM_ARTIFACT_DIR) / "report.png";
-  fs::remove(png);
-  const BrowserRun r =
-      chromium(shared_->chromium, shared_->page, "--screenshot=" + quote(png.string()) + " --window-size=1400,1800");
-  ASSERT_EQ(r.code, 0) << "see artifacts/chromium.log";
-  ASSERT_TRUE(fs::exists(png));
-  EXPECT_GT(fs::file_size(png), 40'000u) << "a blank page compresses to a few KB";
-  std::ifstream in(png, std::ios::binary);
-  std::array<char, 8> sig{};
-  in.read(sig.data(), sig.size());
-  EXPECT_EQ(std::string(sig.data(), 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  // The synthetic run, and the default run's shape at 1400 px: every column that ran in view.
+  for (const char* name : {"report", "report-default-run"}) {
+    SCOPED_TRACE(name);
+    const fs::path png = fs::path(QCONFORM_ARTIFACT_DIR) / (std::string(name) + ".png");
+    fs::remove(png);
+    const BrowserRun r = chromium(shared_->chromium, fs::path(QCONFORM_ARTIFACT_DIR) / (std::string(name) + ".html"),
+                                  "--screenshot=" + quote(png.string()) + " --window-size=1400,1800");
+    ASSERT_EQ(r.code, 0) << "see artifacts/chromium.log";
+    ASSERT_TRUE(fs::exists(png));
+    EXPECT_GT(fs::file_size(png), 40'000u) << "a blank page compresses to a few KB";
+    std::ifstream in(png, std::ios::binary);
+    std::array<char, 8> sig{};
+    in.read(sig.data(), sig.size());
+    EXPECT_EQ(std::string(sig.data(), 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  }
 }
 
 }  // namespace
