@@ -8,9 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <set>
 #include <system_error>
@@ -251,6 +253,122 @@ void op_json(json& c, const WeightOnlyGemmOp& w, const Spec&, const WriteOptions
   c["output_dtype"] = name(w.out);
 }
 
+// ---- The file's text -------------------------------------------------------------------------
+
+// People read case files too. nlohmann's dump(n) puts every array element on a line of its own (a
+// 256-element input took 256 lines); here objects are indented one member a line, arrays of
+// numbers and strings (data, shapes, scales) run on in lines of up to kWidth columns, and an object
+// of such values that fits on its line (a generator, an expectation, a small tensor) stays on it.
+constexpr std::size_t kWidth = 100;
+
+bool flat_array(const json& v) {
+  return v.is_array() && std::none_of(v.begin(), v.end(), [](const json& e) { return e.is_structured(); });
+}
+
+// Members in a reading order: what a case is first, its bulk (data, the list of cases) last, the
+// rest in the order of the keys.
+std::vector<std::pair<std::string, const json*>> members(const json& o) {
+  static const std::vector<std::string> first = {"suite", "name", "description", "op", "spec", "dtype", "shape"};
+  static const std::vector<std::string> last = {"generator", "data", "cases"};
+  std::vector<std::pair<std::string, const json*>> out;
+  for (const std::string& k : first)
+    if (o.contains(k)) out.emplace_back(k, &o[k]);
+  for (const auto& [k, v] : o.items())
+    if (std::find(first.begin(), first.end(), k) == first.end() && std::find(last.begin(), last.end(), k) == last.end())
+      out.emplace_back(k, &v);
+  for (const std::string& k : last)
+    if (o.contains(k)) out.emplace_back(k, &o[k]);
+  return out;
+}
+
+// The one-line text of a value holding no objects below its own level.
+std::string one_line(const json& v) {
+  if (!v.is_structured()) return v.dump();  // the shortest text that reads back as the number
+  std::string s(1, v.is_array() ? '[' : '{');
+  if (v.is_array()) {
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + one_line(v[i]);
+  } else {
+    bool more = false;
+    for (const auto& [k, e] : members(v)) {
+      s += (more ? ", " : "") + json(k).dump() + ": " + one_line(*e);
+      more = true;
+    }
+  }
+  return s + (v.is_array() ? ']' : '}');
+}
+
+// Appends v, which starts at `column` of a line whose members are indented by `indent`.
+void append_text(std::string& out, const json& v, std::size_t indent, std::size_t column) {
+  if (!v.is_structured() || v.empty()) {
+    out += v.dump();
+    return;
+  }
+  const std::string pad(indent + 2, ' ');
+  if (flat_array(v)) {  // wrapped: continuation lines one level in
+    out += '[';
+    column += 1;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::string e = v[i].dump();
+      if (i > 0) {
+        out += ',';
+        column += 1;
+        if (column + 1 + e.size() + 1 > kWidth) {  // the element and the ',' or ']' after it
+          out += '\n' + pad;
+          column = pad.size();
+        } else {
+          out += ' ';
+          column += 1;
+        }
+      }
+      out += e;
+      column += e.size();
+    }
+    out += ']';
+    return;
+  }
+  if (v.is_object() &&
+      std::all_of(v.begin(), v.end(), [](const json& e) { return !e.is_structured() || flat_array(e); })) {
+    const std::string line = one_line(v);
+    if (column + line.size() + 1 <= kWidth) {
+      out += line;
+      return;
+    }
+  }
+  out += v.is_array() ? "[\n" : "{\n";
+  bool more = false;
+  const auto item = [&](const std::string* key, const json& e) {
+    out += more ? ",\n" : "";
+    more = true;
+    out += pad;
+    if (key) out += json(*key).dump() + ": ";
+    append_text(out, e, indent + 2, pad.size() + (key ? json(*key).dump().size() + 2 : 0));
+  };
+  if (v.is_array()) {
+    for (const json& e : v) item(nullptr, e);
+  } else {
+    for (const auto& [k, e] : members(v)) item(&k, *e);
+  }
+  out += '\n' + std::string(indent, ' ') + (v.is_array() ? ']' : '}');
+}
+
+// Writes the file through a temporary file in the same folder and a rename, so an existing file is
+// replaced only by a complete one.
+void write_replacing(const fs::path& file, const std::function<void(const fs::path&)>& write) {
+  const fs::path tmp = file.string() + ".tmp";
+  std::error_code ec;
+  try {
+    write(tmp);
+  } catch (...) {
+    fs::remove(tmp, ec);
+    throw;
+  }
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw InputError(file.string() + ": cannot write (" + ec.message() + ")");
+  }
+}
+
 }  // namespace
 
 json expectation_to_json(const Expectation& e) {
@@ -344,6 +462,12 @@ json case_to_json(const Case& c, const WriteOptions& options) {
   }
 }
 
+std::string case_file_text(const json& j) {
+  std::string out;
+  append_text(out, j, 0, 0);
+  return out + "\n";
+}
+
 void save_cases(const fs::path& file, const std::string& suite, const std::vector<Case>& cases,
                 const WriteOptions& options) {
   json list = json::array();
@@ -355,20 +479,13 @@ void save_cases(const fs::path& file, const std::string& suite, const std::vecto
   }
   // The file must read back: every case a link or an agreement names is among `cases`.
   check_links(Suite{suite, "", file.string(), cases, {}});
-  const json j = {{"suite", suite}, {"cases", std::move(list)}};
-  const fs::path tmp = file.string() + ".tmp";
-  {
+  const std::string text = case_file_text({{"suite", suite}, {"cases", std::move(list)}});
+  write_replacing(file, [&](const fs::path& tmp) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError(file.string() + ": cannot write case file");
-    out << j.dump(1) << "\n";
+    out << text;
     if (!out.flush()) throw InputError(file.string() + ": cannot write case file");
-  }
-  std::error_code ec;
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw InputError(file.string() + ": cannot write case file (" + ec.message() + ")");
-  }
+  });
 }
 
 }  // namespace qc

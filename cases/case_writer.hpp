@@ -54,9 +54,16 @@ bool same_numerics(const Spec& a, const Spec& b);
 // messages. Throws InputError for a value the loader cannot read back identically.
 nlohmann::json tensor_to_json(const Tensor& t, const std::string& field, const WriteOptions& options = {});
 
-// Writes a case file `load_suite` accepts: {"suite": suite, "cases": [...]}. Written to a temporary
-// file in the same folder and renamed, so an existing file is replaced only by a complete one.
-// Throws InputError for duplicate case names and for cases the format cannot express.
+// JSON text laid out for reading: objects indented by two spaces, one member a line (a case's name
+// first, its data last); arrays of numbers and strings on one line, wrapped at 100 columns; an
+// object of such values on one line where it fits. Numbers are nlohmann's text (the shortest that
+// reads back as the same double), so json::parse gives back `j`.
+std::string case_file_text(const nlohmann::json& j);
+
+// Writes a case file `load_suite` accepts: {"suite": suite, "cases": [...]}, as case_file_text lays
+// it out. Written to a temporary file in the same folder and renamed, so an existing file is
+// replaced only by a complete one. Throws InputError for
+// duplicate case names and for cases the format cannot express.
 void save_cases(const std::filesystem::path& file, const std::string& suite, const std::vector<Case>& cases,
                 const WriteOptions& options = {});
 

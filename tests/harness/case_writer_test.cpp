@@ -472,5 +472,111 @@ TEST(CaseWriter, DefaultSuitesRoundTrip) {
   }
 }
 
+// ---- The file's layout -------------------------------------------------------------------------
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', start)) {
+    out.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  if (start < text.size()) out.push_back(text.substr(start));
+  return out;
+}
+
+TEST(CaseWriter, CaseFileTextRunsArraysOfNumbersOnLinesAndParsesBack) {
+  json data = json::array();
+  for (int i = 0; i < 256; ++i) data.push_back(i % 3 == 0 ? json(i * 0.125 - 16) : json(i - 128));
+  data[7] = "nan(0x123)";
+  data[8] = "-inf";
+  data[9] = -0.0;
+  const json c = {{"name", "x"},
+                  {"op", "quantize"},
+                  {"input", {{"dtype", "f32"}, {"shape", {16, 16}}, {"data", data}}},
+                  {"scale", {0.5, 0.25}},
+                  {"expect", {{"*", "exact"}}},
+                  {"a", {{"generator", {{"kind", "uniform"}, {"seed", 3}}}}}};
+  const json j = {{"suite", "s"}, {"cases", {c}}};
+  const std::string text = case_file_text(j);
+  const json back = json::parse(text);
+  EXPECT_EQ(back, j);
+  EXPECT_TRUE(std::signbit(back["cases"][0]["input"]["data"][9].get<double>()));
+  const std::vector<std::string> lines = lines_of(text);
+  for (const std::string& l : lines) EXPECT_LE(l.size(), 100u) << l;
+  // 256 numbers of up to 6 characters and ", ": about 8 per 100 columns, not one a line.
+  EXPECT_LT(lines.size(), 50u) << text;
+  EXPECT_NE(text.find("\"scale\": [0.5, 0.25]"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"expect\": {\"*\": \"exact\"}"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"generator\": {\"kind\": \"uniform\", \"seed\": 3}"), std::string::npos) << text;
+  // What a case is comes before its data; the suite before its cases.
+  EXPECT_LT(text.find("\"suite\""), text.find("\"cases\""));
+  EXPECT_LT(text.find("\"name\""), text.find("\"input\""));
+  EXPECT_LT(text.find("\"shape\""), text.find("\"data\""));
+}
+
+// Every tensor format through save_cases' text and back: the bits given here, unchanged.
+TEST(CaseWriter, EveryFormatRoundTripsBitForBit) {
+  struct Values {
+    DType t;
+    std::vector<std::uint64_t> bits;
+  };
+  // -0, +-inf, the smallest and largest subnormal, the largest finite, a value, and NaNs the format
+  // can write: f32/f64 quiet NaNs with sign and payload; narrower formats' canonical quiet NaN.
+  const std::vector<Values> floats_ = {
+      {DType::f64,
+       {0x8000000000000000ull, 0x7FF0000000000000ull, 0xFFF0000000000000ull, 0x0000000000000001ull,
+        0x000FFFFFFFFFFFFFull, 0x7FEFFFFFFFFFFFFFull, 0x3FB999999999999Aull, 0x7FF8000000000123ull,
+        0xFFF8000000000000ull}},
+      {DType::f32,
+       {0x80000000u, 0x7F800000u, 0xFF800000u, 0x1u, 0x7FFFFFu, 0x7F7FFFFFu, 0x3DCCCCCDu, 0x7FC00001u, 0xFFC00000u}},
+      {DType::f16, {0x8000, 0x7C00, 0xFC00, 0x0001, 0x03FF, 0x7BFF, 0x3555, 0x7E00}},
+      {DType::bf16, {0x8000, 0x7F80, 0xFF80, 0x0001, 0x007F, 0x7F7F, 0x3DCD, 0x7FC0}},
+      {DType::f8e4m3fn, {0x80, 0x01, 0x07, 0x7E, 0xFE, 0x33, 0x7F}},  // no inf; NaN S.1111.111
+      {DType::f8e5m2, {0x80, 0x7C, 0xFC, 0x01, 0x03, 0x7B, 0x35, 0x7E}},
+  };
+  std::vector<Case> cases;
+  for (const Values& v : floats_) {
+    QuantizeOp q;
+    q.x = bits(v.t, {static_cast<std::int64_t>(v.bits.size())}, v.bits);
+    q.params.scales = {0.5};
+    q.out = DType::i8;
+    cases.push_back(make_case("quantize_" + std::string(name(v.t)), q, preset("onnx")));
+  }
+  struct Ints {
+    DType t;
+    std::vector<std::int64_t> v;
+  };
+  const std::vector<Ints> ints_ = {{DType::i8, {-128, 127, 0, -1}},
+                                   {DType::u8, {0, 255, 128, 1}},
+                                   {DType::i16, {-32768, 32767, 0, -1}},
+                                   {DType::u16, {0, 65535, 1, 2}},
+                                   {DType::i32, {INT32_MIN, INT32_MAX, 0, -1}},
+                                   {DType::i4, {-8, 7, 0, -1}},
+                                   {DType::u4, {0, 15, 8, 1}}};
+  for (const Ints& i : ints_) {
+    DequantizeOp d;
+    d.q = ints(i.t, {4}, i.v);
+    d.params.scales = {0.5};
+    d.params.zero_points = {0};
+    d.out = DType::f32;
+    cases.push_back(make_case("dequantize_" + std::string(name(i.t)), d, preset("onnx")));
+  }
+  const std::vector<Case> back = round_trip(cases, "formats.json");
+  ASSERT_EQ(back.size(), cases.size());
+  for (std::size_t k = 0; k < floats_.size(); ++k) {
+    SCOPED_TRACE(name(floats_[k].t));
+    const Tensor& x = std::get<QuantizeOp>(back[k].op).x;
+    for (std::size_t e = 0; e < floats_[k].bits.size(); ++e)
+      EXPECT_EQ(x.bits(static_cast<std::int64_t>(e)), floats_[k].bits[e]);
+  }
+  for (std::size_t k = 0; k < ints_.size(); ++k) {
+    SCOPED_TRACE(name(ints_[k].t));
+    const Tensor& q = std::get<DequantizeOp>(back[floats_.size() + k].op).q;
+    for (std::size_t e = 0; e < ints_[k].v.size(); ++e)
+      EXPECT_EQ(q.get_int(static_cast<std::int64_t>(e)), ints_[k].v[e]);
+  }
+}
+
 }  // namespace
 }  // namespace qc
