@@ -61,6 +61,13 @@ json requantize_json(const RequantizePolicy& r) { return policy_fields(requantiz
 
 // ---- Tensors ---------------------------------------------------------------------------------
 
+// What writing one case's operands needs besides the options: the case's links and generated
+// operands.
+struct Writer {
+  const WriteOptions& options;
+  const Case* c = nullptr;
+};
+
 std::string hex(std::uint64_t v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
@@ -119,8 +126,10 @@ void params_json(json& o, const QuantParams& p) {
 
 // ---- Operands of the quantized paths ---------------------------------------------------------
 
-json activation_json(const ActivationOperand& a, const Spec& spec, const std::string& field, const WriteOptions& wo) {
-  json o = tensor_to_json(a.values, field, wo);
+json operand_json(const Tensor& t, const std::string& field, const Writer& w);
+
+json activation_json(const ActivationOperand& a, const Spec& spec, const std::string& field, const Writer& wo) {
+  json o = operand_json(a.values, field, wo);
   if (is_float(a.values.dtype())) o["format"] = name(a.format);
   switch (a.quantization) {
     case ActivationQuantization::static_params:
@@ -145,12 +154,12 @@ std::string packing_name(const Int4Packing& p, const Shape& shape, const std::st
   throw InputError(field + ".packing: this int4 packing has no name in the case format (" + int4_packing_names() + ")");
 }
 
-json weights_json(const QWeights& w, WeightLayout layout, const std::string& field, const WriteOptions& wo) {
+json weights_json(const QWeights& w, WeightLayout layout, const std::string& field, const Writer& wo) {
   json o;
   if (w.packing) {  // the case format holds the logical values and the packing's name
-    o = tensor_to_json(unpack_int4(w.values, w.format, w.shape, *w.packing), field, wo);
+    o = operand_json(unpack_int4(w.values, w.format, w.shape, *w.packing), field, wo);
   } else {
-    o = tensor_to_json(w.values, field, wo);
+    o = operand_json(w.values, field, wo);
     if (is_float(w.values.dtype())) o["format"] = name(w.format);
   }
   params_json(o, w.params);
@@ -193,27 +202,27 @@ json output_json(const OutputStage& s, const std::string& field) {
   return o;
 }
 
-void optional_bias(json& c, const std::optional<Tensor>& bias, const WriteOptions& o) {
-  if (bias) c["bias"] = tensor_to_json(*bias, "bias", o);
+void optional_bias(json& c, const std::optional<Tensor>& bias, const Writer& o) {
+  if (bias) c["bias"] = operand_json(*bias, "bias", o);
 }
 
 // ---- Ops ---------------------------------------------------------------------------------------
 
-void op_json(json& c, const QuantizeOp& q, const Spec&, const WriteOptions& o) {
-  c["input"] = tensor_to_json(q.x, "input", o);
+void op_json(json& c, const QuantizeOp& q, const Spec&, const Writer& o) {
+  c["input"] = operand_json(q.x, "input", o);
   params_json(c, q.params);
   c["output_dtype"] = name(q.out);
 }
 
-void op_json(json& c, const DequantizeOp& d, const Spec&, const WriteOptions& o) {
-  c["input"] = tensor_to_json(d.q, "input", o);
+void op_json(json& c, const DequantizeOp& d, const Spec&, const Writer& o) {
+  c["input"] = operand_json(d.q, "input", o);
   params_json(c, d.params);
   c["output_dtype"] = name(d.out);
 }
 
-void op_json(json& c, const RequantizeOp& r, const Spec&, const WriteOptions& o) {
+void op_json(json& c, const RequantizeOp& r, const Spec&, const Writer& o) {
   const RequantizeParams& p = r.params;
-  c["input"] = tensor_to_json(r.acc, "input", o);
+  c["input"] = operand_json(r.acc, "input", o);
   c["input_scale"] = p.input_scale;
   c["weight_scale"] = scales_json(p.weight_scales, p.axis.has_value());
   c["output_scale"] = p.output_scale;
@@ -225,14 +234,14 @@ void op_json(json& c, const RequantizeOp& r, const Spec&, const WriteOptions& o)
   c["output_dtype"] = name(r.out);
 }
 
-void op_json(json& c, const QGemmOp& g, const Spec& spec, const WriteOptions& o) {
+void op_json(json& c, const QGemmOp& g, const Spec& spec, const Writer& o) {
   c["a"] = activation_json(g.a, spec, "a", o);
   c["b"] = weights_json(g.b, g.b_layout, "b", o);
   optional_bias(c, g.bias, o);
   c["output"] = output_json(g.output, "output");
 }
 
-void op_json(json& c, const QConv2dOp& v, const Spec& spec, const WriteOptions& o) {
+void op_json(json& c, const QConv2dOp& v, const Spec& spec, const Writer& o) {
   c["input"] = activation_json(v.input, spec, "input", o);
   c["input"]["layout"] = name(v.layout);
   c["weight"] = weights_json(v.weight, WeightLayout::k_by_n, "weight", o);
@@ -246,11 +255,129 @@ void op_json(json& c, const QConv2dOp& v, const Spec& spec, const WriteOptions& 
   c["output"] = output_json(v.output, "output");
 }
 
-void op_json(json& c, const WeightOnlyGemmOp& w, const Spec&, const WriteOptions& o) {
-  c["a"] = tensor_to_json(w.a, "a", o);
+void op_json(json& c, const WeightOnlyGemmOp& w, const Spec&, const Writer& o) {
+  c["a"] = operand_json(w.a, "a", o);
   c["b"] = weights_json(w.b, w.b_layout, "b", o);
   optional_bias(c, w.bias, o);
   c["output_dtype"] = name(w.out);
+}
+
+}  // namespace
+
+json expectation_to_json(const Expectation& e) {
+  switch (e.kind) {
+    case Expectation::Kind::exact:
+      return "exact";
+    case Expectation::Kind::claim:
+      return "claim";
+    case Expectation::Kind::dot_product:
+      return "dot_product";
+    case Expectation::Kind::max_lsb:
+      return {{"max_lsb", e.tolerance}};
+    case Expectation::Kind::max_ulp:
+      return {{"max_ulp", e.tolerance}};
+  }
+  return "exact";
+}
+
+json spec_to_json(const Spec& s) {
+  if (auto p = find_preset(s.name); p && same_numerics(*p, s)) return s.name;
+  // Bases to try: the preset the name starts with ("onnx+custom" -> "onnx"), then every preset.
+  std::vector<std::string> bases{s.name.substr(0, s.name.find('+'))};
+  for (const Spec& p : presets()) bases.push_back(p.name);
+  for (const std::string& base_name : bases) {
+    const auto base = find_preset(base_name);
+    // No override exists for the zero-point correction, the convolution depth order or the pair rule.
+    if (!base || base->zero_points != s.zero_points || base->conv_depth_order != s.conv_depth_order ||
+        base->pair_rule != s.pair_rule)
+      continue;
+    if (same_numerics(*base, s)) return base_name;
+    for (bool all : {false, true}) {
+      json j = {{"preset", base_name}};
+      j.update(quantize_overrides(s.quantize, base->quantize, all));
+      if (s.dequantize != base->dequantize) j["dequantize"] = dequantize_json(s.dequantize);
+      if (s.requantize != base->requantize) j["requantize"] = requantize_json(s.requantize);
+      if (s.accumulation != base->accumulation) j["accumulation"] = name(s.accumulation);
+      if (s.qparams != base->qparams) j["qparams"] = s.qparams;
+      try {
+        if (same_numerics(parse_spec(j.dump(), "spec"), s)) return j;
+      } catch (const InputError&) {
+        // not expressible on this base (an unknown qparams rule, a derivation the scheme rejects)
+      }
+    }
+  }
+  throw InputError("spec '" + s.name +
+                   "': no preset with overrides reproduces its policies, so the case format cannot express it");
+}
+
+namespace {
+
+json shape_json(const Tensor& t, const std::string& field) {
+  json shape = json::array();
+  for (std::int64_t d : t.shape()) {
+    if (d <= 0) throw InputError(field + ": shape " + shape_str(t.shape()) + " has an empty dimension");
+    shape.push_back(d);
+  }
+  return shape;
+}
+
+}  // namespace
+
+json tensor_to_json(const Tensor& t, const std::string& field, const WriteOptions& options) {
+  json shape = shape_json(t, field);
+  json data = json::array();
+  for (std::int64_t i = 0; i < t.size(); ++i) data.push_back(element_json(t, i, field + ".data", options));
+  return {{"dtype", name(t.dtype())}, {"shape", std::move(shape)}, {"data", std::move(data)}};
+}
+
+namespace {
+
+// An operand as the file holds it: its generator while its values are still what the generator
+// made, else inline data.
+json operand_json(const Tensor& t, const std::string& field, const Writer& w) {
+  json o = {{"dtype", name(t.dtype())}, {"shape", shape_json(t, field)}};
+  for (const OperandLink& l : w.c->links)
+    if (l.field == field) return o;  // the values are the producer's: case_json writes "from"
+  for (const GeneratedOperand& g : w.c->generated) {
+    if (g.field == field && g.digest == tensor_digest(t)) {
+      o["generator"] = json::parse(g.generator);
+      return o;
+    }
+  }
+  return tensor_to_json(t, field, w.options);
+}
+
+json case_json(const Case& c, const Writer& w) {
+  try {
+    json j = {{"name", c.name}};
+    if (!c.description.empty()) j["description"] = c.description;
+    j["op"] = op_name(c.op);
+    j["spec"] = spec_to_json(c.spec);
+    std::visit([&](const auto& op) { op_json(j, op, c.spec, w); }, c.op);
+    // A linked operand keeps its parameters, format and shape (the loader checks them against the
+    // producer) and takes its values from the producer instead of data.
+    for (const OperandLink& l : c.links) {
+      if (!j.contains(l.field)) throw InputError(l.field + ".from: the op has no operand '" + l.field + "'");
+      j[l.field]["from"] = l.producer;
+    }
+    json same = json::array(), differs = json::array();
+    for (const Agreement& a : c.agreements) {
+      if (a.kind == Agreement::Kind::same_outputs)
+        same.push_back(a.other);
+      else
+        differs.push_back(a.elements < 0 ? json(a.other) : json{{"case", a.other}, {"elements", a.elements}});
+    }
+    if (!same.empty()) j["same_outputs_as"] = same.size() == 1 ? same[0] : same;
+    if (!differs.empty()) j["differs_from"] = differs.size() == 1 ? differs[0] : differs;
+    if (!c.expect.empty()) {
+      json e = json::object();
+      for (const auto& [backend, ex] : c.expect) e[backend] = expectation_to_json(ex);
+      j["expect"] = std::move(e);
+    }
+    return j;
+  } catch (const InputError& e) {
+    throw InputError("case '" + c.name + "': " + e.what());
+  }
 }
 
 // ---- The file's text -------------------------------------------------------------------------
@@ -371,102 +498,13 @@ void write_replacing(const fs::path& file, const std::function<void(const fs::pa
 
 }  // namespace
 
-json expectation_to_json(const Expectation& e) {
-  switch (e.kind) {
-    case Expectation::Kind::exact:
-      return "exact";
-    case Expectation::Kind::claim:
-      return "claim";
-    case Expectation::Kind::dot_product:
-      return "dot_product";
-    case Expectation::Kind::max_lsb:
-      return {{"max_lsb", e.tolerance}};
-    case Expectation::Kind::max_ulp:
-      return {{"max_ulp", e.tolerance}};
-  }
-  return "exact";
-}
-
-json spec_to_json(const Spec& s) {
-  if (auto p = find_preset(s.name); p && same_numerics(*p, s)) return s.name;
-  // Bases to try: the preset the name starts with ("onnx+custom" -> "onnx"), then every preset.
-  std::vector<std::string> bases{s.name.substr(0, s.name.find('+'))};
-  for (const Spec& p : presets()) bases.push_back(p.name);
-  for (const std::string& base_name : bases) {
-    const auto base = find_preset(base_name);
-    // No override exists for the zero-point correction, the convolution depth order or the pair rule.
-    if (!base || base->zero_points != s.zero_points || base->conv_depth_order != s.conv_depth_order ||
-        base->pair_rule != s.pair_rule)
-      continue;
-    if (same_numerics(*base, s)) return base_name;
-    for (bool all : {false, true}) {
-      json j = {{"preset", base_name}};
-      j.update(quantize_overrides(s.quantize, base->quantize, all));
-      if (s.dequantize != base->dequantize) j["dequantize"] = dequantize_json(s.dequantize);
-      if (s.requantize != base->requantize) j["requantize"] = requantize_json(s.requantize);
-      if (s.accumulation != base->accumulation) j["accumulation"] = name(s.accumulation);
-      if (s.qparams != base->qparams) j["qparams"] = s.qparams;
-      try {
-        if (same_numerics(parse_spec(j.dump(), "spec"), s)) return j;
-      } catch (const InputError&) {
-        // not expressible on this base (an unknown qparams rule, a derivation the scheme rejects)
-      }
-    }
-  }
-  throw InputError("spec '" + s.name +
-                   "': no preset with overrides reproduces its policies, so the case format cannot express it");
-}
-
-json tensor_to_json(const Tensor& t, const std::string& field, const WriteOptions& options) {
-  json shape = json::array();
-  for (std::int64_t d : t.shape()) {
-    if (d <= 0) throw InputError(field + ": shape " + shape_str(t.shape()) + " has an empty dimension");
-    shape.push_back(d);
-  }
-  json data = json::array();
-  for (std::int64_t i = 0; i < t.size(); ++i) data.push_back(element_json(t, i, field + ".data", options));
-  return {{"dtype", name(t.dtype())}, {"shape", std::move(shape)}, {"data", std::move(data)}};
-}
-
-json case_to_json(const Case& c, const WriteOptions& options) {
-  try {
-    json j = {{"name", c.name}};
-    if (!c.description.empty()) j["description"] = c.description;
-    j["op"] = op_name(c.op);
-    j["spec"] = spec_to_json(c.spec);
-    std::visit([&](const auto& op) { op_json(j, op, c.spec, options); }, c.op);
-    // A linked operand keeps its parameters, format and shape (the loader checks them against the
-    // producer) and takes its values from the producer instead of data.
-    for (const OperandLink& l : c.links) {
-      if (!j.contains(l.field)) throw InputError(l.field + ".from: the op has no operand '" + l.field + "'");
-      j[l.field].erase("data");
-      j[l.field]["from"] = l.producer;
-    }
-    json same = json::array(), differs = json::array();
-    for (const Agreement& a : c.agreements) {
-      if (a.kind == Agreement::Kind::same_outputs)
-        same.push_back(a.other);
-      else
-        differs.push_back(a.elements < 0 ? json(a.other) : json{{"case", a.other}, {"elements", a.elements}});
-    }
-    if (!same.empty()) j["same_outputs_as"] = same.size() == 1 ? same[0] : same;
-    if (!differs.empty()) j["differs_from"] = differs.size() == 1 ? differs[0] : differs;
-    if (!c.expect.empty()) {
-      json e = json::object();
-      for (const auto& [backend, ex] : c.expect) e[backend] = expectation_to_json(ex);
-      j["expect"] = std::move(e);
-    }
-    return j;
-  } catch (const InputError& e) {
-    throw InputError("case '" + c.name + "': " + e.what());
-  }
-}
-
 std::string case_file_text(const json& j) {
   std::string out;
   append_text(out, j, 0, 0);
   return out + "\n";
 }
+
+json case_to_json(const Case& c, const WriteOptions& options) { return case_json(c, Writer{options, &c}); }
 
 void save_cases(const fs::path& file, const std::string& suite, const std::vector<Case>& cases,
                 const WriteOptions& options) {

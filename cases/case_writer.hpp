@@ -17,6 +17,10 @@
 // An operand taken from another case (Case::links) is written as {"from": name} with its
 // parameters, format and shape, not its values, and agreements as "same_outputs_as" and
 // "differs_from"; save_cases therefore needs every case they name in the same file.
+//
+// An operand a generator made (Case::generated, recorded by the loader) is written as its generator
+// while its values still have the digest they were made with, and as its values once anything
+// replaced them (a shrunk or reproduced case, a case rebuilt in Python).
 #pragma once
 
 #include "cases/case.hpp"
@@ -34,8 +38,8 @@ struct WriteOptions {
   bool canonical_nans = false;
 };
 
-// The case as the case format's JSON object (inline data, spec, expectations). Throws InputError when
-// the case cannot be expressed exactly in the format (see above).
+// The case as the case format's JSON object (inline data or generators, spec, expectations). Throws
+// InputError when the case cannot be expressed exactly in the format (see above).
 nlohmann::json case_to_json(const Case& c, const WriteOptions& options = {});
 
 // A spec as the case format's "spec" field: the preset name when the spec is a preset unchanged, else

@@ -464,7 +464,9 @@ void bind_cases(py::module_& m) {
           [](const qc::Case& c, bool canonical_nans) {
             return json_to_python(qc::case_to_json(c, qc::WriteOptions{canonical_nans}));
           },
-          py::arg("canonical_nans") = false, "The case as the case format's JSON object (a dict), inline data.")
+          py::arg("canonical_nans") = false,
+          "The case as the case format's JSON object (a dict): inline data, or the generator of an operand a "
+          "generator made while it holds the generator's values.")
       .def("__repr__", [](const qc::Case& c) { return "<Case " + c.id() + ": " + op_repr(c.op) + ">"; });
 
   py::class_<PySuite>(m, "Suite", "A case file: a suite name and its cases.")
@@ -505,8 +507,9 @@ void bind_cases(py::module_& m) {
         qc::save_cases(paths_arg(path).at(0), suite_of(cases, suite), v, qc::WriteOptions{canonical_nans});
       },
       py::arg("path"), py::arg("cases"), py::arg("suite") = py::none(), py::arg("canonical_nans") = false,
-      "Writes cases as a case file `qconform run` and load_suite read back identically (inline data, bit for bit; "
-      "InputError for what the format cannot express).");
+      "Writes cases as a case file `qconform run` and load_suite read back identically, bit for bit: operands a "
+      "generator made and still hold its values as the generator, other arrays inline. InputError for what the "
+      "format cannot express.");
   m.def(
       "case_to_json",
       [](const qc::Case& c, bool canonical_nans) {

@@ -89,6 +89,35 @@ def test_special_values_survive_bit_for_bit(tmp_path):
         "data"] == ["nan"]
 
 
+def test_saved_files_keep_generators_and_run_arrays_on_lines(tmp_path):
+    generator = {"kind": "uniform", "seed": 9, "low": -2.0, "high": 2.0}
+    src = tmp_path / "gen.json"
+    src.write_text(json.dumps({"suite": "gen", "cases": [
+        {"name": "u", "op": "quantize", "scale": 0.015625, "output_dtype": "i8",
+         "input": {"dtype": "f32", "shape": [32, 32], "generator": generator}}]}))
+    out = tmp_path / "saved.json"
+    qconform.save_cases(out, qconform.load_suite(src).cases)
+    j = json.loads(out.read_text())
+    jsonschema.validate(j, CASE_SCHEMA)
+    assert j["cases"][0]["input"] == {"dtype": "f32", "shape": [32, 32], "generator": generator}
+    want = qconform.generators.uniform([32, 32], "f32", seed=9, low=-2.0, high=2.0)
+    back = qconform.load_suite(out).cases[0]
+    assert back.op.x.tobytes() == want.tobytes()
+    assert back.to_json()["input"]["generator"] == generator
+
+    # Values changed in Python are written as values, a line holding several of them.
+    x = want.copy()
+    x[3, 4] = np.float32(1.5) if x[3, 4] != 1.5 else np.float32(1.25)
+    qconform.save_cases(out, [qconform.Case("u", qconform.QuantizeOp(x, 0.015625), suite="gen")])
+    text = out.read_text()
+    j = json.loads(text)
+    assert "generator" not in j["cases"][0]["input"] and len(j["cases"][0]["input"]["data"]) == 1024
+    # Several values a line: an f32 value's double text is at most 20 characters with its ", ".
+    lines = text.splitlines()
+    assert len(lines) < 1024 // 3 and max(len(line) for line in lines) <= 100
+    assert qconform.load_suite(out).cases[0].op.x.tobytes() == x.tobytes()
+
+
 def test_case_from_json_uses_the_loader():
     case = qconform.case_from_json({"name": "c", "op": "quantize", "input": {"dtype": "f32", "shape": [2],
                                     "data": [0.5, "0x1.8p+1"]}, "scale": 1.0, "output_dtype": "i8"})

@@ -4,6 +4,7 @@
 #include "cases/case_writer.hpp"
 
 #include "cases/case.hpp"
+#include "cases/generators.hpp"
 #include "cases/spec_fields.hpp"
 #include "harness/evaluate.hpp"
 #include "oracles/int4.hpp"
@@ -468,6 +469,8 @@ TEST(CaseWriter, DefaultSuitesRoundTrip) {
       EXPECT_TRUE(same_bits_up_to_nan(op_input(s.cases[i].op), op_input(back.cases[i].op)));
       EXPECT_TRUE(same_numerics(s.cases[i].spec, back.cases[i].spec));
       EXPECT_EQ(case_to_json(back.cases[i], WriteOptions{true}), case_to_json(s.cases[i], WriteOptions{true}));
+      // Generated operands are written as their generators, so they load as generated again.
+      EXPECT_EQ(back.cases[i].generated.size(), s.cases[i].generated.size());
     }
   }
 }
@@ -483,6 +486,11 @@ std::vector<std::string> lines_of(const std::string& text) {
   }
   if (start < text.size()) out.push_back(text.substr(start));
   return out;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
 TEST(CaseWriter, CaseFileTextRunsArraysOfNumbersOnLinesAndParsesBack) {
@@ -576,6 +584,116 @@ TEST(CaseWriter, EveryFormatRoundTripsBitForBit) {
     for (std::size_t e = 0; e < ints_[k].v.size(); ++e)
       EXPECT_EQ(q.get_int(static_cast<std::int64_t>(e)), ints_[k].v[e]);
   }
+}
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) : path(temp_file(name)) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// ---- Generators kept -------------------------------------------------------------------------------
+
+TEST(CaseWriter, GeneratedOperandsAreWrittenAsTheirGeneratorsUntilTheirValuesChange) {
+  const TempDir dir("generators");
+  std::ofstream(dir.path / "gen.json") << R"({"suite": "gen", "cases": [
+    {"name": "uniform", "op": "quantize", "scale": 0.015625, "zero_point": 5, "output_dtype": "i8",
+     "input": {"dtype": "f32", "shape": [16, 16], "generator": {"kind": "uniform", "seed": 7, "low": -2.0, "high": 2.0}}},
+    {"name": "saturation", "op": "quantize", "scale": [0.25], "zero_point": -3, "output_dtype": "i8",
+     "input": {"dtype": "f32", "shape": [64], "generator": {"kind": "saturation", "seed": 3}}},
+    {"name": "gemm", "op": "qgemm",
+     "a": {"dtype": "u8", "shape": [4, 8], "generator": {"kind": "uniform", "seed": 1, "low": 0, "high": 256},
+           "scale": 0.05, "zero_point": 128},
+     "b": {"dtype": "i4", "shape": [8, 3], "generator": {"kind": "uniform", "seed": 2, "low": -8, "high": 8},
+           "scale": 0.5, "packing": "onnx"},
+     "bias": {"dtype": "i32", "shape": [3], "data": [1, -2, 3]},
+     "output": {"kind": "int32"}}]})";
+  const Suite s = load_suite(dir.path / "gen.json");
+  // The values, made here by the generators themselves.
+  Tensor uniform(DType::f32, {16, 16});
+  fill_uniform(uniform, 7, -2.0, 2.0);
+  Tensor saturation(DType::f32, {64});
+  fill_saturation_edges(saturation, 3, 0.25, -3, DType::i8);
+  Tensor a(DType::u8, {4, 8}), b(DType::i4, {8, 3});
+  fill_uniform(a, 1, 0, 256);
+  fill_uniform(b, 2, -8, 8);
+
+  const fs::path saved = dir.path / "saved.json";
+  save_cases(saved, s.name, s.cases);
+  const json j = json::parse(read_text(saved));
+  const json& in0 = j["cases"][0]["input"];
+  EXPECT_FALSE(in0.contains("data"));
+  EXPECT_EQ(in0["generator"], json({{"kind", "uniform"}, {"seed", 7}, {"low", -2.0}, {"high", 2.0}}));
+  // A generator's defaults from the case are written into it.
+  EXPECT_EQ(j["cases"][1]["input"]["generator"],
+            json({{"kind", "saturation"}, {"seed", 3}, {"scale", 0.25}, {"zero_point", -3}, {"output_dtype", "i8"}}));
+  EXPECT_TRUE(j["cases"][2]["a"].contains("generator"));
+  EXPECT_TRUE(j["cases"][2]["b"].contains("generator"));
+  EXPECT_EQ(j["cases"][2]["bias"]["data"], json({1, -2, 3}));
+  EXPECT_LT(read_text(saved).size(), 2000u);  // 256 + 64 + 32 + 24 values are not in it
+
+  const Suite back = load_suite(saved);
+  ASSERT_EQ(back.cases.size(), 3u);
+  EXPECT_TRUE(same_bits(std::get<QuantizeOp>(back.cases[0].op).x, uniform));
+  EXPECT_TRUE(same_bits(std::get<QuantizeOp>(back.cases[1].op).x, saturation));
+  const QGemmOp& g = std::get<QGemmOp>(back.cases[2].op);
+  EXPECT_TRUE(same_bits(g.a.values, a));
+  EXPECT_TRUE(same_bits(unpack_int4(g.b.values, g.b.format, g.b.shape, *g.b.packing), b));
+
+  // Changed parameters do not change what the generator makes: its defaults are its own now.
+  Case rescaled = s.cases[1];
+  std::get<QuantizeOp>(rescaled.op).params.scales = {0.5};
+  // Changed values are written as values: one element, a gathered subset (as shrink makes), and
+  // only the operand that changed.
+  Case one = s.cases[0];
+  Tensor& x = std::get<QuantizeOp>(one.op).x;
+  x.set_double(5, x.get_double(5) == 1.5 ? 1.25 : 1.5);
+  Tensor changed = x;
+  Case gathered = s.cases[0];
+  gathered.name = "gathered";
+  Tensor sub(DType::f32, {4});
+  for (std::int64_t i = 0; i < 4; ++i) sub.set_bits(i, uniform.bits(i * 3));
+  std::get<QuantizeOp>(gathered.op).x = sub;
+  Case gemm = s.cases[2];
+  std::get<QGemmOp>(gemm.op).a.values.set_int(0, a.get_int(0) == 9 ? 10 : 9);
+  const Tensor a_changed = std::get<QGemmOp>(gemm.op).a.values;
+  save_cases(saved, s.name, {one, rescaled, gemm, gathered});
+  const json k = json::parse(read_text(saved));
+  EXPECT_FALSE(k["cases"][0]["input"].contains("generator"));
+  EXPECT_TRUE(k["cases"][1]["input"].contains("generator"));
+  EXPECT_FALSE(k["cases"][2]["a"].contains("generator"));
+  EXPECT_TRUE(k["cases"][2]["b"].contains("generator"));
+  EXPECT_FALSE(k["cases"][3]["input"].contains("generator"));
+  const Suite again = load_suite(saved);
+  EXPECT_TRUE(same_bits(std::get<QuantizeOp>(again.cases[0].op).x, changed));
+  EXPECT_TRUE(same_bits(std::get<QuantizeOp>(again.cases[1].op).x, saturation));
+  EXPECT_EQ(std::get<QuantizeOp>(again.cases[1].op).params.scales, std::vector<double>{0.5});
+  EXPECT_TRUE(same_bits(std::get<QGemmOp>(again.cases[2].op).a.values, a_changed));
+  EXPECT_TRUE(same_bits(std::get<QuantizeOp>(again.cases[3].op).x, sub));
+}
+
+TEST(CaseWriter, TensorDigestSeesEveryElementFormatAndShape) {
+  Tensor x(DType::f16, {4, 4});
+  fill_uniform(x, 1, -1.0, 1.0);
+  const std::uint64_t d = tensor_digest(x);
+  for (std::int64_t i = 0; i < x.size(); ++i) {
+    Tensor y = x;
+    y.set_bits(i, y.bits(i) ^ 0x8000);  // the sign of one element
+    EXPECT_NE(tensor_digest(y), d) << i;
+  }
+  Tensor reshaped(DType::f16, {2, 8});
+  std::memcpy(reshaped.bytes().data(), x.bytes().data(), x.bytes().size());
+  EXPECT_NE(tensor_digest(reshaped), d);
+  Tensor as_bf16(DType::bf16, {4, 4});
+  std::memcpy(as_bf16.bytes().data(), x.bytes().data(), x.bytes().size());
+  EXPECT_NE(tensor_digest(as_bf16), d);
+  EXPECT_EQ(tensor_digest(Tensor(x)), d);
 }
 
 }  // namespace
