@@ -6,6 +6,7 @@
 #include "oracles/choose_qparams.hpp"
 #include "oracles/int4.hpp"
 #include "qconform/error.hpp"
+#include "qconform/npy.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -324,6 +325,37 @@ json fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w
 // The operand a Where's prefix names: "a." -> "a"; a case's own input has no prefix.
 std::string operand_of(const Where& w) { return w.prefix.empty() ? "input" : w.prefix.substr(0, w.prefix.size() - 1); }
 
+// Values from a .npy file, {"npy": "path"} in place of the list (a path relative to the case
+// file's folder), read bit for bit: any NaN, f16/bf16/f8 payloads included. The file holds the
+// operand's format (bf16 and f8 as their bit patterns, i4/u4 one value a byte: qconform/npy.hpp)
+// and its shape.
+Tensor load_npy_data(const json& d, DType t, const Shape& shape, const Where& w) {
+  check_fields(d, {"npy"}, w, "input.data.");
+  if (!d.contains("npy") || !d["npy"].is_string() || d["npy"].get<std::string>().empty())
+    w.fail("input.data", "expected a list of values or {\"npy\": \"file.npy\"}");
+  fs::path file(d["npy"].get<std::string>());
+  if (file.is_relative()) file = fs::path(w.file).parent_path() / file;
+  // A FIFO or a device would block or never end; a case's data is a file.
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    w.fail("input.data.npy", file.string() + (fs::exists(file, ec) ? ": not a regular file" : ": no such file"));
+  Tensor y;
+  try {
+    y = read_npy(file, npy_storage_dtype(t) != t ? std::optional(t) : std::nullopt);
+  } catch (const InputError& e) {
+    w.fail("input.data.npy", e.what());
+  }
+  const std::string holds = file.string() + " holds " + std::string(name(y.dtype())) + " " + shape_str(y.shape());
+  if (y.dtype() != t) w.fail("input.data.npy", holds + ", not the operand's " + std::string(name(t)));
+  if (y.shape() != shape) w.fail("input.data.npy", holds + ", not the operand's shape " + shape_str(shape));
+  if (is_int(t))
+    for (std::int64_t i = 0; i < y.size(); ++i)
+      if (const std::int64_t v = y.get_int(i); v < int_min(t) || v > int_max(t))
+        w.fail("input.data.npy", file.string() + ": element " + std::to_string(i) + " (" + std::to_string(v) +
+                                     ") is outside " + std::string(name(t)));
+  return y;
+}
+
 // An operand {"from": "name", ...}: a tensor of the named case's output format and shape, whose
 // values the runner binds (case.hpp, OperandLink). A "dtype" or "shape" given beside "from" must
 // be the producer's. `w.prefix` names the operand ("a.", "bias.", ...; empty for a case's input).
@@ -375,7 +407,8 @@ Tensor load_input(const json& j, const json& c, const Where& w) {
   if (has_data == has_gen) w.fail("input", "give exactly one of 'data' or 'generator'");
   if (has_data) {
     const json& d = j["data"];
-    if (!d.is_array()) w.fail("input.data", "expected a flat list of values");
+    if (d.is_object()) return load_npy_data(d, t, shape, w);
+    if (!d.is_array()) w.fail("input.data", "expected a flat list of values or {\"npy\": \"file.npy\"}");
     if (static_cast<std::int64_t>(d.size()) != x.size())
       w.fail("input.data", "has " + std::to_string(d.size()) + " values but shape " + shape_str(shape) + " needs " +
                                std::to_string(x.size()));

@@ -5,10 +5,12 @@
 #include "oracles/choose_qparams.hpp"
 #include "oracles/int4.hpp"
 #include "qconform/error.hpp"
+#include "qconform/npy.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -62,10 +64,13 @@ json requantize_json(const RequantizePolicy& r) { return policy_fields(requantiz
 // ---- Tensors ---------------------------------------------------------------------------------
 
 // What writing one case's operands needs besides the options: the case's links and generated
-// operands.
+// operands, and (save_cases) where an array goes into a side file.
 struct Writer {
   const WriteOptions& options;
   const Case* c = nullptr;
+  // Queues `t` for a .npy side file and returns its reference (a name relative to the case file);
+  // empty: every array is inline.
+  std::function<std::string(const Tensor& t, const std::string& field)> side_file;
 };
 
 std::string hex(std::uint64_t v) {
@@ -333,7 +338,7 @@ json tensor_to_json(const Tensor& t, const std::string& field, const WriteOption
 namespace {
 
 // An operand as the file holds it: its generator while its values are still what the generator
-// made, else inline data.
+// made, a side file for a large array when save_cases is asked for them, else inline data.
 json operand_json(const Tensor& t, const std::string& field, const Writer& w) {
   json o = {{"dtype", name(t.dtype())}, {"shape", shape_json(t, field)}};
   for (const OperandLink& l : w.c->links)
@@ -343,6 +348,12 @@ json operand_json(const Tensor& t, const std::string& field, const Writer& w) {
       o["generator"] = json::parse(g.generator);
       return o;
     }
+  }
+  if (w.side_file && w.options.npy_min_elements > 0 && t.size() >= w.options.npy_min_elements) {
+    json ref = json::object();
+    ref["npy"] = w.side_file(t, field);
+    o["data"] = std::move(ref);
+    return o;
   }
   return tensor_to_json(t, field, w.options);
 }
@@ -496,6 +507,15 @@ void write_replacing(const fs::path& file, const std::function<void(const fs::pa
   }
 }
 
+// A case name as part of a file name: letters, digits and "-_=+." kept, anything else '_'.
+std::string file_safe(const std::string& s) {
+  std::string out = s;
+  for (char& ch : out)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && std::string_view("-_=+.").find(ch) == std::string_view::npos)
+      ch = '_';
+  return out;
+}
+
 }  // namespace
 
 std::string case_file_text(const json& j) {
@@ -504,19 +524,35 @@ std::string case_file_text(const json& j) {
   return out + "\n";
 }
 
-json case_to_json(const Case& c, const WriteOptions& options) { return case_json(c, Writer{options, &c}); }
+json case_to_json(const Case& c, const WriteOptions& options) { return case_json(c, Writer{options, &c, {}}); }
 
 void save_cases(const fs::path& file, const std::string& suite, const std::vector<Case>& cases,
                 const WriteOptions& options) {
+  // Side files (<stem>.<case>.<field>.npy next to the file) are written once every case has been
+  // converted, so a case the format cannot express leaves no files behind.
+  std::vector<std::pair<std::string, Tensor>> side_files;
+  std::set<std::string> side_names;
+  Writer w{options, nullptr, {}};
+  if (options.npy_min_elements > 0)
+    w.side_file = [&](const Tensor& t, const std::string& field) {
+      const std::string base = file.stem().string() + "." + file_safe(w.c->name) + "." + field;
+      std::string n = base + ".npy";
+      for (int k = 2; !side_names.insert(n).second; ++k) n = base + "." + std::to_string(k) + ".npy";
+      side_files.emplace_back(n, t);
+      return n;
+    };
   json list = json::array();
   std::set<std::string> names;
   for (const Case& c : cases) {
     if (!names.insert(c.name).second)
       throw InputError(file.string() + ": case '" + c.name + "': duplicate case name in suite '" + suite + "'");
-    list.push_back(case_to_json(c, options));
+    w.c = &c;
+    list.push_back(case_json(c, w));
   }
   // The file must read back: every case a link or an agreement names is among `cases`.
   check_links(Suite{suite, "", file.string(), cases, {}});
+  for (const auto& [n, t] : side_files)
+    write_replacing(file.parent_path() / n, [&](const fs::path& tmp) { write_npy(tmp, t); });
   const std::string text = case_file_text({{"suite", suite}, {"cases", std::move(list)}});
   write_replacing(file, [&](const fs::path& tmp) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

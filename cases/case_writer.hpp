@@ -36,6 +36,11 @@ struct WriteOptions {
   // false: a NaN the loader cannot read back bit for bit is an InputError; true: it is written as
   // "nan" / "-nan" and reads back as the loader's NaN (sign kept for f32/f64).
   bool canonical_nans = false;
+  // save_cases: arrays of at least this many elements go to .npy side files next to the case file,
+  // <stem>.<case>.<field>.npy (the case name with characters other than letters, digits and
+  // "-_=+." as '_'), referenced as "data": {"npy": "<that name>"}; bit for bit, every NaN included.
+  // 0: every array inline. case_to_json always writes inline data.
+  std::int64_t npy_min_elements = 0;
 };
 
 // The case as the case format's JSON object (inline data or generators, spec, expectations). Throws
@@ -66,8 +71,8 @@ std::string case_file_text(const nlohmann::json& j);
 
 // Writes a case file `load_suite` accepts: {"suite": suite, "cases": [...]}, as case_file_text lays
 // it out. Written to a temporary file in the same folder and renamed, so an existing file is
-// replaced only by a complete one. Throws InputError for
-// duplicate case names and for cases the format cannot express.
+// replaced only by a complete one (side files first, each the same way). Throws InputError for
+// duplicate case names and for cases the format cannot express, before writing any file.
 void save_cases(const std::filesystem::path& file, const std::string& suite, const std::vector<Case>& cases,
                 const WriteOptions& options = {});
 

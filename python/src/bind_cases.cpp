@@ -501,15 +501,19 @@ void bind_cases(py::module_& m) {
   m.def(
       "save_cases",
       [](const py::handle& path, const std::vector<std::shared_ptr<qc::Case>>& cases, const py::handle& suite,
-         bool canonical_nans) {
+         bool canonical_nans, std::int64_t npy_min_elements) {
+        if (npy_min_elements < 0) throw InputError("save_cases: npy_min_elements must be >= 0 (0: every array inline)");
         std::vector<qc::Case> v;
         for (const auto& c : cases) v.push_back(*c);
-        qc::save_cases(paths_arg(path).at(0), suite_of(cases, suite), v, qc::WriteOptions{canonical_nans});
+        qc::save_cases(paths_arg(path).at(0), suite_of(cases, suite), v,
+                       qc::WriteOptions{canonical_nans, npy_min_elements});
       },
       py::arg("path"), py::arg("cases"), py::arg("suite") = py::none(), py::arg("canonical_nans") = false,
+      py::arg("npy_min_elements") = 0,
       "Writes cases as a case file `qconform run` and load_suite read back identically, bit for bit: operands a "
-      "generator made and still hold its values as the generator, other arrays inline. InputError for what the "
-      "format cannot express.");
+      "generator made and still hold its values as the generator, other arrays inline, or, with npy_min_elements=n, "
+      "arrays of n elements or more as .npy side files next to the file (<stem>.<case>.<field>.npy). InputError for "
+      "what the format cannot express.");
   m.def(
       "case_to_json",
       [](const qc::Case& c, bool canonical_nans) {

@@ -9,6 +9,7 @@
 #include "harness/evaluate.hpp"
 #include "oracles/int4.hpp"
 #include "qconform/error.hpp"
+#include "qconform/npy.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -586,6 +587,8 @@ TEST(CaseWriter, EveryFormatRoundTripsBitForBit) {
   }
 }
 
+// ---- .npy side files -----------------------------------------------------------------------------
+
 struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& name) : path(temp_file(name)) {
@@ -597,6 +600,116 @@ struct TempDir {
     fs::remove_all(path, ec);
   }
 };
+
+TEST(CaseWriter, LargeArraysGoToNpySideFilesBitForBit) {
+  const TempDir dir("npy");
+  // NaNs the inline format cannot hold (an f16 payload, a signalling f32 NaN, a negative bf16
+  // NaN) travel as bits in a side file.
+  const std::vector<std::uint64_t> f16 = {0xFE01, 0x7C01, 0x8000, 0x0001, 0x7BFF, 0x3C00};
+  QuantizeOp h;
+  h.x = bits(DType::f16, {2, 3}, f16);
+  h.params.scales = {1.0};
+  h.out = DType::i8;
+  const std::vector<std::uint64_t> f32 = {0x7F800001u, 0xFFC00001u, 0x80000000u, 0x00000001u};
+  QuantizeOp s;
+  s.x = bits(DType::f32, {4}, f32);
+  s.params.scales = {1.0};
+  s.out = DType::u8;
+  const std::vector<std::uint64_t> b16 = {0xFFC1, 0x3F80, 0x0001, 0x8000};
+  QuantizeOp b;
+  b.x = bits(DType::bf16, {4}, b16);
+  b.params.scales = {1.0};
+  b.out = DType::i8;
+  QGemmOp g;  // packed int4 weights go out as their logical values; the 2-element bias stays inline
+  g.a.values = ints(DType::u8, {1, 4}, {1, 2, 3, 4});
+  g.a.params.scales = {1.0};
+  const std::vector<std::int64_t> w = {-8, 7, 1, -1, 0, 3, -3, 5};
+  g.b.format = DType::i4;
+  g.b.packing = onnx_int4_packing();
+  g.b.shape = {4, 2};
+  g.b.values = pack_int4(ints(DType::i4, {4, 2}, w), DType::i4, *g.b.packing);
+  g.b.params.scales = {1.0};
+  g.bias = ints(DType::i32, {2}, {5, -5});
+  g.output.kind = OutputKind::int32;
+  g.output.format = DType::i32;
+  // Names with characters a file name should not have, and two that become the same.
+  const std::vector<Case> cases = {make_case("f16/nans[x=1]", h, preset("onnx")),
+                                   make_case("f32 snan", s, preset("onnx")), make_case("f32_snan", s, preset("onnx")),
+                                   make_case("bf16", b, preset("onnx")), make_case("gemm", g, preset("onnx"))};
+  EXPECT_THROW(save_cases(dir.path / "inline.json", "writer", cases), InputError);  // the NaNs above
+  const fs::path file = dir.path / "big.json";
+  save_cases(file, "writer", cases, WriteOptions{false, 4});
+  const json j = json::parse(read_text(file));
+  EXPECT_EQ(j["cases"][0]["input"]["data"], json({{"npy", "big.f16_nans_x=1_.input.npy"}}));
+  EXPECT_EQ(j["cases"][1]["input"]["data"], json({{"npy", "big.f32_snan.input.npy"}}));
+  EXPECT_EQ(j["cases"][2]["input"]["data"], json({{"npy", "big.f32_snan.input.2.npy"}}));
+  EXPECT_EQ(j["cases"][4]["b"]["data"], json({{"npy", "big.gemm.b.npy"}}));
+  EXPECT_EQ(j["cases"][4]["bias"]["data"], json({5, -5}));
+  // The side file is a plain .npy of the values: NumPy's f2, bf16 as u2 bit patterns, i4 as i1.
+  const Tensor side = read_npy(dir.path / "big.f16_nans_x=1_.input.npy");
+  EXPECT_EQ(side.dtype(), DType::f16);
+  EXPECT_EQ(side.shape(), (Shape{2, 3}));
+  for (std::size_t e = 0; e < f16.size(); ++e) EXPECT_EQ(side.bits(static_cast<std::int64_t>(e)), f16[e]);
+  EXPECT_EQ(read_npy(dir.path / "big.bf16.input.npy").dtype(), DType::u16);
+  EXPECT_EQ(read_npy(dir.path / "big.gemm.b.npy").dtype(), DType::i8);
+
+  // Loaded from another working directory: the references are relative to the case file.
+  const Suite back = load_suite(file);
+  ASSERT_EQ(back.cases.size(), cases.size());
+  const auto expect_bits = [](const Tensor& t, const std::vector<std::uint64_t>& v) {
+    ASSERT_EQ(t.size(), static_cast<std::int64_t>(v.size()));
+    for (std::size_t e = 0; e < v.size(); ++e) EXPECT_EQ(t.bits(static_cast<std::int64_t>(e)), v[e]) << e;
+  };
+  expect_bits(std::get<QuantizeOp>(back.cases[0].op).x, f16);
+  EXPECT_EQ(std::get<QuantizeOp>(back.cases[0].op).x.shape(), (Shape{2, 3}));
+  expect_bits(std::get<QuantizeOp>(back.cases[1].op).x, f32);
+  expect_bits(std::get<QuantizeOp>(back.cases[2].op).x, f32);
+  expect_bits(std::get<QuantizeOp>(back.cases[3].op).x, b16);
+  const QGemmOp& gb = std::get<QGemmOp>(back.cases[4].op);
+  EXPECT_TRUE(gb.b.packing.has_value());
+  const Tensor logical = unpack_int4(gb.b.values, gb.b.format, gb.b.shape, *gb.b.packing);
+  for (std::size_t e = 0; e < w.size(); ++e) EXPECT_EQ(logical.get_int(static_cast<std::int64_t>(e)), w[e]);
+  EXPECT_EQ(gb.bias->get_int(1), -5);
+}
+
+// A case file's own {"npy": ...} data: the file must exist and hold the operand's format and shape.
+TEST(CaseWriter, NpyDataIsCheckedAgainstTheOperand) {
+  const TempDir dir("npy_errors");
+  write_npy(dir.path / "f64.npy", floats(DType::f64, {2}, {1.0, 2.0}));
+  write_npy(dir.path / "f32.npy", floats(DType::f32, {2}, {1.0, 2.0}));
+  write_npy(dir.path / "nine.npy", ints(DType::i8, {2}, {9, 1}));
+  const auto load = [&](const std::string& input, const std::string& op = "quantize") {
+    std::ofstream(dir.path / "c.json") << R"({"suite": "s", "cases": [{"name": "c", "op": ")" << op
+                                       << R"(", "scale": 1.0, "output_dtype": "i8", "input": )" << input << "}]}";
+    return load_suite(dir.path / "c.json");
+  };
+  const auto error = [&](const std::string& input, const std::string& op = "quantize") {
+    try {
+      load(input, op);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(std::get<QuantizeOp>(load(R"({"dtype": "f32", "shape": [2], "data": {"npy": "f32.npy"}})").cases[0].op)
+                .x.get_double(1),
+            2.0);
+  const std::string absolute = (dir.path / "f32.npy").string();
+  EXPECT_EQ(load(R"({"dtype": "f32", "shape": [2], "data": {"npy": ")" + absolute + R"("}})").cases.size(), 1u);
+  EXPECT_NE(error(R"({"dtype": "f32", "shape": [2], "data": {"npy": "none.npy"}})").find("input.data.npy"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"dtype": "f32", "shape": [2], "data": {"npy": "f64.npy"}})").find("not the operand's f32"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"dtype": "f32", "shape": [1, 2], "data": {"npy": "f32.npy"}})").find("not the operand's shape"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"dtype": "i4", "shape": [2], "data": {"npy": "nine.npy"}})", "dequantize").find("outside i4"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"dtype": "f32", "shape": [2], "data": {"npy": "f32.npy", "x": 1}})").find("input.data.x"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"dtype": "f32", "shape": [2], "data": {"npy": 3}})").find("input.data"), std::string::npos);
+  EXPECT_NE(error(R"({"dtype": "f32", "shape": [2], "data": {"npy": "."}})").find("not a regular file"),
+            std::string::npos);
+}
 
 // ---- Generators kept -------------------------------------------------------------------------------
 
