@@ -6,6 +6,7 @@
 #include "oracles/choose_qparams.hpp"
 #include "oracles/int4.hpp"
 #include "qconform/error.hpp"
+#include "qconform/npy.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -29,6 +31,30 @@ namespace qc {
 
 using json = nlohmann::json;
 namespace fs = std::filesystem;
+
+std::uint64_t tensor_digest(const Tensor& t) {
+  // FNV-1a's step on 64-bit words: for fixed later words each step is a bijection of the state, so
+  // a change confined to one word (one element: every format's width divides 8 bytes) always shows.
+  constexpr std::uint64_t kPrime = 0x100000001B3ull;
+  std::uint64_t h = 0xCBF29CE484222325ull;
+  const auto mix = [&](std::uint64_t w) { h = (h ^ w) * kPrime; };
+  mix(static_cast<std::uint64_t>(t.dtype()));
+  mix(t.shape().size());
+  for (const std::int64_t d : t.shape()) mix(static_cast<std::uint64_t>(d));
+  const std::span<const std::byte> b = t.bytes();
+  std::size_t i = 0;
+  for (; i + 8 <= b.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, b.data() + i, 8);
+    mix(w);
+  }
+  if (i < b.size()) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, b.data() + i, b.size() - i);
+    mix(w);
+  }
+  return h;
+}
 
 std::string Expectation::str() const {
   switch (kind) {
@@ -56,10 +82,11 @@ namespace {
 
 // What a case being loaded may take from the cases loaded before it: their output formats and
 // shapes (an operand {"from": name} becomes a tensor of that format and shape), and where the case
-// records the links it makes.
+// records the links it makes and the generators its operands came from.
 struct LinkContext {
   std::map<std::string, std::pair<DType, Shape>> outputs;
   std::vector<OperandLink> links;
+  std::vector<GeneratedOperand> generated;  // the operands a generator made
 };
 
 // Context for messages: "file:line: case 'name'"; and, while a case loads, its link context.
@@ -201,8 +228,9 @@ std::vector<double> numbers(const json& v, const Where& w, const std::string& fi
 }
 
 // The tensor's values from a generator object; `c` is the case, whose scale, zero point and
-// output format are the defaults for generators that need them.
-void fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w) {
+// output format are the defaults for generators that need them. Returns the generator with the
+// defaults it took from the case written in (what the case writer writes back).
+json fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w) {
   const std::string p = "input.generator.";
   if (!g.is_object() || !g.contains("kind") || !g["kind"].is_string())
     w.fail("input.generator", "expected an object with a 'kind'");
@@ -223,9 +251,14 @@ void fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w
     if (!(v > 0) || !std::isfinite(v)) w.fail(p + k, "must be a finite number > 0");
     return v;
   };
+  json made = g;
   auto case_scale = [&] {
     if (g.contains("scale")) return positive("scale", number(g["scale"], w, p + "scale"));
-    if (c.contains("scale")) return positive("scale", numbers(c["scale"], w, "scale").at(0));
+    if (c.contains("scale")) {
+      const double s = positive("scale", numbers(c["scale"], w, "scale").at(0));
+      made["scale"] = c["scale"].is_array() ? c["scale"][0] : c["scale"];
+      return s;
+    }
     w.fail(p + "scale", "missing (and the case has no 'scale')");
   };
   try {
@@ -252,6 +285,8 @@ void fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w
                        : c.contains("output_dtype") ? c["output_dtype"]
                                                     : json();
       fill_saturation_edges(x, seed, case_scale(), zp, dtype(od, w, p + "output_dtype"));
+      made["zero_point"] = zp;
+      made["output_dtype"] = od;
     } else if (kind == "exhaustive") {
       check_fields(g, {"kind"}, w, p);
       fill_exhaustive(x);
@@ -284,13 +319,48 @@ void fill_from_generator(Tensor& x, const json& g, const json& c, const Where& w
     if (m.rfind(w.file, 0) == 0) throw;  // already located
     w.fail("input.generator", m);
   }
+  return made;
+}
+
+// The operand a Where's prefix names: "a." -> "a"; a case's own input has no prefix.
+std::string operand_of(const Where& w) { return w.prefix.empty() ? "input" : w.prefix.substr(0, w.prefix.size() - 1); }
+
+// Values from a .npy file, {"npy": "path"} in place of the list (a path relative to the case
+// file's folder), read bit for bit: any NaN, f16/bf16/f8 payloads included. The file holds the
+// operand's format (bf16 and f8 as their bit patterns, i4/u4 one value a byte: qconform/npy.hpp)
+// and its shape.
+Tensor load_npy_data(const json& d, DType t, const Shape& shape, const Where& w) {
+  check_fields(d, {"npy"}, w, "input.data.");
+  if (!d.contains("npy") || !d["npy"].is_string() || d["npy"].get<std::string>().empty())
+    w.fail("input.data", "expected a list of values or {\"npy\": \"file.npy\"}");
+  fs::path file(d["npy"].get<std::string>());
+  if (file.is_relative()) file = fs::path(w.file).parent_path() / file;
+  // A FIFO or a device would block or never end; a case's data is a file.
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    w.fail("input.data.npy", file.string() + (fs::exists(file, ec) ? ": not a regular file" : ": no such file"));
+  Tensor y;
+  try {
+    y = read_npy(file, npy_storage_dtype(t) != t ? std::optional(t) : std::nullopt);
+  } catch (const InputError& e) {
+    w.fail("input.data.npy", e.what());
+  }
+  const std::string holds = file.string() + " holds " + std::string(name(y.dtype())) + " " + shape_str(y.shape());
+  if (y.dtype() != t) w.fail("input.data.npy", holds + ", not the operand's " + std::string(name(t)));
+  if (y.shape() != shape) w.fail("input.data.npy", holds + ", not the operand's shape " + shape_str(shape));
+  if (is_int(t))
+    for (std::int64_t i = 0; i < y.size(); ++i)
+      if (const std::int64_t v = y.get_int(i); v < int_min(t) || v > int_max(t))
+        w.fail("input.data.npy", file.string() + ": element " + std::to_string(i) + " (" + std::to_string(v) +
+                                     ") is outside " + std::string(name(t)));
+  return y;
 }
 
 // An operand {"from": "name", ...}: a tensor of the named case's output format and shape, whose
 // values the runner binds (case.hpp, OperandLink). A "dtype" or "shape" given beside "from" must
 // be the producer's. `w.prefix` names the operand ("a.", "bias.", ...; empty for a case's input).
 Tensor load_linked(const json& j, const Where& w) {
-  const std::string operand = w.prefix.empty() ? "input" : w.prefix.substr(0, w.prefix.size() - 1);
+  const std::string operand = operand_of(w);
   Where at = w;
   at.prefix.clear();
   if (j.contains("data") || j.contains("generator"))
@@ -337,7 +407,8 @@ Tensor load_input(const json& j, const json& c, const Where& w) {
   if (has_data == has_gen) w.fail("input", "give exactly one of 'data' or 'generator'");
   if (has_data) {
     const json& d = j["data"];
-    if (!d.is_array()) w.fail("input.data", "expected a flat list of values");
+    if (d.is_object()) return load_npy_data(d, t, shape, w);
+    if (!d.is_array()) w.fail("input.data", "expected a flat list of values or {\"npy\": \"file.npy\"}");
     if (static_cast<std::int64_t>(d.size()) != x.size())
       w.fail("input.data", "has " + std::to_string(d.size()) + " values but shape " + shape_str(shape) + " needs " +
                                std::to_string(x.size()));
@@ -353,7 +424,8 @@ Tensor load_input(const json& j, const json& c, const Where& w) {
     }
     return x;
   }
-  fill_from_generator(x, j["generator"], c, w);
+  const json made = fill_from_generator(x, j["generator"], c, w);
+  if (w.links) w.links->generated.push_back({operand_of(w), made.dump(), tensor_digest(x)});
   return x;
 }
 
@@ -869,7 +941,10 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
     for (const auto& [backend, v] : e.items()) c.expect[backend] = load_expectation(v, w, "expect." + backend);
   }
   c.agreements = load_agreements(j, w);
-  if (w.links) c.links = std::exchange(w.links->links, {});
+  if (w.links) {
+    c.links = std::exchange(w.links->links, {});
+    c.generated = std::exchange(w.links->generated, {});
+  }
   return c;
 }
 

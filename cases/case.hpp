@@ -49,6 +49,22 @@ struct Agreement {
   std::string_view assertion() const { return kind == Kind::same_outputs ? "same_outputs_as" : "differs_from"; }
 };
 
+// An operand whose values a generator made (the case format's "generator"), kept so that the case
+// writer writes the generator back instead of its values. The generator's defaults taken from the
+// case (a scale, a zero point, an output format) are written into it, so it makes the same values
+// whatever becomes of the case's other fields. The writer writes it only while the operand still
+// has `digest`: shrinking, reproducers and Python replace values (gathered elements, inlined
+// producers), and any change of the values, format or shape changes the digest.
+struct GeneratedOperand {
+  std::string field;      // "input", "a", "b", "weight" or "bias", as in OperandLink
+  std::string generator;  // the generator object, as JSON text
+  std::uint64_t digest = 0;
+};
+
+// A 64-bit digest of a tensor's format, shape and bits (not cryptographic: it tells whether values
+// were changed since they were generated; one changed element always changes it).
+std::uint64_t tensor_digest(const Tensor& t);
+
 struct Case {
   std::string suite;  // the file's suite name
   std::string name;   // unique within the suite
@@ -60,6 +76,7 @@ struct Case {
   std::map<std::string, Expectation> expect;  // by backend name; "*" for every other backend
   std::vector<OperandLink> links;             // operands taken from other cases' outputs
   std::vector<Agreement> agreements;          // what this case's outputs are to other cases'
+  std::vector<GeneratedOperand> generated;    // operands a generator made (written back as generators)
 
   std::string id() const { return suite + "/" + name; }
   Expectation expectation_for(const std::string& backend) const;

@@ -5,12 +5,16 @@
 #include "oracles/choose_qparams.hpp"
 #include "oracles/int4.hpp"
 #include "qconform/error.hpp"
+#include "qconform/npy.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <set>
 #include <system_error>
@@ -58,6 +62,16 @@ json dequantize_json(const DequantizePolicy& d) { return policy_fields(dequantiz
 json requantize_json(const RequantizePolicy& r) { return policy_fields(requantize_fields(), r, r, true); }
 
 // ---- Tensors ---------------------------------------------------------------------------------
+
+// What writing one case's operands needs besides the options: the case's links and generated
+// operands, and (save_cases) where an array goes into a side file.
+struct Writer {
+  const WriteOptions& options;
+  const Case* c = nullptr;
+  // Queues `t` for a .npy side file and returns its reference (a name relative to the case file);
+  // empty: every array is inline.
+  std::function<std::string(const Tensor& t, const std::string& field)> side_file;
+};
 
 std::string hex(std::uint64_t v) {
   char buf[32];
@@ -117,8 +131,10 @@ void params_json(json& o, const QuantParams& p) {
 
 // ---- Operands of the quantized paths ---------------------------------------------------------
 
-json activation_json(const ActivationOperand& a, const Spec& spec, const std::string& field, const WriteOptions& wo) {
-  json o = tensor_to_json(a.values, field, wo);
+json operand_json(const Tensor& t, const std::string& field, const Writer& w);
+
+json activation_json(const ActivationOperand& a, const Spec& spec, const std::string& field, const Writer& wo) {
+  json o = operand_json(a.values, field, wo);
   if (is_float(a.values.dtype())) o["format"] = name(a.format);
   switch (a.quantization) {
     case ActivationQuantization::static_params:
@@ -143,12 +159,12 @@ std::string packing_name(const Int4Packing& p, const Shape& shape, const std::st
   throw InputError(field + ".packing: this int4 packing has no name in the case format (" + int4_packing_names() + ")");
 }
 
-json weights_json(const QWeights& w, WeightLayout layout, const std::string& field, const WriteOptions& wo) {
+json weights_json(const QWeights& w, WeightLayout layout, const std::string& field, const Writer& wo) {
   json o;
   if (w.packing) {  // the case format holds the logical values and the packing's name
-    o = tensor_to_json(unpack_int4(w.values, w.format, w.shape, *w.packing), field, wo);
+    o = operand_json(unpack_int4(w.values, w.format, w.shape, *w.packing), field, wo);
   } else {
-    o = tensor_to_json(w.values, field, wo);
+    o = operand_json(w.values, field, wo);
     if (is_float(w.values.dtype())) o["format"] = name(w.format);
   }
   params_json(o, w.params);
@@ -191,27 +207,27 @@ json output_json(const OutputStage& s, const std::string& field) {
   return o;
 }
 
-void optional_bias(json& c, const std::optional<Tensor>& bias, const WriteOptions& o) {
-  if (bias) c["bias"] = tensor_to_json(*bias, "bias", o);
+void optional_bias(json& c, const std::optional<Tensor>& bias, const Writer& o) {
+  if (bias) c["bias"] = operand_json(*bias, "bias", o);
 }
 
 // ---- Ops ---------------------------------------------------------------------------------------
 
-void op_json(json& c, const QuantizeOp& q, const Spec&, const WriteOptions& o) {
-  c["input"] = tensor_to_json(q.x, "input", o);
+void op_json(json& c, const QuantizeOp& q, const Spec&, const Writer& o) {
+  c["input"] = operand_json(q.x, "input", o);
   params_json(c, q.params);
   c["output_dtype"] = name(q.out);
 }
 
-void op_json(json& c, const DequantizeOp& d, const Spec&, const WriteOptions& o) {
-  c["input"] = tensor_to_json(d.q, "input", o);
+void op_json(json& c, const DequantizeOp& d, const Spec&, const Writer& o) {
+  c["input"] = operand_json(d.q, "input", o);
   params_json(c, d.params);
   c["output_dtype"] = name(d.out);
 }
 
-void op_json(json& c, const RequantizeOp& r, const Spec&, const WriteOptions& o) {
+void op_json(json& c, const RequantizeOp& r, const Spec&, const Writer& o) {
   const RequantizeParams& p = r.params;
-  c["input"] = tensor_to_json(r.acc, "input", o);
+  c["input"] = operand_json(r.acc, "input", o);
   c["input_scale"] = p.input_scale;
   c["weight_scale"] = scales_json(p.weight_scales, p.axis.has_value());
   c["output_scale"] = p.output_scale;
@@ -223,14 +239,14 @@ void op_json(json& c, const RequantizeOp& r, const Spec&, const WriteOptions& o)
   c["output_dtype"] = name(r.out);
 }
 
-void op_json(json& c, const QGemmOp& g, const Spec& spec, const WriteOptions& o) {
+void op_json(json& c, const QGemmOp& g, const Spec& spec, const Writer& o) {
   c["a"] = activation_json(g.a, spec, "a", o);
   c["b"] = weights_json(g.b, g.b_layout, "b", o);
   optional_bias(c, g.bias, o);
   c["output"] = output_json(g.output, "output");
 }
 
-void op_json(json& c, const QConv2dOp& v, const Spec& spec, const WriteOptions& o) {
+void op_json(json& c, const QConv2dOp& v, const Spec& spec, const Writer& o) {
   c["input"] = activation_json(v.input, spec, "input", o);
   c["input"]["layout"] = name(v.layout);
   c["weight"] = weights_json(v.weight, WeightLayout::k_by_n, "weight", o);
@@ -244,8 +260,8 @@ void op_json(json& c, const QConv2dOp& v, const Spec& spec, const WriteOptions& 
   c["output"] = output_json(v.output, "output");
 }
 
-void op_json(json& c, const WeightOnlyGemmOp& w, const Spec&, const WriteOptions& o) {
-  c["a"] = tensor_to_json(w.a, "a", o);
+void op_json(json& c, const WeightOnlyGemmOp& w, const Spec&, const Writer& o) {
+  c["a"] = operand_json(w.a, "a", o);
   c["b"] = weights_json(w.b, w.b_layout, "b", o);
   optional_bias(c, w.bias, o);
   c["output_dtype"] = name(w.out);
@@ -299,29 +315,60 @@ json spec_to_json(const Spec& s) {
                    "': no preset with overrides reproduces its policies, so the case format cannot express it");
 }
 
-json tensor_to_json(const Tensor& t, const std::string& field, const WriteOptions& options) {
+namespace {
+
+json shape_json(const Tensor& t, const std::string& field) {
   json shape = json::array();
   for (std::int64_t d : t.shape()) {
     if (d <= 0) throw InputError(field + ": shape " + shape_str(t.shape()) + " has an empty dimension");
     shape.push_back(d);
   }
+  return shape;
+}
+
+}  // namespace
+
+json tensor_to_json(const Tensor& t, const std::string& field, const WriteOptions& options) {
+  json shape = shape_json(t, field);
   json data = json::array();
   for (std::int64_t i = 0; i < t.size(); ++i) data.push_back(element_json(t, i, field + ".data", options));
   return {{"dtype", name(t.dtype())}, {"shape", std::move(shape)}, {"data", std::move(data)}};
 }
 
-json case_to_json(const Case& c, const WriteOptions& options) {
+namespace {
+
+// An operand as the file holds it: its generator while its values are still what the generator
+// made, a side file for a large array when save_cases is asked for them, else inline data.
+json operand_json(const Tensor& t, const std::string& field, const Writer& w) {
+  json o = {{"dtype", name(t.dtype())}, {"shape", shape_json(t, field)}};
+  for (const OperandLink& l : w.c->links)
+    if (l.field == field) return o;  // the values are the producer's: case_json writes "from"
+  for (const GeneratedOperand& g : w.c->generated) {
+    if (g.field == field && g.digest == tensor_digest(t)) {
+      o["generator"] = json::parse(g.generator);
+      return o;
+    }
+  }
+  if (w.side_file && w.options.npy_min_elements > 0 && t.size() >= w.options.npy_min_elements) {
+    json ref = json::object();
+    ref["npy"] = w.side_file(t, field);
+    o["data"] = std::move(ref);
+    return o;
+  }
+  return tensor_to_json(t, field, w.options);
+}
+
+json case_json(const Case& c, const Writer& w) {
   try {
     json j = {{"name", c.name}};
     if (!c.description.empty()) j["description"] = c.description;
     j["op"] = op_name(c.op);
     j["spec"] = spec_to_json(c.spec);
-    std::visit([&](const auto& op) { op_json(j, op, c.spec, options); }, c.op);
+    std::visit([&](const auto& op) { op_json(j, op, c.spec, w); }, c.op);
     // A linked operand keeps its parameters, format and shape (the loader checks them against the
     // producer) and takes its values from the producer instead of data.
     for (const OperandLink& l : c.links) {
       if (!j.contains(l.field)) throw InputError(l.field + ".from: the op has no operand '" + l.field + "'");
-      j[l.field].erase("data");
       j[l.field]["from"] = l.producer;
     }
     json same = json::array(), differs = json::array();
@@ -344,31 +391,175 @@ json case_to_json(const Case& c, const WriteOptions& options) {
   }
 }
 
+// ---- The file's text -------------------------------------------------------------------------
+
+// People read case files too. nlohmann's dump(n) puts every array element on a line of its own (a
+// 256-element input took 256 lines); here objects are indented one member a line, arrays of
+// numbers and strings (data, shapes, scales) run on in lines of up to kWidth columns, and an object
+// of such values that fits on its line (a generator, an expectation, a small tensor) stays on it.
+constexpr std::size_t kWidth = 100;
+
+bool flat_array(const json& v) {
+  return v.is_array() && std::none_of(v.begin(), v.end(), [](const json& e) { return e.is_structured(); });
+}
+
+// Members in a reading order: what a case is first, its bulk (data, the list of cases) last, the
+// rest in the order of the keys.
+std::vector<std::pair<std::string, const json*>> members(const json& o) {
+  static const std::vector<std::string> first = {"suite", "name", "description", "op", "spec", "dtype", "shape"};
+  static const std::vector<std::string> last = {"generator", "data", "cases"};
+  std::vector<std::pair<std::string, const json*>> out;
+  for (const std::string& k : first)
+    if (o.contains(k)) out.emplace_back(k, &o[k]);
+  for (const auto& [k, v] : o.items())
+    if (std::find(first.begin(), first.end(), k) == first.end() && std::find(last.begin(), last.end(), k) == last.end())
+      out.emplace_back(k, &v);
+  for (const std::string& k : last)
+    if (o.contains(k)) out.emplace_back(k, &o[k]);
+  return out;
+}
+
+// The one-line text of a value holding no objects below its own level.
+std::string one_line(const json& v) {
+  if (!v.is_structured()) return v.dump();  // the shortest text that reads back as the number
+  std::string s(1, v.is_array() ? '[' : '{');
+  if (v.is_array()) {
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + one_line(v[i]);
+  } else {
+    bool more = false;
+    for (const auto& [k, e] : members(v)) {
+      s += (more ? ", " : "") + json(k).dump() + ": " + one_line(*e);
+      more = true;
+    }
+  }
+  return s + (v.is_array() ? ']' : '}');
+}
+
+// Appends v, which starts at `column` of a line whose members are indented by `indent`.
+void append_text(std::string& out, const json& v, std::size_t indent, std::size_t column) {
+  if (!v.is_structured() || v.empty()) {
+    out += v.dump();
+    return;
+  }
+  const std::string pad(indent + 2, ' ');
+  if (flat_array(v)) {  // wrapped: continuation lines one level in
+    out += '[';
+    column += 1;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::string e = v[i].dump();
+      if (i > 0) {
+        out += ',';
+        column += 1;
+        if (column + 1 + e.size() + 1 > kWidth) {  // the element and the ',' or ']' after it
+          out += '\n' + pad;
+          column = pad.size();
+        } else {
+          out += ' ';
+          column += 1;
+        }
+      }
+      out += e;
+      column += e.size();
+    }
+    out += ']';
+    return;
+  }
+  if (v.is_object() &&
+      std::all_of(v.begin(), v.end(), [](const json& e) { return !e.is_structured() || flat_array(e); })) {
+    const std::string line = one_line(v);
+    if (column + line.size() + 1 <= kWidth) {
+      out += line;
+      return;
+    }
+  }
+  out += v.is_array() ? "[\n" : "{\n";
+  bool more = false;
+  const auto item = [&](const std::string* key, const json& e) {
+    out += more ? ",\n" : "";
+    more = true;
+    out += pad;
+    if (key) out += json(*key).dump() + ": ";
+    append_text(out, e, indent + 2, pad.size() + (key ? json(*key).dump().size() + 2 : 0));
+  };
+  if (v.is_array()) {
+    for (const json& e : v) item(nullptr, e);
+  } else {
+    for (const auto& [k, e] : members(v)) item(&k, *e);
+  }
+  out += '\n' + std::string(indent, ' ') + (v.is_array() ? ']' : '}');
+}
+
+// Writes the file through a temporary file in the same folder and a rename, so an existing file is
+// replaced only by a complete one.
+void write_replacing(const fs::path& file, const std::function<void(const fs::path&)>& write) {
+  const fs::path tmp = file.string() + ".tmp";
+  std::error_code ec;
+  try {
+    write(tmp);
+  } catch (...) {
+    fs::remove(tmp, ec);
+    throw;
+  }
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw InputError(file.string() + ": cannot write (" + ec.message() + ")");
+  }
+}
+
+// A case name as part of a file name: letters, digits and "-_=+." kept, anything else '_'.
+std::string file_safe(const std::string& s) {
+  std::string out = s;
+  for (char& ch : out)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && std::string_view("-_=+.").find(ch) == std::string_view::npos)
+      ch = '_';
+  return out;
+}
+
+}  // namespace
+
+std::string case_file_text(const json& j) {
+  std::string out;
+  append_text(out, j, 0, 0);
+  return out + "\n";
+}
+
+json case_to_json(const Case& c, const WriteOptions& options) { return case_json(c, Writer{options, &c, {}}); }
+
 void save_cases(const fs::path& file, const std::string& suite, const std::vector<Case>& cases,
                 const WriteOptions& options) {
+  // Side files (<stem>.<case>.<field>.npy next to the file) are written once every case has been
+  // converted, so a case the format cannot express leaves no files behind.
+  std::vector<std::pair<std::string, Tensor>> side_files;
+  std::set<std::string> side_names;
+  Writer w{options, nullptr, {}};
+  if (options.npy_min_elements > 0)
+    w.side_file = [&](const Tensor& t, const std::string& field) {
+      const std::string base = file.stem().string() + "." + file_safe(w.c->name) + "." + field;
+      std::string n = base + ".npy";
+      for (int k = 2; !side_names.insert(n).second; ++k) n = base + "." + std::to_string(k) + ".npy";
+      side_files.emplace_back(n, t);
+      return n;
+    };
   json list = json::array();
   std::set<std::string> names;
   for (const Case& c : cases) {
     if (!names.insert(c.name).second)
       throw InputError(file.string() + ": case '" + c.name + "': duplicate case name in suite '" + suite + "'");
-    list.push_back(case_to_json(c, options));
+    w.c = &c;
+    list.push_back(case_json(c, w));
   }
   // The file must read back: every case a link or an agreement names is among `cases`.
   check_links(Suite{suite, "", file.string(), cases, {}});
-  const json j = {{"suite", suite}, {"cases", std::move(list)}};
-  const fs::path tmp = file.string() + ".tmp";
-  {
+  for (const auto& [n, t] : side_files)
+    write_replacing(file.parent_path() / n, [&](const fs::path& tmp) { write_npy(tmp, t); });
+  const std::string text = case_file_text({{"suite", suite}, {"cases", std::move(list)}});
+  write_replacing(file, [&](const fs::path& tmp) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError(file.string() + ": cannot write case file");
-    out << j.dump(1) << "\n";
+    out << text;
     if (!out.flush()) throw InputError(file.string() + ": cannot write case file");
-  }
-  std::error_code ec;
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw InputError(file.string() + ": cannot write case file (" + ec.message() + ")");
-  }
+  });
 }
 
 }  // namespace qc

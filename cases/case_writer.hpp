@@ -17,6 +17,10 @@
 // An operand taken from another case (Case::links) is written as {"from": name} with its
 // parameters, format and shape, not its values, and agreements as "same_outputs_as" and
 // "differs_from"; save_cases therefore needs every case they name in the same file.
+//
+// An operand a generator made (Case::generated, recorded by the loader) is written as its generator
+// while its values still have the digest they were made with, and as its values once anything
+// replaced them (a shrunk or reproduced case, a case rebuilt in Python).
 #pragma once
 
 #include "cases/case.hpp"
@@ -32,10 +36,15 @@ struct WriteOptions {
   // false: a NaN the loader cannot read back bit for bit is an InputError; true: it is written as
   // "nan" / "-nan" and reads back as the loader's NaN (sign kept for f32/f64).
   bool canonical_nans = false;
+  // save_cases: arrays of at least this many elements go to .npy side files next to the case file,
+  // <stem>.<case>.<field>.npy (the case name with characters other than letters, digits and
+  // "-_=+." as '_'), referenced as "data": {"npy": "<that name>"}; bit for bit, every NaN included.
+  // 0: every array inline. case_to_json always writes inline data.
+  std::int64_t npy_min_elements = 0;
 };
 
-// The case as the case format's JSON object (inline data, spec, expectations). Throws InputError when
-// the case cannot be expressed exactly in the format (see above).
+// The case as the case format's JSON object (inline data or generators, spec, expectations). Throws
+// InputError when the case cannot be expressed exactly in the format (see above).
 nlohmann::json case_to_json(const Case& c, const WriteOptions& options = {});
 
 // A spec as the case format's "spec" field: the preset name when the spec is a preset unchanged, else
@@ -54,9 +63,16 @@ bool same_numerics(const Spec& a, const Spec& b);
 // messages. Throws InputError for a value the loader cannot read back identically.
 nlohmann::json tensor_to_json(const Tensor& t, const std::string& field, const WriteOptions& options = {});
 
-// Writes a case file `load_suite` accepts: {"suite": suite, "cases": [...]}. Written to a temporary
-// file in the same folder and renamed, so an existing file is replaced only by a complete one.
-// Throws InputError for duplicate case names and for cases the format cannot express.
+// JSON text laid out for reading: objects indented by two spaces, one member a line (a case's name
+// first, its data last); arrays of numbers and strings on one line, wrapped at 100 columns; an
+// object of such values on one line where it fits. Numbers are nlohmann's text (the shortest that
+// reads back as the same double), so json::parse gives back `j`.
+std::string case_file_text(const nlohmann::json& j);
+
+// Writes a case file `load_suite` accepts: {"suite": suite, "cases": [...]}, as case_file_text lays
+// it out. Written to a temporary file in the same folder and renamed, so an existing file is
+// replaced only by a complete one (side files first, each the same way). Throws InputError for
+// duplicate case names and for cases the format cannot express, before writing any file.
 void save_cases(const std::filesystem::path& file, const std::string& suite, const std::vector<Case>& cases,
                 const WriteOptions& options = {});
 

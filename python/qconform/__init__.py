@@ -73,11 +73,27 @@ def bf16_to_float32(bits):
     return bits_to_float(bits, "bf16")
 
 
+def _npy_paths_absolute(obj):
+    if isinstance(obj, list):
+        return [_npy_paths_absolute(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: _npy_paths_absolute(v) for k, v in obj.items()}
+    data = out.get("data")
+    if isinstance(data, dict) and isinstance(data.get("npy"), str) and data["npy"]:
+        out["data"] = dict(data, npy=_os.path.abspath(data["npy"]))
+    return out
+
+
 def cases_from_json(obj, suite="python"):
     """The Cases of one case object of the case format (a dict, or JSON text), read by the same
     loader as case files, so every field is checked exactly as `qconform run` checks it. One case,
-    or several where the object has a "sweep" (one per combination, named name[path=value,...])."""
+    or several where the object has a "sweep" (one per combination, named name[path=value,...]).
+    A relative {"npy": path} in "data" is read relative to the working directory."""
     case = _json.loads(obj) if isinstance(obj, str) else obj
+    # The loader reads {"npy": path} data relative to the case file; this one is a temporary file,
+    # so relative paths are made relative to the working directory instead.
+    case = _npy_paths_absolute(case)
     fd, path = _tempfile.mkstemp(suffix=".json", prefix="qconform_case_")
     try:
         with _os.fdopen(fd, "w") as f:

@@ -462,7 +462,9 @@ void bind_cases(py::module_& m) {
           [](const qc::Case& c, bool canonical_nans) {
             return json_to_python(qc::case_to_json(c, qc::WriteOptions{canonical_nans}));
           },
-          py::arg("canonical_nans") = false, "The case as the case format's JSON object (a dict), inline data.")
+          py::arg("canonical_nans") = false,
+          "The case as the case format's JSON object (a dict): inline data, or the generator of an operand a "
+          "generator made while it holds the generator's values.")
       .def("__repr__", [](const qc::Case& c) { return "<Case " + c.id() + ": " + op_repr(c.op) + ">"; });
 
   py::class_<PySuite>(m, "Suite", "A case file: a suite name and its cases.")
@@ -497,14 +499,19 @@ void bind_cases(py::module_& m) {
   m.def(
       "save_cases",
       [](const py::handle& path, const std::vector<std::shared_ptr<qc::Case>>& cases, const py::handle& suite,
-         bool canonical_nans) {
+         bool canonical_nans, std::int64_t npy_min_elements) {
+        if (npy_min_elements < 0) throw InputError("save_cases: npy_min_elements must be >= 0 (0: every array inline)");
         std::vector<qc::Case> v;
         for (const auto& c : cases) v.push_back(*c);
-        qc::save_cases(paths_arg(path).at(0), suite_of(cases, suite), v, qc::WriteOptions{canonical_nans});
+        qc::save_cases(paths_arg(path).at(0), suite_of(cases, suite), v,
+                       qc::WriteOptions{canonical_nans, npy_min_elements});
       },
       py::arg("path"), py::arg("cases"), py::arg("suite") = py::none(), py::arg("canonical_nans") = false,
-      "Writes cases as a case file `qconform run` and load_suite read back identically (inline data, bit for bit; "
-      "InputError for what the format cannot express).");
+      py::arg("npy_min_elements") = 0,
+      "Writes cases as a case file `qconform run` and load_suite read back identically, bit for bit: operands a "
+      "generator made and still hold its values as the generator, other arrays inline, or, with npy_min_elements=n, "
+      "arrays of n elements or more as .npy side files next to the file (<stem>.<case>.<field>.npy). InputError for "
+      "what the format cannot express.");
   m.def(
       "case_to_json",
       [](const qc::Case& c, bool canonical_nans) {

@@ -4,6 +4,7 @@ the seeded generators, checked against a pure-Python SplitMix64 and the stated d
 import json
 import math
 import pathlib
+import re
 
 import jsonschema
 import numpy as np
@@ -87,6 +88,70 @@ def test_special_values_survive_bit_for_bit(tmp_path):
         qconform.case_to_json(qconform.Case("nan16", qconform.QuantizeOp(h, 1.0)))
     assert qconform.case_to_json(qconform.Case("nan16", qconform.QuantizeOp(h, 1.0)), canonical_nans=True)["input"][
         "data"] == ["nan"]
+
+
+def test_saved_files_keep_generators_and_run_arrays_on_lines(tmp_path):
+    generator = {"kind": "uniform", "seed": 9, "low": -2.0, "high": 2.0}
+    src = tmp_path / "gen.json"
+    src.write_text(json.dumps({"suite": "gen", "cases": [
+        {"name": "u", "op": "quantize", "scale": 0.015625, "output_dtype": "i8",
+         "input": {"dtype": "f32", "shape": [32, 32], "generator": generator}}]}))
+    out = tmp_path / "saved.json"
+    qconform.save_cases(out, qconform.load_suite(src).cases)
+    j = json.loads(out.read_text())
+    jsonschema.validate(j, CASE_SCHEMA)
+    assert j["cases"][0]["input"] == {"dtype": "f32", "shape": [32, 32], "generator": generator}
+    want = qconform.generators.uniform([32, 32], "f32", seed=9, low=-2.0, high=2.0)
+    back = qconform.load_suite(out).cases[0]
+    assert back.op.x.tobytes() == want.tobytes()
+    assert back.to_json()["input"]["generator"] == generator
+
+    # Values changed in Python are written as values, a line holding several of them.
+    x = want.copy()
+    x[3, 4] = np.float32(1.5) if x[3, 4] != 1.5 else np.float32(1.25)
+    qconform.save_cases(out, [qconform.Case("u", qconform.QuantizeOp(x, 0.015625), suite="gen")])
+    text = out.read_text()
+    j = json.loads(text)
+    assert "generator" not in j["cases"][0]["input"] and len(j["cases"][0]["input"]["data"]) == 1024
+    # Several values a line: an f32 value's double text is at most 20 characters with its ", ".
+    lines = text.splitlines()
+    assert len(lines) < 1024 // 3 and max(len(line) for line in lines) <= 100
+    assert qconform.load_suite(out).cases[0].op.x.tobytes() == x.tobytes()
+
+
+def test_npy_side_files_hold_large_arrays_bit_for_bit(tmp_path, monkeypatch):
+    # An f16 NaN with a payload: no inline text reads back as it, a side file does.
+    h = np.array([0x7E01, 0xFC00, 0x8000, 0x0001] * 4, dtype=np.uint16).view(np.float16).reshape(4, 4)
+    small = np.array([0.5, -0.0], np.float32)
+    cases = [qconform.Case("big f16", qconform.QuantizeOp(h, 1.0)), qconform.Case("small", qconform.QuantizeOp(small, 1.0))]
+    with pytest.raises(qconform.InputError, match="cannot be written"):
+        qconform.save_cases(tmp_path / "inline.json", cases, suite="s")
+    qconform.save_cases(tmp_path / "c.json", cases, suite="s", npy_min_elements=16)
+    j = json.loads((tmp_path / "c.json").read_text())
+    jsonschema.validate(j, CASE_SCHEMA)
+    assert j["cases"][0]["input"]["data"] == {"npy": "c.big_f16.input.npy"}
+    assert j["cases"][1]["input"]["data"] == [0.5, 0.0] and math.copysign(1, j["cases"][1]["input"]["data"][1]) == -1
+    side = np.load(tmp_path / "c.big_f16.input.npy")
+    assert side.dtype == np.float16 and side.view(np.uint16).tolist() == h.view(np.uint16).tolist()
+    back = qconform.load_suite(tmp_path / "c.json").cases
+    assert back[0].op.x.view(np.uint16).tolist() == h.view(np.uint16).tolist()
+    assert back[1].op.x.view(np.uint32).tolist() == small.view(np.uint32).tolist()
+    with pytest.raises(qconform.InputError, match="npy_min_elements"):
+        qconform.save_cases(tmp_path / "c.json", cases, suite="s", npy_min_elements=-1)
+    # case_from_json reads a relative side file from the working directory.
+    monkeypatch.chdir(tmp_path)
+    one = qconform.case_from_json(dict(j["cases"][0], name="again"))
+    assert one.op.x.view(np.uint16).tolist() == h.view(np.uint16).tolist()
+
+
+def test_the_save_cases_snippet_of_docs_python_runs(tmp_path, monkeypatch):
+    blocks = [b for b in re.findall(r"```python\n(.*?)```\n", (ROOT / "docs" / "python.md").read_text(), re.S)
+              if "npy_min_elements" in b]
+    assert len(blocks) == 1
+    (tmp_path / "cases").symlink_to(ROOT / "cases")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(blocks[0], "docs/python.md", "exec"), {})
+    assert (tmp_path / "mine.wide.input.npy").exists()
 
 
 def test_case_from_json_uses_the_loader():

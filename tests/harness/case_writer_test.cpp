@@ -4,10 +4,12 @@
 #include "cases/case_writer.hpp"
 
 #include "cases/case.hpp"
+#include "cases/generators.hpp"
 #include "cases/spec_fields.hpp"
 #include "harness/evaluate.hpp"
 #include "oracles/int4.hpp"
 #include "qconform/error.hpp"
+#include "qconform/npy.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -468,8 +470,343 @@ TEST(CaseWriter, DefaultSuitesRoundTrip) {
       EXPECT_TRUE(same_bits_up_to_nan(op_input(s.cases[i].op), op_input(back.cases[i].op)));
       EXPECT_TRUE(same_numerics(s.cases[i].spec, back.cases[i].spec));
       EXPECT_EQ(case_to_json(back.cases[i], WriteOptions{true}), case_to_json(s.cases[i], WriteOptions{true}));
+      // Generated operands are written as their generators, so they load as generated again.
+      EXPECT_EQ(back.cases[i].generated.size(), s.cases[i].generated.size());
     }
   }
+}
+
+// ---- The file's layout -------------------------------------------------------------------------
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', start)) {
+    out.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  if (start < text.size()) out.push_back(text.substr(start));
+  return out;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+TEST(CaseWriter, CaseFileTextRunsArraysOfNumbersOnLinesAndParsesBack) {
+  json data = json::array();
+  for (int i = 0; i < 256; ++i) data.push_back(i % 3 == 0 ? json(i * 0.125 - 16) : json(i - 128));
+  data[7] = "nan(0x123)";
+  data[8] = "-inf";
+  data[9] = -0.0;
+  const json c = {{"name", "x"},
+                  {"op", "quantize"},
+                  {"input", {{"dtype", "f32"}, {"shape", {16, 16}}, {"data", data}}},
+                  {"scale", {0.5, 0.25}},
+                  {"expect", {{"*", "exact"}}},
+                  {"a", {{"generator", {{"kind", "uniform"}, {"seed", 3}}}}}};
+  const json j = {{"suite", "s"}, {"cases", {c}}};
+  const std::string text = case_file_text(j);
+  const json back = json::parse(text);
+  EXPECT_EQ(back, j);
+  EXPECT_TRUE(std::signbit(back["cases"][0]["input"]["data"][9].get<double>()));
+  const std::vector<std::string> lines = lines_of(text);
+  for (const std::string& l : lines) EXPECT_LE(l.size(), 100u) << l;
+  // 256 numbers of up to 6 characters and ", ": about 8 per 100 columns, not one a line.
+  EXPECT_LT(lines.size(), 50u) << text;
+  EXPECT_NE(text.find("\"scale\": [0.5, 0.25]"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"expect\": {\"*\": \"exact\"}"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"generator\": {\"kind\": \"uniform\", \"seed\": 3}"), std::string::npos) << text;
+  // What a case is comes before its data; the suite before its cases.
+  EXPECT_LT(text.find("\"suite\""), text.find("\"cases\""));
+  EXPECT_LT(text.find("\"name\""), text.find("\"input\""));
+  EXPECT_LT(text.find("\"shape\""), text.find("\"data\""));
+}
+
+// Every tensor format through save_cases' text and back: the bits given here, unchanged.
+TEST(CaseWriter, EveryFormatRoundTripsBitForBit) {
+  struct Values {
+    DType t;
+    std::vector<std::uint64_t> bits;
+  };
+  // -0, +-inf, the smallest and largest subnormal, the largest finite, a value, and NaNs the format
+  // can write: f32/f64 quiet NaNs with sign and payload; narrower formats' canonical quiet NaN.
+  const std::vector<Values> floats_ = {
+      {DType::f64,
+       {0x8000000000000000ull, 0x7FF0000000000000ull, 0xFFF0000000000000ull, 0x0000000000000001ull,
+        0x000FFFFFFFFFFFFFull, 0x7FEFFFFFFFFFFFFFull, 0x3FB999999999999Aull, 0x7FF8000000000123ull,
+        0xFFF8000000000000ull}},
+      {DType::f32,
+       {0x80000000u, 0x7F800000u, 0xFF800000u, 0x1u, 0x7FFFFFu, 0x7F7FFFFFu, 0x3DCCCCCDu, 0x7FC00001u, 0xFFC00000u}},
+      {DType::f16, {0x8000, 0x7C00, 0xFC00, 0x0001, 0x03FF, 0x7BFF, 0x3555, 0x7E00}},
+      {DType::bf16, {0x8000, 0x7F80, 0xFF80, 0x0001, 0x007F, 0x7F7F, 0x3DCD, 0x7FC0}},
+      {DType::f8e4m3fn, {0x80, 0x01, 0x07, 0x7E, 0xFE, 0x33, 0x7F}},  // no inf; NaN S.1111.111
+      {DType::f8e5m2, {0x80, 0x7C, 0xFC, 0x01, 0x03, 0x7B, 0x35, 0x7E}},
+  };
+  std::vector<Case> cases;
+  for (const Values& v : floats_) {
+    QuantizeOp q;
+    q.x = bits(v.t, {static_cast<std::int64_t>(v.bits.size())}, v.bits);
+    q.params.scales = {0.5};
+    q.out = DType::i8;
+    cases.push_back(make_case("quantize_" + std::string(name(v.t)), q, preset("onnx")));
+  }
+  struct Ints {
+    DType t;
+    std::vector<std::int64_t> v;
+  };
+  const std::vector<Ints> ints_ = {{DType::i8, {-128, 127, 0, -1}},
+                                   {DType::u8, {0, 255, 128, 1}},
+                                   {DType::i16, {-32768, 32767, 0, -1}},
+                                   {DType::u16, {0, 65535, 1, 2}},
+                                   {DType::i32, {INT32_MIN, INT32_MAX, 0, -1}},
+                                   {DType::i4, {-8, 7, 0, -1}},
+                                   {DType::u4, {0, 15, 8, 1}}};
+  for (const Ints& i : ints_) {
+    DequantizeOp d;
+    d.q = ints(i.t, {4}, i.v);
+    d.params.scales = {0.5};
+    d.params.zero_points = {0};
+    d.out = DType::f32;
+    cases.push_back(make_case("dequantize_" + std::string(name(i.t)), d, preset("onnx")));
+  }
+  const std::vector<Case> back = round_trip(cases, "formats.json");
+  ASSERT_EQ(back.size(), cases.size());
+  for (std::size_t k = 0; k < floats_.size(); ++k) {
+    SCOPED_TRACE(name(floats_[k].t));
+    const Tensor& x = std::get<QuantizeOp>(back[k].op).x;
+    for (std::size_t e = 0; e < floats_[k].bits.size(); ++e)
+      EXPECT_EQ(x.bits(static_cast<std::int64_t>(e)), floats_[k].bits[e]);
+  }
+  for (std::size_t k = 0; k < ints_.size(); ++k) {
+    SCOPED_TRACE(name(ints_[k].t));
+    const Tensor& q = std::get<DequantizeOp>(back[floats_.size() + k].op).q;
+    for (std::size_t e = 0; e < ints_[k].v.size(); ++e)
+      EXPECT_EQ(q.get_int(static_cast<std::int64_t>(e)), ints_[k].v[e]);
+  }
+}
+
+// ---- .npy side files -----------------------------------------------------------------------------
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) : path(temp_file(name)) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+TEST(CaseWriter, LargeArraysGoToNpySideFilesBitForBit) {
+  const TempDir dir("npy");
+  // NaNs the inline format cannot hold (an f16 payload, a signalling f32 NaN, a negative bf16
+  // NaN) travel as bits in a side file.
+  const std::vector<std::uint64_t> f16 = {0xFE01, 0x7C01, 0x8000, 0x0001, 0x7BFF, 0x3C00};
+  QuantizeOp h;
+  h.x = bits(DType::f16, {2, 3}, f16);
+  h.params.scales = {1.0};
+  h.out = DType::i8;
+  const std::vector<std::uint64_t> f32 = {0x7F800001u, 0xFFC00001u, 0x80000000u, 0x00000001u};
+  QuantizeOp s;
+  s.x = bits(DType::f32, {4}, f32);
+  s.params.scales = {1.0};
+  s.out = DType::u8;
+  const std::vector<std::uint64_t> b16 = {0xFFC1, 0x3F80, 0x0001, 0x8000};
+  QuantizeOp b;
+  b.x = bits(DType::bf16, {4}, b16);
+  b.params.scales = {1.0};
+  b.out = DType::i8;
+  QGemmOp g;  // packed int4 weights go out as their logical values; the 2-element bias stays inline
+  g.a.values = ints(DType::u8, {1, 4}, {1, 2, 3, 4});
+  g.a.params.scales = {1.0};
+  const std::vector<std::int64_t> w = {-8, 7, 1, -1, 0, 3, -3, 5};
+  g.b.format = DType::i4;
+  g.b.packing = onnx_int4_packing();
+  g.b.shape = {4, 2};
+  g.b.values = pack_int4(ints(DType::i4, {4, 2}, w), DType::i4, *g.b.packing);
+  g.b.params.scales = {1.0};
+  g.bias = ints(DType::i32, {2}, {5, -5});
+  g.output.kind = OutputKind::int32;
+  g.output.format = DType::i32;
+  // Names with characters a file name should not have, and two that become the same.
+  const std::vector<Case> cases = {make_case("f16/nans[x=1]", h, preset("onnx")),
+                                   make_case("f32 snan", s, preset("onnx")), make_case("f32_snan", s, preset("onnx")),
+                                   make_case("bf16", b, preset("onnx")), make_case("gemm", g, preset("onnx"))};
+  EXPECT_THROW(save_cases(dir.path / "inline.json", "writer", cases), InputError);  // the NaNs above
+  const fs::path file = dir.path / "big.json";
+  save_cases(file, "writer", cases, WriteOptions{false, 4});
+  const json j = json::parse(read_text(file));
+  EXPECT_EQ(j["cases"][0]["input"]["data"], json({{"npy", "big.f16_nans_x=1_.input.npy"}}));
+  EXPECT_EQ(j["cases"][1]["input"]["data"], json({{"npy", "big.f32_snan.input.npy"}}));
+  EXPECT_EQ(j["cases"][2]["input"]["data"], json({{"npy", "big.f32_snan.input.2.npy"}}));
+  EXPECT_EQ(j["cases"][4]["b"]["data"], json({{"npy", "big.gemm.b.npy"}}));
+  EXPECT_EQ(j["cases"][4]["bias"]["data"], json({5, -5}));
+  // The side file is a plain .npy of the values: NumPy's f2, bf16 as u2 bit patterns, i4 as i1.
+  const Tensor side = read_npy(dir.path / "big.f16_nans_x=1_.input.npy");
+  EXPECT_EQ(side.dtype(), DType::f16);
+  EXPECT_EQ(side.shape(), (Shape{2, 3}));
+  for (std::size_t e = 0; e < f16.size(); ++e) EXPECT_EQ(side.bits(static_cast<std::int64_t>(e)), f16[e]);
+  EXPECT_EQ(read_npy(dir.path / "big.bf16.input.npy").dtype(), DType::u16);
+  EXPECT_EQ(read_npy(dir.path / "big.gemm.b.npy").dtype(), DType::i8);
+
+  // Loaded from another working directory: the references are relative to the case file.
+  const Suite back = load_suite(file);
+  ASSERT_EQ(back.cases.size(), cases.size());
+  const auto expect_bits = [](const Tensor& t, const std::vector<std::uint64_t>& v) {
+    ASSERT_EQ(t.size(), static_cast<std::int64_t>(v.size()));
+    for (std::size_t e = 0; e < v.size(); ++e) EXPECT_EQ(t.bits(static_cast<std::int64_t>(e)), v[e]) << e;
+  };
+  expect_bits(std::get<QuantizeOp>(back.cases[0].op).x, f16);
+  EXPECT_EQ(std::get<QuantizeOp>(back.cases[0].op).x.shape(), (Shape{2, 3}));
+  expect_bits(std::get<QuantizeOp>(back.cases[1].op).x, f32);
+  expect_bits(std::get<QuantizeOp>(back.cases[2].op).x, f32);
+  expect_bits(std::get<QuantizeOp>(back.cases[3].op).x, b16);
+  const QGemmOp& gb = std::get<QGemmOp>(back.cases[4].op);
+  EXPECT_TRUE(gb.b.packing.has_value());
+  const Tensor logical = unpack_int4(gb.b.values, gb.b.format, gb.b.shape, *gb.b.packing);
+  for (std::size_t e = 0; e < w.size(); ++e) EXPECT_EQ(logical.get_int(static_cast<std::int64_t>(e)), w[e]);
+  EXPECT_EQ(gb.bias->get_int(1), -5);
+}
+
+// A case file's own {"npy": ...} data: the file must exist and hold the operand's format and shape.
+TEST(CaseWriter, NpyDataIsCheckedAgainstTheOperand) {
+  const TempDir dir("npy_errors");
+  write_npy(dir.path / "f64.npy", floats(DType::f64, {2}, {1.0, 2.0}));
+  write_npy(dir.path / "f32.npy", floats(DType::f32, {2}, {1.0, 2.0}));
+  write_npy(dir.path / "nine.npy", ints(DType::i8, {2}, {9, 1}));
+  const auto load = [&](const std::string& input, const std::string& op = "quantize") {
+    std::ofstream(dir.path / "c.json") << R"({"suite": "s", "cases": [{"name": "c", "op": ")" << op
+                                       << R"(", "scale": 1.0, "output_dtype": "i8", "input": )" << input << "}]}";
+    return load_suite(dir.path / "c.json");
+  };
+  const auto error = [&](const std::string& input, const std::string& op = "quantize") {
+    try {
+      load(input, op);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(std::get<QuantizeOp>(load(R"({"dtype": "f32", "shape": [2], "data": {"npy": "f32.npy"}})").cases[0].op)
+                .x.get_double(1),
+            2.0);
+  const std::string absolute = (dir.path / "f32.npy").string();
+  EXPECT_EQ(load(R"({"dtype": "f32", "shape": [2], "data": {"npy": ")" + absolute + R"("}})").cases.size(), 1u);
+  EXPECT_NE(error(R"({"dtype": "f32", "shape": [2], "data": {"npy": "none.npy"}})").find("input.data.npy"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"dtype": "f32", "shape": [2], "data": {"npy": "f64.npy"}})").find("not the operand's f32"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"dtype": "f32", "shape": [1, 2], "data": {"npy": "f32.npy"}})").find("not the operand's shape"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"dtype": "i4", "shape": [2], "data": {"npy": "nine.npy"}})", "dequantize").find("outside i4"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"dtype": "f32", "shape": [2], "data": {"npy": "f32.npy", "x": 1}})").find("input.data.x"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"dtype": "f32", "shape": [2], "data": {"npy": 3}})").find("input.data"), std::string::npos);
+  EXPECT_NE(error(R"({"dtype": "f32", "shape": [2], "data": {"npy": "."}})").find("not a regular file"),
+            std::string::npos);
+}
+
+// ---- Generators kept -------------------------------------------------------------------------------
+
+TEST(CaseWriter, GeneratedOperandsAreWrittenAsTheirGeneratorsUntilTheirValuesChange) {
+  const TempDir dir("generators");
+  std::ofstream(dir.path / "gen.json") << R"({"suite": "gen", "cases": [
+    {"name": "uniform", "op": "quantize", "scale": 0.015625, "zero_point": 5, "output_dtype": "i8",
+     "input": {"dtype": "f32", "shape": [16, 16], "generator": {"kind": "uniform", "seed": 7, "low": -2.0, "high": 2.0}}},
+    {"name": "saturation", "op": "quantize", "scale": [0.25], "zero_point": -3, "output_dtype": "i8",
+     "input": {"dtype": "f32", "shape": [64], "generator": {"kind": "saturation", "seed": 3}}},
+    {"name": "gemm", "op": "qgemm",
+     "a": {"dtype": "u8", "shape": [4, 8], "generator": {"kind": "uniform", "seed": 1, "low": 0, "high": 256},
+           "scale": 0.05, "zero_point": 128},
+     "b": {"dtype": "i4", "shape": [8, 3], "generator": {"kind": "uniform", "seed": 2, "low": -8, "high": 8},
+           "scale": 0.5, "packing": "onnx"},
+     "bias": {"dtype": "i32", "shape": [3], "data": [1, -2, 3]},
+     "output": {"kind": "int32"}}]})";
+  const Suite s = load_suite(dir.path / "gen.json");
+  // The values, made here by the generators themselves.
+  Tensor uniform(DType::f32, {16, 16});
+  fill_uniform(uniform, 7, -2.0, 2.0);
+  Tensor saturation(DType::f32, {64});
+  fill_saturation_edges(saturation, 3, 0.25, -3, DType::i8);
+  Tensor a(DType::u8, {4, 8}), b(DType::i4, {8, 3});
+  fill_uniform(a, 1, 0, 256);
+  fill_uniform(b, 2, -8, 8);
+
+  const fs::path saved = dir.path / "saved.json";
+  save_cases(saved, s.name, s.cases);
+  const json j = json::parse(read_text(saved));
+  const json& in0 = j["cases"][0]["input"];
+  EXPECT_FALSE(in0.contains("data"));
+  EXPECT_EQ(in0["generator"], json({{"kind", "uniform"}, {"seed", 7}, {"low", -2.0}, {"high", 2.0}}));
+  // A generator's defaults from the case are written into it.
+  EXPECT_EQ(j["cases"][1]["input"]["generator"],
+            json({{"kind", "saturation"}, {"seed", 3}, {"scale", 0.25}, {"zero_point", -3}, {"output_dtype", "i8"}}));
+  EXPECT_TRUE(j["cases"][2]["a"].contains("generator"));
+  EXPECT_TRUE(j["cases"][2]["b"].contains("generator"));
+  EXPECT_EQ(j["cases"][2]["bias"]["data"], json({1, -2, 3}));
+  EXPECT_LT(read_text(saved).size(), 2000u);  // 256 + 64 + 32 + 24 values are not in it
+
+  const Suite back = load_suite(saved);
+  ASSERT_EQ(back.cases.size(), 3u);
+  EXPECT_TRUE(same_bits(std::get<QuantizeOp>(back.cases[0].op).x, uniform));
+  EXPECT_TRUE(same_bits(std::get<QuantizeOp>(back.cases[1].op).x, saturation));
+  const QGemmOp& g = std::get<QGemmOp>(back.cases[2].op);
+  EXPECT_TRUE(same_bits(g.a.values, a));
+  EXPECT_TRUE(same_bits(unpack_int4(g.b.values, g.b.format, g.b.shape, *g.b.packing), b));
+
+  // Changed parameters do not change what the generator makes: its defaults are its own now.
+  Case rescaled = s.cases[1];
+  std::get<QuantizeOp>(rescaled.op).params.scales = {0.5};
+  // Changed values are written as values: one element, a gathered subset (as shrink makes), and
+  // only the operand that changed.
+  Case one = s.cases[0];
+  Tensor& x = std::get<QuantizeOp>(one.op).x;
+  x.set_double(5, x.get_double(5) == 1.5 ? 1.25 : 1.5);
+  Tensor changed = x;
+  Case gathered = s.cases[0];
+  gathered.name = "gathered";
+  Tensor sub(DType::f32, {4});
+  for (std::int64_t i = 0; i < 4; ++i) sub.set_bits(i, uniform.bits(i * 3));
+  std::get<QuantizeOp>(gathered.op).x = sub;
+  Case gemm = s.cases[2];
+  std::get<QGemmOp>(gemm.op).a.values.set_int(0, a.get_int(0) == 9 ? 10 : 9);
+  const Tensor a_changed = std::get<QGemmOp>(gemm.op).a.values;
+  save_cases(saved, s.name, {one, rescaled, gemm, gathered});
+  const json k = json::parse(read_text(saved));
+  EXPECT_FALSE(k["cases"][0]["input"].contains("generator"));
+  EXPECT_TRUE(k["cases"][1]["input"].contains("generator"));
+  EXPECT_FALSE(k["cases"][2]["a"].contains("generator"));
+  EXPECT_TRUE(k["cases"][2]["b"].contains("generator"));
+  EXPECT_FALSE(k["cases"][3]["input"].contains("generator"));
+  const Suite again = load_suite(saved);
+  EXPECT_TRUE(same_bits(std::get<QuantizeOp>(again.cases[0].op).x, changed));
+  EXPECT_TRUE(same_bits(std::get<QuantizeOp>(again.cases[1].op).x, saturation));
+  EXPECT_EQ(std::get<QuantizeOp>(again.cases[1].op).params.scales, std::vector<double>{0.5});
+  EXPECT_TRUE(same_bits(std::get<QGemmOp>(again.cases[2].op).a.values, a_changed));
+  EXPECT_TRUE(same_bits(std::get<QuantizeOp>(again.cases[3].op).x, sub));
+}
+
+TEST(CaseWriter, TensorDigestSeesEveryElementFormatAndShape) {
+  Tensor x(DType::f16, {4, 4});
+  fill_uniform(x, 1, -1.0, 1.0);
+  const std::uint64_t d = tensor_digest(x);
+  for (std::int64_t i = 0; i < x.size(); ++i) {
+    Tensor y = x;
+    y.set_bits(i, y.bits(i) ^ 0x8000);  // the sign of one element
+    EXPECT_NE(tensor_digest(y), d) << i;
+  }
+  Tensor reshaped(DType::f16, {2, 8});
+  std::memcpy(reshaped.bytes().data(), x.bytes().data(), x.bytes().size());
+  EXPECT_NE(tensor_digest(reshaped), d);
+  Tensor as_bf16(DType::bf16, {4, 4});
+  std::memcpy(as_bf16.bytes().data(), x.bytes().data(), x.bytes().size());
+  EXPECT_NE(tensor_digest(as_bf16), d);
+  EXPECT_EQ(tensor_digest(Tensor(x)), d);
 }
 
 }  // namespace
