@@ -57,7 +57,11 @@ def test_failing_report_matches_schema(tmp_path):
     # Every mismatch is at a tie: x/0.25 = k + 1/2 is where ties-away and ties-to-even part.
     labels = ties["metrics"]["labels"]
     assert labels["tie"]["mismatched"] == ties["metrics"]["mismatches"] > 0
-    assert (out / "report.junit.xml").read_text().count("<failure") == 1
+    # JUnit has one <failure> per FAIL of the JSON report (cpu-ref's, and the x86 kernels' where
+    # this CPU runs them).
+    fails = sum(b["verdict"] == "FAIL" for c in report["cases"] for b in c["backends"])
+    assert fails >= 1
+    assert (out / "report.junit.xml").read_text().count("<failure") == fails
 
 
 def test_schema_rejects_a_broken_report():
