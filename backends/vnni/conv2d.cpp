@@ -19,6 +19,7 @@
 #include "qconform/error.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -127,35 +128,46 @@ struct ImageRows {
   ConvSizes s{};
   std::int64_t group = 0;
   std::uint8_t pad = 0;  // the activation zero point's byte
-  // The packer asks for rows in order: the pixel of the next row is kept to save three divisions
-  // per row (a 64-bit division costs about a tenth of a row's multiply-adds for a 3x3x64 layer).
-  mutable std::int64_t next_row = -1, next_b = 0, next_oh = 0, next_ow = 0;
+  std::uint64_t id = 0;  // for the packers' per-thread cache (NextPixel)
 };
+
+// The packer asks for rows in order: the pixel of the next row is kept to save three divisions per
+// row (a 64-bit division costs about a tenth of a row's multiply-adds for a 3x3x64 layer). One per
+// thread: the row groups of a GEMM run on several threads at once, each asking in its own order.
+// Keyed by the image's id, unique to each call (a new call's ImageRows may sit at an old address).
+struct NextPixel {
+  std::uint64_t image = 0;
+  std::int64_t row = -1, b = 0, oh = 0, ow = 0;
+};
+thread_local NextPixel t_next;
+std::atomic<std::uint64_t> g_image_ids{0};
 
 const std::uint8_t* fetch_image_row(const void* context, std::int64_t row, std::int64_t k0, std::int64_t len,
                                     std::uint8_t* scratch) {
   const auto& im = *static_cast<const ImageRows*>(context);
   const Conv2dParams& p = *im.p;
   std::int64_t b, oh, ow;
-  if (row == im.next_row) {
-    b = im.next_b;
-    oh = im.next_oh;
-    ow = im.next_ow;
+  NextPixel& next = t_next;
+  if (next.image == im.id && row == next.row) {
+    b = next.b;
+    oh = next.oh;
+    ow = next.ow;
   } else {
     const std::int64_t pixels = im.s.oh * im.s.ow;
     b = row / pixels;
     oh = row % pixels / im.s.ow;
     ow = row % im.s.ow;
   }
-  im.next_row = row + 1;
-  im.next_b = b;
-  im.next_oh = oh;
-  im.next_ow = ow + 1;
-  if (im.next_ow == im.s.ow) {
-    im.next_ow = 0;
-    if (++im.next_oh == im.s.oh) {
-      im.next_oh = 0;
-      ++im.next_b;
+  next.image = im.id;
+  next.row = row + 1;
+  next.b = b;
+  next.oh = oh;
+  next.ow = ow + 1;
+  if (next.ow == im.s.ow) {
+    next.ow = 0;
+    if (++next.oh == im.s.oh) {
+      next.oh = 0;
+      ++next.b;
     }
   }
   const std::int64_t ih0 = oh * p.stride_h - p.pad_top, iw0 = ow * p.stride_w - p.pad_left;
@@ -250,7 +262,7 @@ void conv2d(const PackedConv2d& w, const A* input, Out* output) {
                        p.out_channels);
       continue;
     }
-    const ImageRows image{x, &p, s, g, static_cast<std::uint8_t>(p.quant.a_zero_point)};
+    const ImageRows image{x, &p, s, g, static_cast<std::uint8_t>(p.quant.a_zero_point), ++g_image_ids};
     if (p.strategy == ConvStrategy::implicit_gemm) {
       detail::run_gemm(w.groups[static_cast<std::size_t>(g)], m, {&image, &fetch_image_row}, out, p.out_channels);
     } else {

@@ -1,6 +1,7 @@
 // NHWC conv2d against a direct convolution written in the test: every output gathers its taps in
 // the stated K order (padded taps = the activation zero point) and goes through the same int64
 // model and epilogue as the GEMM tests.
+#include "qconform/parallel.hpp"
 #include "reference.hpp"
 
 #include <gtest/gtest.h>
@@ -275,6 +276,23 @@ TEST_P(VnniConv, Int4AndWeightZeroPoint) {
       .activations(ActivationType::u8, 128)
       .output(OutputKind::f32)
       .test(isa());
+}
+
+// A convolution big enough that its row groups run on several threads at once (the GEMM driver
+// gives each thread 2^22 multiply-adds or more): every output against the model. The image-row
+// packer once kept the next pixel in the shared image description, so two threads asking for rows
+// moved each other's pixel and outputs went to the wrong place.
+TEST_P(VnniConv, RowGroupsOnSeveralThreadsReadTheirOwnPixels) {
+  const int before = worker_threads();
+  set_worker_threads(4);
+  ConvTester()
+      .shape({2, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1})
+      .order(ConvKOrder::chw)
+      .strategy(ConvStrategy::implicit_gemm)
+      .activations(ActivationType::u8, 77)
+      .seed(310)
+      .test(isa());
+  set_worker_threads(before);
 }
 
 // The K order fixes the pairs vpmaddubsw saturates: with full-range s8 weights and shifted s8
