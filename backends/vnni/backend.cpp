@@ -104,8 +104,11 @@ vnni::QuantSpec quant_spec(const ActivationOperand& a, const QWeights& w, const 
   return q;
 }
 
-Availability check_common(const ActivationOperand& a, const QWeights& w, int n_axis, const std::optional<Tensor>& bias,
-                          const OutputStage& out) {
+bool f32_exact(DType t);
+Availability check_scales(const std::vector<double>& scales);
+
+Availability check_common(vnni::Isa isa, const ActivationOperand& a, const QWeights& w, int n_axis,
+                          const std::optional<Tensor>& bias, const OutputStage& out) {
   if (a.quantization == ActivationQuantization::dynamic_per_row)
     return {false, "dynamic quantization per row needs a scale per row in the epilogue (the kernels take one)"};
   if (a.quantization == ActivationQuantization::dynamic_per_tensor) {
@@ -115,13 +118,22 @@ Availability check_common(const ActivationOperand& a, const QWeights& w, int n_a
     for (std::int64_t i = 0; i < a.values.size(); ++i)
       if (!std::isfinite(a.values.get_double(i)))
         return {false, "dynamic quantization of a tensor holding NaN or infinity has no defined range"};
-    return check_common(with_dynamic_params(a), w, n_axis, bias, out);
+    return check_common(isa, with_dynamic_params(a), w, n_axis, bias, out);
   }
   if (a.format != DType::u8 && a.format != DType::i8) return {false, "activations must be u8 or s8"};
   if (!per_tensor(a.params)) return {false, "activations must be quantized per tensor"};
-  if (w.format != DType::i8 && w.format != DType::i4 && w.format != DType::u4)
-    return {false, "weights must be s8, s4 or u4"};
-  if (!w.packing && !is_int(w.values.dtype())) return {false, "weights must be given quantized (integers)"};
+  // u8 weights run shifted to s8 (w - 128, zero point - 128: the same Σ(a - za)(w - zw)), which
+  // vpdpbusd sums exactly; vpmaddubsw would pair the shifted products, which its claim does not say.
+  const bool u8_weights = w.format == DType::u8 && !w.packing && isa != vnni::Isa::avx2_maddubs;
+  if (w.format != DType::i8 && w.format != DType::i4 && w.format != DType::u4 && !u8_weights)
+    return {false,
+            isa == vnni::Isa::avx2_maddubs ? "weights must be s8, s4 or u4" : "weights must be s8, u8, s4 or u4"};
+  if (!w.packing && !is_int(w.values.dtype()) && !f32_exact(w.values.dtype()))
+    return {false, "float weights are quantized from f32, f16 or bf16 values"};
+  if (!w.packing && !is_int(w.values.dtype())) {
+    if (!f32_exact(w.params.scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
+    if (Availability a = check_scales(w.params.scales); !a.available) return a;
+  }
   if (w.params.granularity() == Granularity::blocked)
     return {false, "blocked (K-group) weight scales are not supported"};
   if (w.params.granularity() == Granularity::per_axis) {
@@ -133,7 +145,10 @@ Availability check_common(const ActivationOperand& a, const QWeights& w, int n_a
     return {false, "int4 weights must be packed low nibble first"};
   if (bias && bias->dtype() != DType::i32 && !(is_float(bias->dtype()) && out.kind == OutputKind::dequantized))
     return {false, "bias must be int32 (or float for a dequantized output)"};
-  if (out.kind == OutputKind::dequantized && out.format != DType::f32) return {false, "dequantized output is f32 only"};
+  if (out.kind == OutputKind::dequantized && !is_float(out.format))
+    return {false, "a dequantized output is a float format"};
+  if (out.kind == OutputKind::dequantized && (out.format == DType::f8e4m3fn || out.format == DType::f8e5m2))
+    return {false, "a dequantized output is f32 (or f16, bf16, f64 from the f32 result)"};
   if (out.kind == OutputKind::requantized && out.format != DType::u8 && out.format != DType::i8)
     return {false, "requantized output is u8 or s8 only"};
   const float s = static_cast<float>(a.params.scales[0]);
@@ -202,6 +217,36 @@ void dispatch_conv(const vnni::PackedConv2d& pc, const std::vector<A>& a, Tensor
   }
 }
 
+Tensor run_quantize(vnni::Isa isa, const QuantizeOp& op);
+
+// The weights as the kernels take them: float weights quantized first with the kernels' own
+// quantize (the claim's quantize applies to weights too), and u8 weights shifted to s8.
+QWeights kernel_weights(vnni::Isa isa, const QWeights& given) {
+  QWeights w = given;
+  if (!w.packing && !is_int(w.values.dtype()))
+    w.values = run_quantize(isa, QuantizeOp{given.values, w.params, w.format});
+  if (w.format == DType::u8 && !w.packing) {
+    Tensor s(DType::i8, w.values.shape());
+    for (std::int64_t i = 0; i < s.size(); ++i) s.set_int(i, w.values.get_int(i) - 128);
+    w.values = std::move(s);
+    w.format = DType::i8;
+    if (w.params.zero_points.empty()) w.params.zero_points = {0};
+    for (std::int64_t& z : w.params.zero_points) z -= 128;
+  }
+  return w;
+}
+
+// A dequantized output the kernels compute in f32, then round into the requested format (the
+// claim's dequantize: f32 arithmetic, then the cast).
+Tensor in_format(Tensor y, DType format) {
+  if (y.dtype() == format) return y;
+  Tensor out(format, y.shape());
+  for (std::int64_t i = 0; i < y.size(); ++i) out.set_double(i, y.get_double(i));
+  return out;
+}
+
+DType kernel_output(const OutputStage& out) { return out.kind == OutputKind::dequantized ? DType::f32 : out.format; }
+
 Tensor run_gemm(vnni::Isa isa, const QGemmOp& op) {
   const Shape& as = op.a.values.shape();
   const std::int64_t k = as.back();
@@ -215,22 +260,24 @@ Tensor run_gemm(vnni::Isa isa, const QGemmOp& op) {
   gp.k = k;
   gp.w_layout = op.b_layout == WeightLayout::k_by_n ? vnni::WeightLayout::k_by_n : vnni::WeightLayout::n_by_k;
   const ActivationOperand a = with_dynamic_params(op.a);
-  gp.quant = quant_spec(a, op.b, op.bias, op.output, n);
-  const vnni::PackedWeights pw = op.b.packing ? vnni::pack_weights_int4(gp, packed_bytes(op.b), isa)
-                                              : vnni::pack_weights(gp, weight_bytes(op.b), isa);
+  const QWeights b = kernel_weights(isa, op.b);
+  gp.quant = quant_spec(a, b, op.bias, op.output, n);
+  const vnni::PackedWeights pw =
+      b.packing ? vnni::pack_weights_int4(gp, packed_bytes(b), isa) : vnni::pack_weights(gp, weight_bytes(b), isa);
   Shape ys(as.begin(), as.end() - 1);
   ys.push_back(n);
-  Tensor y(op.output.format, ys);
+  Tensor y(kernel_output(op.output), ys);
   if (a.format == DType::i8)
     dispatch_gemm(pw, m, quantize_activations<std::int8_t>(a), k, y, n);
   else
     dispatch_gemm(pw, m, quantize_activations<std::uint8_t>(a), k, y, n);
-  return y;
+  return in_format(std::move(y), op.output.format);
 }
 
 // ---- Quantize, dequantize, requantize (vnni::quantize & co.) ---------------------------------
 
-bool f32_exact_scale_type(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+// Formats whose every value is an f32: what the kernels' f32 arithmetic takes without a rounding.
+bool f32_exact(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
 Availability check_scales(const std::vector<double>& scales) {
   for (double s : scales)
@@ -255,7 +302,7 @@ Availability check_quantize(const QuantizeOp& q) {
   const DType x = q.x.dtype();
   if (x != DType::f32 && x != DType::f16 && x != DType::bf16)
     return {false, "quantize takes f32, f16 or bf16 inputs (the kernel divides in f32)"};
-  if (!f32_exact_scale_type(q.params.scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
+  if (!f32_exact(q.params.scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
   switch (q.out) {
     case DType::i8:
     case DType::u8:
@@ -295,7 +342,7 @@ Availability check_dequantize(const DequantizeOp& d) {
       if (z != 0) return {false, "an i32 input with a zero point: q - zp could overflow the kernel's int32"};
   if (!is_float(d.out) || d.out == DType::f8e4m3fn || d.out == DType::f8e5m2)
     return {false, "dequantize outputs f32 (or f16, bf16, f64 from the f32 result)"};
-  if (!f32_exact_scale_type(d.params.scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
+  if (!f32_exact(d.params.scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
   return check_scales(d.params.scales);
 }
 
@@ -321,7 +368,7 @@ Availability check_requantize(const RequantizeOp& r) {
     return {false, "requantize takes int32 (or narrower) accumulators"};
   if (r.out != DType::i8 && r.out != DType::u8 && r.out != DType::i16 && r.out != DType::u16)
     return {false, "requantize outputs i8, u8, i16 or u16"};
-  if (!f32_exact_scale_type(r.params.scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
+  if (!f32_exact(r.params.scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
   std::vector<double> scales = r.params.weight_scales;
   scales.push_back(r.params.input_scale);
   scales.push_back(r.params.output_scale);
@@ -361,6 +408,62 @@ Tensor run_requantize(vnni::Isa isa, const RequantizeOp& op) {
   Tensor y(op.out, op.acc.shape());
   for (std::int64_t i = 0; i < n; ++i) y.set_int(i, q[static_cast<std::size_t>(i)]);
   return y;
+}
+
+// ---- Weight-only GEMM (vnni::float_gemm) ------------------------------------------------------
+
+Availability check_weight_only(const WeightOnlyGemmOp& op) {
+  if (!f32_exact(op.a.dtype())) return {false, "weight-only activations are f32, f16 or bf16 (the GEMM runs in f32)"};
+  if (!f32_exact(op.out)) return {false, "weight-only outputs are f32, f16 or bf16"};
+  if (op.bias && !f32_exact(op.bias->dtype())) return {false, "a weight-only bias is f32, f16 or bf16"};
+  const QWeights& w = op.b;
+  if (w.packing) {
+    if (!(*w.packing == Int4Packing{}) || (w.format != DType::i4 && w.format != DType::u4))
+      return {false, "packed weights are int4 in flat order, low nibble first"};
+  } else if (!is_int(w.values.dtype()) || w.values.dtype() == DType::i32) {
+    return {false, "weights must be given quantized (8 bits or fewer)"};
+  }
+  if (!f32_exact(w.params.scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
+  return check_scales(w.params.scales);
+}
+
+// The weights' value at flat index i of their logical shape: unpacked (flat, low nibble first,
+// i4 sign-extended) or as given.
+std::int64_t weight_value(const QWeights& w, std::int64_t i) {
+  if (!w.packing) return w.values.get_int(i);
+  const auto byte = static_cast<std::uint8_t>(w.values.bits(i / 2));
+  const std::int64_t nibble = (i % 2 == 0) ? (byte & 0x0f) : (byte >> 4);
+  return w.format == DType::i4 && nibble >= 8 ? nibble - 16 : nibble;
+}
+
+Tensor run_weight_only(vnni::Isa isa, const WeightOnlyGemmOp& op) {
+  const Shape& as = op.a.shape();
+  const Shape& bs = logical_shape(op.b);
+  const bool k_by_n = op.b_layout == WeightLayout::k_by_n;
+  const std::int64_t k = as.back(), m = op.a.size() / k, n = k_by_n ? bs[1] : bs[0];
+  std::vector<float> a(static_cast<std::size_t>(op.a.size()));
+  for (std::int64_t i = 0; i < op.a.size(); ++i)
+    a[static_cast<std::size_t>(i)] = static_cast<float>(op.a.get_double(i));
+  // Dequantized to f32 first, fl((q - zp) * s) (the weight-only kernels' unpack step), into [K, N].
+  std::vector<float> w(static_cast<std::size_t>(k * n));
+  const ParamIndexer index(op.b.params, bs);
+  for (std::int64_t kk = 0; kk < k; ++kk)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::int64_t i = k_by_n ? kk * n + j : j * k + kk;
+      const std::int64_t p = index(i);
+      w[static_cast<std::size_t>(kk * n + j)] = static_cast<float>(weight_value(op.b, i) - op.b.params.zero_point(p)) *
+                                                static_cast<float>(op.b.params.scales[static_cast<std::size_t>(p)]);
+    }
+  std::vector<float> bias;
+  if (op.bias)
+    for (std::int64_t j = 0; j < n; ++j) bias.push_back(static_cast<float>(op.bias->get_double(j)));
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  vnni::float_gemm(isa, a.data(), m, k, w.data(), n, op.bias ? bias.data() : nullptr, y.data());
+  Shape ys(as.begin(), as.end() - 1);
+  ys.push_back(n);
+  Tensor out(op.out, ys);
+  for (std::int64_t i = 0; i < out.size(); ++i) out.set_double(i, y[static_cast<std::size_t>(i)]);
+  return out;
 }
 
 // NCHW <-> NHWC: the kernels take NHWC; an NCHW request is transposed in and out (any format: the
@@ -415,7 +518,8 @@ Tensor run_conv(vnni::Isa isa, const QConv2dOp& op) {
   cp.groups = g.groups;
   cp.k_order = vnni::ConvKOrder::chw;  // the OIHW flattening: the pairs the oracle's order forms
   const ActivationOperand input = with_dynamic_params(op.input);
-  cp.quant = quant_spec(input, op.weight, op.bias, op.output, cp.out_channels);
+  const QWeights weight = kernel_weights(isa, op.weight);
+  cp.quant = quant_spec(input, weight, op.bias, op.output, cp.out_channels);
   // Padding with the quantized value 0 (a zero-filled buffer, ConvPadding::quantized_zero): the
   // kernels pad with the zero point, so the image is padded with 0 bytes here and the kernel pads
   // nothing. The output geometry is the same.
@@ -439,14 +543,14 @@ Tensor run_conv(vnni::Isa isa, const QConv2dOp& op) {
                 a[static_cast<std::size_t>(((n * given.height + h) * given.width + w) * cp.channels + c)];
     return p;
   };
-  const vnni::PackedConv2d pc = op.weight.packing ? vnni::pack_conv2d_int4(cp, packed_bytes(op.weight), isa)
-                                                  : vnni::pack_conv2d(cp, weight_bytes(op.weight), isa);
-  Tensor y(op.output.format, {cp.batch, pc.out_h, pc.out_w, cp.out_channels});
+  const vnni::PackedConv2d pc = weight.packing ? vnni::pack_conv2d_int4(cp, packed_bytes(weight), isa)
+                                               : vnni::pack_conv2d(cp, weight_bytes(weight), isa);
+  Tensor y(kernel_output(op.output), {cp.batch, pc.out_h, pc.out_w, cp.out_channels});
   if (input.format == DType::i8)
     dispatch_conv(pc, padded(quantize_activations<std::int8_t>(input)), y);
   else
     dispatch_conv(pc, padded(quantize_activations<std::uint8_t>(input)), y);
-  return y;
+  return in_format(std::move(y), op.output.format);
 }
 
 }  // namespace
@@ -478,14 +582,14 @@ Availability VnniBackend::availability() const {
 
 Availability VnniBackend::supports(const OpRequest& op) const {
   if (const auto* g = std::get_if<QGemmOp>(&op))
-    return check_common(g->a, g->b, g->b_layout == WeightLayout::k_by_n ? 1 : 0, g->bias, g->output);
+    return check_common(isa_, g->a, g->b, g->b_layout == WeightLayout::k_by_n ? 1 : 0, g->bias, g->output);
   if (const auto* c = std::get_if<QConv2dOp>(&op)) {
-    return check_common(c->input, c->weight, 0, c->bias, c->output);
+    return check_common(isa_, c->input, c->weight, 0, c->bias, c->output);
   }
   if (const auto* q = std::get_if<QuantizeOp>(&op)) return check_quantize(*q);
   if (const auto* d = std::get_if<DequantizeOp>(&op)) return check_dequantize(*d);
   if (const auto* r = std::get_if<RequantizeOp>(&op)) return check_requantize(*r);
-  return {false, "the x86 kernels run quantize, dequantize, requantize, qgemm and qconv2d (not a float dot product)"};
+  return check_weight_only(std::get<WeightOnlyGemmOp>(op));
 }
 
 Tensor VnniBackend::run(const OpRequest& op) {
@@ -493,6 +597,7 @@ Tensor VnniBackend::run(const OpRequest& op) {
   if (const auto* q = std::get_if<QuantizeOp>(&op)) return run_quantize(isa_, *q);
   if (const auto* d = std::get_if<DequantizeOp>(&op)) return run_dequantize(isa_, *d);
   if (const auto* r = std::get_if<RequantizeOp>(&op)) return run_requantize(isa_, *r);
+  if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return run_weight_only(isa_, *w);
   return run_conv_any_layout(isa_, std::get<QConv2dOp>(op));
 }
 

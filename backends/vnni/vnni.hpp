@@ -213,6 +213,11 @@ void quantize(Isa isa, const float* x, std::size_t n, const ElementwiseParams& p
 void dequantize(Isa isa, const std::int32_t* q, std::size_t n, const ElementwiseParams& p, float* y);
 void requantize(Isa isa, const std::int32_t* acc, std::size_t n, const ElementwiseParams& p, std::int32_t* q);
 
+// The weight-only (hybrid) GEMM: out[m][n] = (Σ_k fma over k ascending of a[m][k] * w[k][n]) + bias[n]
+// in f32, a [M, K] and w [K, N] row-major (w: the weights already dequantized), bias optional.
+void float_gemm(Isa isa, const float* a, std::int64_t m, std::int64_t k, const float* w, std::int64_t n,
+                const float* bias, float* out);
+
 // ---- conv2d ------------------------------------------------------------------------------------
 
 // The order of one output's K = KH·KW·Cg dot product, which fixes avx2_maddubs's pairs.
