@@ -156,6 +156,14 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
   d.description = spec.description;
   d.value = Tensor(op_output_dtype(op), {1});
   Label label = Label::clear;
+  // A GEMM or convolution: the element alone (the `only` path), traced through its output stage.
+  const auto linear = [&](const QGemmPolicy& p, auto evaluate, const auto& o) {
+    const std::vector<std::int64_t> only{i};
+    const QLinearResult r = evaluate(o, p, &only);
+    d.steps = r.trace(0, p);
+    set_value(d.value, r.y, 0);
+    label = r.labels[0];
+  };
   std::visit(
       Overloaded{
           [&](const QuantizeOp& o) {
@@ -185,22 +193,8 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
             d.value.set_int(0, e.q);
             label = e.label;
           },
-          [&](const QGemmOp& o) {
-            const QGemmPolicy p = qgemm_policy(spec, o.a.values.dtype(), LinearOp::gemm);
-            const std::vector<std::int64_t> only{i};
-            const QLinearResult r = qgemm(o, p, &only);
-            d.steps = r.trace(0, p);
-            set_value(d.value, r.y, 0);
-            label = r.labels[0];
-          },
-          [&](const QConv2dOp& o) {
-            const QGemmPolicy p = qgemm_policy(spec, o.input.values.dtype(), LinearOp::conv);
-            const std::vector<std::int64_t> only{i};
-            const QLinearResult r = qconv2d(o, p, &only);
-            d.steps = r.trace(0, p);
-            set_value(d.value, r.y, 0);
-            label = r.labels[0];
-          },
+          [&](const QGemmOp& o) { linear(qgemm_policy(spec, o.a.values.dtype(), LinearOp::gemm), qgemm, o); },
+          [&](const QConv2dOp& o) { linear(qgemm_policy(spec, o.input.values.dtype(), LinearOp::conv), qconv2d, o); },
           [&](const WeightOnlyGemmOp& o) {
             const WeightOnlyResult r = weight_only_gemm(o, weight_only_policy(spec));
             const auto k = static_cast<std::size_t>(i);

@@ -107,6 +107,10 @@ vnni::QuantSpec quant_spec(const ActivationOperand& a, const QWeights& w, const 
 bool f32_exact(DType t);
 Availability check_scales(const std::vector<double>& scales);
 
+// The epilogue's multiplier fl(fl(s_a * s_w) / s_out) where XNNPACK's fp32 requantization defines it:
+// 2^-32 <= m < 256 (src/xnnpack/requantization.h xnn_qs8_requantize_fp32 asserts it).
+bool in_xnnpack_range(float m) { return m >= 0x1p-32f && m < 256.0f; }
+
 Availability check_common(vnni::Isa isa, const ActivationOperand& a, const QWeights& w, int n_axis,
                           const std::optional<Tensor>& bias, const OutputStage& out) {
   if (a.quantization == ActivationQuantization::dynamic_per_row)
@@ -153,6 +157,10 @@ Availability check_common(vnni::Isa isa, const ActivationOperand& a, const QWeig
     return {false, "requantized output is u8 or s8 only"};
   const float s = static_cast<float>(a.params.scales[0]);
   if (!(std::fabs(s) >= kMinNormal)) return {false, "activation scale below the f32 normal range"};
+  if (out.kind == OutputKind::requantized)
+    for (double sw : w.params.scales)
+      if (!in_xnnpack_range(s * static_cast<float>(sw) / static_cast<float>(out.scale)))
+        return {false, "the requantize multiplier must lie in [2^-32, 256)"};
   return {};
 }
 
@@ -373,13 +381,10 @@ Availability check_requantize(const RequantizeOp& r) {
   scales.push_back(r.params.input_scale);
   scales.push_back(r.params.output_scale);
   if (Availability a = check_scales(scales); !a.available) return a;
-  // XNNPACK's fp32 requantization asserts 2^-32 <= multiplier < 256
-  // (src/xnnpack/requantization.h xnn_qs8_requantize_fp32): outside it the epilogue is not defined.
-  for (double w : r.params.weight_scales) {
-    const float m =
-        static_cast<float>(r.params.input_scale) * static_cast<float>(w) / static_cast<float>(r.params.output_scale);
-    if (!(m >= 0x1p-32f && m < 256.0f)) return {false, "the requantize multiplier must lie in [2^-32, 256)"};
-  }
+  for (double w : r.params.weight_scales)
+    if (!in_xnnpack_range(static_cast<float>(r.params.input_scale) * static_cast<float>(w) /
+                          static_cast<float>(r.params.output_scale)))
+      return {false, "the requantize multiplier must lie in [2^-32, 256)"};
   return {};
 }
 
