@@ -551,8 +551,8 @@ void save_cases(const fs::path& file, const std::string& suite, const std::vecto
   }
   // The file must read back: every case a link or an agreement names is among `cases`.
   check_links(Suite{suite, "", file.string(), cases, {}});
-  for (const auto& [n, t] : side_files)
-    write_replacing(file.parent_path() / n, [&](const fs::path& tmp) { write_npy(tmp, t); });
+  for (const auto& side : side_files)  // (a structured binding: not capturable before clang 16)
+    write_replacing(file.parent_path() / side.first, [&](const fs::path& tmp) { write_npy(tmp, side.second); });
   const std::string text = case_file_text({{"suite", suite}, {"cases", std::move(list)}});
   write_replacing(file, [&](const fs::path& tmp) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

@@ -8,7 +8,9 @@
 
 // GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers (the self-initialized
 // _mm512_undefined_* passthrough of the unmasked intrinsics), as in kernel_vnni512.cpp.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cmath>
