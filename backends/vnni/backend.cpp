@@ -111,10 +111,10 @@ Availability check_scales(const std::vector<double>& scales);
 // 2^-32 <= m < 256 (src/xnnpack/requantization.h xnn_qs8_requantize_fp32 asserts it).
 bool in_xnnpack_range(float m) { return m >= 0x1p-32f && m < 256.0f; }
 
-Availability check_common(vnni::Isa isa, const ActivationOperand& a, const QWeights& w, int n_axis,
+Availability check_common([[maybe_unused]] vnni::Isa isa, const ActivationOperand& a, const QWeights& w, int n_axis,
                           const std::optional<Tensor>& bias, const OutputStage& out) {
   if (a.quantization == ActivationQuantization::dynamic_per_row)
-    return {false, "dynamic quantization per row needs a scale per row in the epilogue (the kernels take one)"};
+    return {false, "a convolution's input is quantized per tensor"};
   if (a.quantization == ActivationQuantization::dynamic_per_tensor) {
     if (!(a.rule == QParamsRule{}))
       return {false, "dynamic parameters are chosen as ONNX Runtime's DynamicQuantizeLinear (ort-dynamic) only"};
@@ -127,11 +127,11 @@ Availability check_common(vnni::Isa isa, const ActivationOperand& a, const QWeig
   if (a.format != DType::u8 && a.format != DType::i8) return {false, "activations must be u8 or s8"};
   if (!per_tensor(a.params)) return {false, "activations must be quantized per tensor"};
   // u8 weights run shifted to s8 (w - 128, zero point - 128: the same Σ(a - za)(w - zw)), which
-  // vpdpbusd sums exactly; vpmaddubsw would pair the shifted products, which its claim does not say.
-  const bool u8_weights = w.format == DType::u8 && !w.packing && isa != vnni::Isa::avx2_maddubs;
+  // vpdpbusd sums exactly; on avx2-maddubs they run on the exact scalar kernel (kernel_isa), as MLAS
+  // widens u8 x u8 to vpmaddwd instead of pairing it in vpmaddubsw (the claim: exact for u8 weights).
+  const bool u8_weights = w.format == DType::u8 && !w.packing;
   if (w.format != DType::i8 && w.format != DType::i4 && w.format != DType::u4 && !u8_weights)
-    return {false,
-            isa == vnni::Isa::avx2_maddubs ? "weights must be s8, s4 or u4" : "weights must be s8, u8, s4 or u4"};
+    return {false, "weights must be s8, u8, s4 or u4"};
   if (!w.packing && !is_int(w.values.dtype()) && !f32_exact(w.values.dtype()))
     return {false, "float weights are quantized from f32, f16 or bf16 values"};
   if (!w.packing && !is_int(w.values.dtype())) {
@@ -145,8 +145,7 @@ Availability check_common(vnni::Isa isa, const ActivationOperand& a, const QWeig
     const int axis = *w.params.axis < 0 ? *w.params.axis + rank : *w.params.axis;
     if (axis != n_axis) return {false, "per-channel weight scales must run along the output channels"};
   }
-  if (w.packing && w.packing->nibbles != NibbleOrder::low_first)
-    return {false, "int4 weights must be packed low nibble first"};
+  if (w.packing && w.packing->axis) return {false, "int4 weights must be packed in flat order (no packing axis)"};
   if (bias && bias->dtype() != DType::i32 && !(is_float(bias->dtype()) && out.kind == OutputKind::dequantized))
     return {false, "bias must be int32 (or float for a dequantized output)"};
   if (out.kind == OutputKind::dequantized && !is_float(out.format))
@@ -233,6 +232,13 @@ QWeights kernel_weights(vnni::Isa isa, const QWeights& given) {
   QWeights w = given;
   if (!w.packing && !is_int(w.values.dtype()))
     w.values = run_quantize(isa, QuantizeOp{given.values, w.params, w.format});
+  if (w.packing && w.packing->nibbles == NibbleOrder::high_first) {  // torchao: the first value high
+    for (std::int64_t i = 0; i < w.values.size(); ++i) {
+      const auto b = static_cast<std::uint8_t>(w.values.bits(i));
+      w.values.set_bits(i, static_cast<std::uint8_t>((b << 4) | (b >> 4)));
+    }
+    w.packing->nibbles = NibbleOrder::low_first;
+  }
   if (w.format == DType::u8 && !w.packing) {
     Tensor s(DType::i8, w.values.shape());
     for (std::int64_t i = 0; i < s.size(); ++i) s.set_int(i, w.values.get_int(i) - 128);
@@ -255,7 +261,61 @@ Tensor in_format(Tensor y, DType format) {
 
 DType kernel_output(const OutputStage& out) { return out.kind == OutputKind::dequantized ? DType::f32 : out.format; }
 
+// Activations with a scale per row (static parameters along a row dimension, or dynamic per row,
+// DRQ): the epilogue takes one activation scale, so each row of the [rows, K] view is a GEMM of its
+// own with per-tensor parameters.
+bool per_row(const ActivationOperand& a) {
+  if (a.quantization == ActivationQuantization::dynamic_per_row) return true;
+  if (a.quantization != ActivationQuantization::static_params || a.params.granularity() != Granularity::per_axis)
+    return false;
+  const int rank = a.values.rank();
+  return resolve_axis(*a.params.axis, rank) != rank - 1;
+}
+
+ActivationOperand row_operand(const ActivationOperand& a, std::int64_t r) {
+  const std::int64_t k = a.values.shape().back();
+  ActivationOperand o;
+  o.values = Tensor(a.values.dtype(), {1, k});
+  for (std::int64_t j = 0; j < k; ++j) o.values.set_bits(j, a.values.bits(r * k + j));
+  o.format = a.format;
+  if (a.quantization == ActivationQuantization::dynamic_per_row) {
+    o.quantization = ActivationQuantization::dynamic_per_tensor;
+    o.rule = a.rule;
+    return o;
+  }
+  const std::int64_t p = ParamIndexer(a.params, a.values.shape())(r * k);
+  o.params.scale_dtype = a.params.scale_dtype;
+  o.params.scales = {a.params.scales[static_cast<std::size_t>(p)]};
+  o.params.zero_points = {a.params.zero_point(p)};
+  return o;
+}
+
+std::int64_t activation_rows(const ActivationOperand& a) { return a.values.size() / a.values.shape().back(); }
+
+// The ISA whose kernel runs a request: avx2-maddubs hands u8 weights to the exact scalar kernel
+// (see check_common).
+vnni::Isa kernel_isa(vnni::Isa isa, const QWeights& w) {
+  return isa == vnni::Isa::avx2_maddubs && w.format == DType::u8 && !w.packing ? vnni::Isa::scalar : isa;
+}
+
+Tensor run_gemm_per_tensor(vnni::Isa isa, const QGemmOp& op);
+
 Tensor run_gemm(vnni::Isa isa, const QGemmOp& op) {
+  if (!per_row(op.a)) return run_gemm_per_tensor(isa, op);
+  Shape ys(op.a.values.shape().begin(), op.a.values.shape().end() - 1);
+  ys.push_back(op.b_layout == WeightLayout::k_by_n ? logical_shape(op.b)[1] : logical_shape(op.b)[0]);
+  Tensor y(op.output.format, ys);
+  const std::int64_t n = ys.back();
+  for (std::int64_t r = 0; r < activation_rows(op.a); ++r) {
+    QGemmOp row = op;
+    row.a = row_operand(op.a, r);
+    const Tensor yr = run_gemm_per_tensor(isa, row);
+    for (std::int64_t j = 0; j < n; ++j) y.set_bits(r * n + j, yr.bits(j));
+  }
+  return y;
+}
+
+Tensor run_gemm_per_tensor(vnni::Isa isa, const QGemmOp& op) {
   const Shape& as = op.a.values.shape();
   const std::int64_t k = as.back();
   const std::int64_t m = op.a.values.size() / k;
@@ -269,6 +329,7 @@ Tensor run_gemm(vnni::Isa isa, const QGemmOp& op) {
   gp.w_layout = op.b_layout == WeightLayout::k_by_n ? vnni::WeightLayout::k_by_n : vnni::WeightLayout::n_by_k;
   const ActivationOperand a = with_dynamic_params(op.a);
   const QWeights b = kernel_weights(isa, op.b);
+  isa = kernel_isa(isa, op.b);
   gp.quant = quant_spec(a, b, op.bias, op.output, n);
   const vnni::PackedWeights pw =
       b.packing ? vnni::pack_weights_int4(gp, packed_bytes(b), isa) : vnni::pack_weights(gp, weight_bytes(b), isa);
@@ -524,6 +585,7 @@ Tensor run_conv(vnni::Isa isa, const QConv2dOp& op) {
   cp.k_order = vnni::ConvKOrder::chw;  // the OIHW flattening: the pairs the oracle's order forms
   const ActivationOperand input = with_dynamic_params(op.input);
   const QWeights weight = kernel_weights(isa, op.weight);
+  isa = kernel_isa(isa, op.weight);
   cp.quant = quant_spec(input, weight, op.bias, op.output, cp.out_channels);
   // Padding with the quantized value 0 (a zero-filled buffer, ConvPadding::quantized_zero): the
   // kernels pad with the zero point, so the image is padded with 0 bytes here and the kernel pads
@@ -586,8 +648,14 @@ Availability VnniBackend::availability() const {
 }
 
 Availability VnniBackend::supports(const OpRequest& op) const {
-  if (const auto* g = std::get_if<QGemmOp>(&op))
-    return check_common(isa_, g->a, g->b, g->b_layout == WeightLayout::k_by_n ? 1 : 0, g->bias, g->output);
+  if (const auto* g = std::get_if<QGemmOp>(&op)) {
+    const int n_axis = g->b_layout == WeightLayout::k_by_n ? 1 : 0;
+    if (!per_row(g->a)) return check_common(isa_, g->a, g->b, n_axis, g->bias, g->output);
+    for (std::int64_t r = 0; r < activation_rows(g->a); ++r)  // every row's scale must suit the epilogue
+      if (Availability a = check_common(isa_, row_operand(g->a, r), g->b, n_axis, g->bias, g->output); !a.available)
+        return a;
+    return {};
+  }
   if (const auto* c = std::get_if<QConv2dOp>(&op)) {
     return check_common(isa_, c->input, c->weight, 0, c->bias, c->output);
   }
