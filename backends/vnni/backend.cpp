@@ -300,7 +300,104 @@ vnni::Isa kernel_isa(vnni::Isa isa, const QWeights& w) {
 
 Tensor run_gemm_per_tensor(vnni::Isa isa, const QGemmOp& op);
 
+std::int64_t weight_value(const QWeights& w, std::int64_t i);
+
+// Weights blocked along K (ONNX block_size, MatMulNBits): each block of K has its own scale and
+// zero point per column. The kernels take one per column, so each block is an int32 GEMM of its
+// own, and the dequantized output is the claim's float sum, block by block in K order:
+// y = fl(... fl(t_0 + t_1) ... + t_S), t_s = fl(float(acc_s) * fl(s_a * s_w[s][n])), then + bias.
+struct KBlocks {
+  std::vector<QGemmOp> ops;                // int32 GEMMs, one per block
+  std::vector<std::vector<float>> scales;  // s_w per block, per column
+};
+
+bool blocked_along_k(const QGemmOp& op) {
+  const QuantParams& p = op.b.params;
+  if (p.granularity() != Granularity::blocked) return false;
+  const int k_axis = op.b_layout == WeightLayout::k_by_n ? 0 : 1;
+  return resolve_axis(*p.axis, 2) == k_axis;
+}
+
+KBlocks k_blocks(const QGemmOp& op) {
+  const Shape& bs = logical_shape(op.b);
+  const bool k_by_n = op.b_layout == WeightLayout::k_by_n;
+  const std::int64_t K = k_by_n ? bs[0] : bs[1], N = k_by_n ? bs[1] : bs[0], block = op.b.params.block_size;
+  const std::int64_t M = op.a.values.size() / K;
+  const ParamIndexer index(op.b.params, bs);
+  KBlocks kb;
+  for (std::int64_t k0 = 0; k0 < K; k0 += block) {
+    const std::int64_t len = std::min(block, K - k0);
+    QGemmOp seg;
+    seg.a = op.a;
+    seg.a.values = Tensor(op.a.values.dtype(), {M, len});
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t k = 0; k < len; ++k) seg.a.values.set_bits(m * len + k, op.a.values.bits(m * K + k0 + k));
+    seg.b.format = op.b.format;
+    seg.b.values = Tensor(op.b.format, {len, N});  // unpacked, [K, N]
+    seg.b.params.scale_dtype = op.b.params.scale_dtype;
+    seg.b.params.axis = 1;
+    std::vector<float> scales;
+    for (std::int64_t n = 0; n < N; ++n) {
+      const std::int64_t first = k_by_n ? k0 * N + n : n * K + k0;
+      const std::int64_t pi = index(first);
+      scales.push_back(static_cast<float>(op.b.params.scales[static_cast<std::size_t>(pi)]));
+      seg.b.params.scales.push_back(op.b.params.scales[static_cast<std::size_t>(pi)]);
+      seg.b.params.zero_points.push_back(op.b.params.zero_point(pi));
+      for (std::int64_t k = 0; k < len; ++k)
+        seg.b.values.set_int(k * N + n, weight_value(op.b, k_by_n ? (k0 + k) * N + n : n * K + k0 + k));
+    }
+    seg.output = OutputStage{};  // int32
+    kb.ops.push_back(std::move(seg));
+    kb.scales.push_back(std::move(scales));
+  }
+  return kb;
+}
+
+Tensor run_gemm_blocked(vnni::Isa isa, const QGemmOp& op) {
+  const KBlocks kb = k_blocks(op);
+  const float sa = static_cast<float>(op.a.params.scales[0]);
+  Tensor y;
+  std::vector<float> sum;
+  for (std::size_t s = 0; s < kb.ops.size(); ++s) {
+    const Tensor acc = run_gemm_per_tensor(isa, kb.ops[s]);
+    if (sum.empty()) {
+      sum.assign(static_cast<std::size_t>(acc.size()), 0.0f);
+      y = Tensor(DType::f32, acc.shape());
+    }
+    const std::int64_t n = acc.shape().back();
+    for (std::int64_t e = 0; e < acc.size(); ++e) {
+      const float t = static_cast<float>(acc.get_int(e)) * (sa * kb.scales[s][static_cast<std::size_t>(e % n)]);
+      sum[static_cast<std::size_t>(e)] = s == 0 ? t : sum[static_cast<std::size_t>(e)] + t;
+    }
+  }
+  const std::int64_t n = y.shape().back();
+  for (std::int64_t e = 0; e < y.size(); ++e) {
+    float v = sum[static_cast<std::size_t>(e)];
+    if (op.bias) v = v + static_cast<float>(op.bias->get_double(e % n));
+    y.set_double(e, v);
+  }
+  Shape ys(op.a.values.shape().begin(), op.a.values.shape().end() - 1);
+  ys.push_back(n);
+  Tensor shaped(DType::f32, ys);
+  for (std::int64_t e = 0; e < y.size(); ++e) shaped.set_bits(e, y.bits(e));
+  return in_format(std::move(shaped), op.output.format);
+}
+
+Availability check_blocked(vnni::Isa isa, const QGemmOp& op) {
+  if (op.output.kind != OutputKind::dequantized)
+    return {false, "blocked (K-group) weight scales with a requantized or int32 output have no one multiplier"};
+  if (op.a.quantization != ActivationQuantization::static_params || !per_tensor(op.a.params))
+    return {false, "with blocked weights the activations are quantized per tensor (static)"};
+  if (op.bias && !is_float(op.bias->dtype())) return {false, "blocked weights take a float bias"};
+  if (op.b.packing && op.b.packing->axis) return {false, "int4 weights must be packed in flat order (no packing axis)"};
+  if (!op.b.packing && !is_int(op.b.values.dtype())) return {false, "blocked weights must be given quantized"};
+  if (Availability a = check_scales(op.b.params.scales); !a.available) return a;
+  QGemmOp first = k_blocks(op).ops.front();
+  return check_common(isa, first.a, first.b, 1, std::nullopt, first.output);
+}
+
 Tensor run_gemm(vnni::Isa isa, const QGemmOp& op) {
+  if (blocked_along_k(op)) return run_gemm_blocked(isa, op);
   if (!per_row(op.a)) return run_gemm_per_tensor(isa, op);
   Shape ys(op.a.values.shape().begin(), op.a.values.shape().end() - 1);
   ys.push_back(op.b_layout == WeightLayout::k_by_n ? logical_shape(op.b)[1] : logical_shape(op.b)[0]);
@@ -650,6 +747,7 @@ Availability VnniBackend::availability() const {
 Availability VnniBackend::supports(const OpRequest& op) const {
   if (const auto* g = std::get_if<QGemmOp>(&op)) {
     const int n_axis = g->b_layout == WeightLayout::k_by_n ? 1 : 0;
+    if (blocked_along_k(*g)) return check_blocked(isa_, *g);
     if (!per_row(g->a)) return check_common(isa_, g->a, g->b, n_axis, g->bias, g->output);
     for (std::int64_t r = 0; r < activation_rows(g->a); ++r)  // every row's scale must suit the epilogue
       if (Availability a = check_common(isa_, row_operand(g->a, r), g->b, n_axis, g->bias, g->output); !a.available)
