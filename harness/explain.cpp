@@ -103,8 +103,8 @@ std::string roundings_from(const ElementDerivation& d, std::size_t from, std::si
   return s;
 }
 
-void linear_inputs_header(const DotTerms& t, const OutputStage& out, const std::optional<Tensor>& bias,
-                          std::vector<std::string>& lines) {
+void linear_output_lines(const DotTerms& t, const OutputStage& out, const std::optional<Tensor>& bias,
+                         std::vector<std::string>& lines) {
   for (std::size_t s = 0; s < t.a_scale.size(); ++s)
     lines.push_back((t.a_scale.size() > 1
                          ? "segment " + std::to_string(s) + " from k = " + std::to_string(t.segment_starts[s]) + ": "
@@ -219,6 +219,12 @@ std::vector<std::string> element_inputs(const OpRequest& op, const Spec& spec, s
   if (i < 0 || i >= numel(shape))
     throw InputError("element " + std::to_string(i) + " is outside the output " + shape_str(shape));
   std::vector<std::string> lines;
+  // A GEMM's or convolution's dot product term by term, then its scales, bias and output stage.
+  const auto linear = [&](const DotTerms& t, const Tensor& a, const QWeights& w, const std::string& a_name,
+                          const std::string& w_name, const OutputStage& out, const std::optional<Tensor>& bias) {
+    dot_terms(t, a, w.packing ? nullptr : &w.values, logical_shape(w), a_name, w_name, max_terms, lines);
+    linear_output_lines(t, out, bias, lines);
+  };
   std::visit(Overloaded{
                  [&](const QuantizeOp& o) {
                    lines.push_back("x" + coords_text(i, o.x.shape()) + " = " + value_text(o.x, i) + " (" +
@@ -240,18 +246,12 @@ std::vector<std::string> element_inputs(const OpRequest& op, const Spec& spec, s
                                    std::string(name(o.out)));
                  },
                  [&](const QGemmOp& o) {
-                   const QGemmPolicy p = qgemm_policy(spec, o.a.values.dtype(), LinearOp::gemm);
-                   const DotTerms t = qgemm_terms(o, p, i);
-                   dot_terms(t, o.a.values, o.b.packing ? nullptr : &o.b.values,
-                             quantize_weights(o.b, p.quantize).q.shape(), "A", "B", max_terms, lines);
-                   linear_inputs_header(t, o.output, o.bias, lines);
+                   const DotTerms t = qgemm_terms(o, qgemm_policy(spec, o.a.values.dtype(), LinearOp::gemm), i);
+                   linear(t, o.a.values, o.b, "A", "B", o.output, o.bias);
                  },
                  [&](const QConv2dOp& o) {
-                   const QGemmPolicy p = qgemm_policy(spec, o.input.values.dtype(), LinearOp::conv);
-                   const DotTerms t = qconv2d_terms(o, p, i);
-                   dot_terms(t, o.input.values, o.weight.packing ? nullptr : &o.weight.values,
-                             quantize_weights(o.weight, p.quantize).q.shape(), "input", "weight", max_terms, lines);
-                   linear_inputs_header(t, o.output, o.bias, lines);
+                   const DotTerms t = qconv2d_terms(o, qgemm_policy(spec, o.input.values.dtype(), LinearOp::conv), i);
+                   linear(t, o.input.values, o.weight, "input", "weight", o.output, o.bias);
                  },
                  [&](const WeightOnlyGemmOp& o) {
                    const QuantizedOperand w = quantize_weights(o.b, weight_only_policy(spec).quantize);

@@ -27,6 +27,10 @@ namespace {
 // (a kernel's bug at one index, a special value handled apart), not a reason to drop what the
 // other elements showed.
 constexpr std::int64_t kOutlierShare = 50;
+// Whether `missed` of `probed` elements (-1: no candidate applied) is within that allowance.
+bool within_allowance(std::int64_t missed, std::int64_t probed) {
+  return missed >= 0 && missed * kOutlierShare <= probed;
+}
 constexpr std::size_t kOutliersShown = 5;  // per op
 
 template <class Op>
@@ -69,7 +73,7 @@ template <class C>
 struct Ranked {
   std::vector<C> best;       // the candidates with the fewest mismatches
   std::int64_t missed = -1;  // their mismatches (-1: no candidate applies)
-  bool within(std::int64_t probed) const { return missed >= 0 && missed * kOutlierShare <= probed; }
+  bool within(std::int64_t probed) const { return within_allowance(missed, probed); }
 };
 
 // `count(candidate, limit)`: mismatches() of one candidate.
@@ -145,7 +149,7 @@ std::string short_number(double v) {
 
 // The summary clause of an op: its words, and the outliers if any.
 std::string clause(const std::string& op, std::int64_t missed, std::int64_t probed, const std::string& words) {
-  if (missed < 0 || missed * kOutlierShare > probed)
+  if (!within_allowance(missed, probed))
     return op + ": no policy reproduces more than " + std::to_string(kOutlierShare - 1) + " in " +
            std::to_string(kOutlierShare) + " of the " + std::to_string(probed) + " probe elements";
   std::string s = op + " behaves like: " + words;
@@ -155,7 +159,7 @@ std::string clause(const std::string& op, std::int64_t missed, std::int64_t prob
 
 void add_finding(InferReport& rep, const std::string& op, const std::string& dim, const std::set<std::string>& values,
                  const std::string& words, std::int64_t missed, std::int64_t probed) {
-  const bool ok = missed >= 0 && missed * kOutlierShare <= probed;
+  const bool ok = within_allowance(missed, probed);
   rep.findings.push_back({op, dim,
                           ok ? std::vector<std::string>(values.begin(), values.end()) : std::vector<std::string>{},
                           words, ok ? missed : 0, probed});
@@ -299,7 +303,7 @@ void infer_quantize(Backend& b, const InferOptions& opt, InferReport& rep, AllPr
   add_finding(rep, "quantize", "rounding", roundings, "the float to integer rounding", missed, probed);
   add_finding(rep, "quantize", "clamp", clamps, "where the range is enforced", missed, probed);
   add_finding(rep, "quantize", "nan", nans, "what NaN becomes", missed, probed);
-  if (with_nan && missed > 0 && missed * kOutlierShare <= probed)
+  if (with_nan && missed > 0 && within_allowance(missed, probed))
     list_outliers(
         "quantize", probes, [&](const QuantizeOp& op) { return quantize_with(op, *with_nan); }, quantize_input, rep);
   add_summary(rep, clause("quantize", best.best.empty() ? -1 : missed, probed,

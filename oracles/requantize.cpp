@@ -297,8 +297,7 @@ std::string with_wrap_note(std::string note, const Rational& exact, std::int64_t
 std::int64_t eval_ideal(std::int64_t acc, const RequantizeMultiplier& m, std::int64_t zp, DType out, Range r,
                         const RequantizePolicy& p, Tracer& t) {
   Rational v = Rational(acc) * m.exact;
-  if (t.on())
-    t.real("acc * multiplier, exactly", std::to_string(acc) + " * multiplier", exact_of(v), exact_of(v));
+  if (t.on()) t.real("acc * multiplier, exactly", std::to_string(acc) + " * multiplier", exact_of(v), exact_of(v));
   const bool zp_before = p.zero_point == ZeroPointAdd::float_before_rounding;
   if (zp_before) v += zp;
   Fraction f;
@@ -420,8 +419,8 @@ std::int64_t eval_gemmlowp_scalar(std::int32_t x, const RequantizeMultiplier& m,
     t.integer("SaturatingRoundingDoublingHighMul",
               std::to_string(shifted) + " * " + std::to_string(q.multiplier) + " / 2^31",
               Rational(shifted) * q.multiplier * pow2(-31), high, "rounds half toward +inf");
-    t.integer("RoundingDivideByPOT", std::to_string(high) + " / 2^" + std::to_string(rs), Rational(high) * pow2(-rs),
-              v, "rounds half away from zero");
+    t.integer("RoundingDivideByPOT", std::to_string(high) + " / 2^" + std::to_string(rs), Rational(high) * pow2(-rs), v,
+              "rounds half away from zero");
   }
   return saturate(add_zero_point_int32(v, zp, t), r, t);
 }

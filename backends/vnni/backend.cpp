@@ -15,25 +15,25 @@ constexpr float kMinNormal = 0x1p-126f;
 bool per_tensor(const QuantParams& p) { return p.granularity() == Granularity::per_tensor; }
 
 // Float activations are quantized as production CPU libraries do before their int8 kernels
-// (MLAS MlasQuantizeLinear): f32 x / s, clamp in float to [qmin - zp, qmax - zp], round to nearest
-// even (cvtps2dq), + zp; max_ps semantics send NaN to qmin. The claimed presets say the same.
+// (MLAS MlasQuantizeLinear), by the kernels' own quantize (vnni::quantize). The claimed presets say
+// the same.
 template <class T>
-std::vector<T> quantize_activations(const ActivationOperand& a) {
+std::vector<T> quantize_activations(vnni::Isa isa, const ActivationOperand& a) {
   const Tensor& x = a.values;
-  std::vector<T> q(static_cast<std::size_t>(x.size()));
+  const auto n = static_cast<std::size_t>(x.size());
+  std::vector<std::int32_t> q(n);
   if (is_int(x.dtype())) {
-    for (std::int64_t i = 0; i < x.size(); ++i) q[static_cast<std::size_t>(i)] = static_cast<T>(x.get_int(i));
-    return q;
+    for (std::size_t i = 0; i < n; ++i) q[i] = static_cast<std::int32_t>(x.get_int(static_cast<std::int64_t>(i)));
+  } else {
+    std::vector<float> xf(n);
+    for (std::size_t i = 0; i < n; ++i) xf[i] = static_cast<float>(x.get_double(static_cast<std::int64_t>(i)));
+    const auto zp = static_cast<std::int32_t>(a.params.zero_point(0));
+    const vnni::ElementwiseParams p{static_cast<float>(a.params.scales[0]), zp,
+                                    static_cast<float>(int_min(a.format) - zp),
+                                    static_cast<float>(int_max(a.format) - zp)};
+    vnni::quantize(isa, xf.data(), n, p, q.data());
   }
-  const auto s = static_cast<float>(a.params.scales[0]);
-  const auto zp = static_cast<std::int32_t>(a.params.zero_point(0));
-  const float lo = static_cast<float>(int_min(a.format) - zp), hi = static_cast<float>(int_max(a.format) - zp);
-  for (std::int64_t i = 0; i < x.size(); ++i) {
-    float v = static_cast<float>(x.get_double(i)) / s;
-    v = std::isnan(v) ? lo : std::min(std::max(v, lo), hi);
-    q[static_cast<std::size_t>(i)] = static_cast<T>(static_cast<std::int32_t>(std::nearbyint(v)) + zp);
-  }
-  return q;
+  return std::vector<T>(q.begin(), q.end());
 }
 
 // Dynamic quantization per tensor, as ONNX Runtime's DynamicQuantizeLinear chooses the parameters
@@ -104,8 +104,15 @@ vnni::QuantSpec quant_spec(const ActivationOperand& a, const QWeights& w, const 
   return q;
 }
 
-bool f32_exact(DType t);
-Availability check_scales(const std::vector<double>& scales);
+// Formats whose every value is an f32: what the kernels' f32 arithmetic takes without a rounding.
+bool f32_exact(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+
+Availability check_scales(const std::vector<double>& scales) {
+  for (double s : scales)
+    if (!std::isfinite(s) || !(std::fabs(s) >= kMinNormal))
+      return {false, "scales must be finite and in the f32 normal range (no FTZ/DAZ assumptions)"};
+  return {};
+}
 
 // The epilogue's multiplier fl(fl(s_a * s_w) / s_out) where XNNPACK's fp32 requantization defines it:
 // 2^-32 <= m < 256 (src/xnnpack/requantization.h xnn_qs8_requantize_fp32 asserts it).
@@ -434,23 +441,13 @@ Tensor run_gemm_per_tensor(vnni::Isa isa, const QGemmOp& op) {
   ys.push_back(n);
   Tensor y(kernel_output(op.output), ys);
   if (a.format == DType::i8)
-    dispatch_gemm(pw, m, quantize_activations<std::int8_t>(a), k, y, n);
+    dispatch_gemm(pw, m, quantize_activations<std::int8_t>(isa, a), k, y, n);
   else
-    dispatch_gemm(pw, m, quantize_activations<std::uint8_t>(a), k, y, n);
+    dispatch_gemm(pw, m, quantize_activations<std::uint8_t>(isa, a), k, y, n);
   return in_format(std::move(y), op.output.format);
 }
 
 // ---- Quantize, dequantize, requantize (vnni::quantize & co.) ---------------------------------
-
-// Formats whose every value is an f32: what the kernels' f32 arithmetic takes without a rounding.
-bool f32_exact(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
-
-Availability check_scales(const std::vector<double>& scales) {
-  for (double s : scales)
-    if (!std::isfinite(s) || !(std::fabs(s) >= kMinNormal))
-      return {false, "scales must be finite and in the f32 normal range (no FTZ/DAZ assumptions)"};
-  return {};
-}
 
 // Runs of consecutive elements that share one parameter index: f(begin, end, index).
 template <class F>
@@ -711,9 +708,9 @@ Tensor run_conv(vnni::Isa isa, const QConv2dOp& op) {
                                                : vnni::pack_conv2d(cp, weight_bytes(weight), isa);
   Tensor y(kernel_output(op.output), {cp.batch, pc.out_h, pc.out_w, cp.out_channels});
   if (input.format == DType::i8)
-    dispatch_conv(pc, padded(quantize_activations<std::int8_t>(input)), y);
+    dispatch_conv(pc, padded(quantize_activations<std::int8_t>(isa, input)), y);
   else
-    dispatch_conv(pc, padded(quantize_activations<std::uint8_t>(input)), y);
+    dispatch_conv(pc, padded(quantize_activations<std::uint8_t>(isa, input)), y);
   return in_format(std::move(y), op.output.format);
 }
 

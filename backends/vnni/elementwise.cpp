@@ -113,42 +113,24 @@ void split(const In* in, std::size_t n, const ElementwiseParams& p, Out* out, Ke
                   [&](std::int64_t a, std::int64_t b) { kernel(in + a, static_cast<std::size_t>(b - a), p, out + a); });
 }
 
+// The build of a kernel for `isa`: AVX-512 on vnni512, AVX2 on the 256-bit ISAs, else scalar.
+template <class Kernel>
+Kernel pick(Isa isa, Kernel avx512, Kernel avx2, Kernel scalar) {
+  return isa == Isa::vnni512 ? avx512 : (isa == Isa::avxvnni || isa == Isa::avx2_maddubs) ? avx2 : scalar;
+}
+
 }  // namespace
 
 void quantize(Isa isa, const float* x, std::size_t n, const ElementwiseParams& p, std::int32_t* q) {
-  switch (isa) {
-    case Isa::vnni512:
-      return split(x, n, p, q, quantize_avx512);
-    case Isa::avxvnni:
-    case Isa::avx2_maddubs:
-      return split(x, n, p, q, quantize_avx2);
-    case Isa::scalar:
-      return split(x, n, p, q, quantize_scalar);
-  }
+  split(x, n, p, q, pick(isa, quantize_avx512, quantize_avx2, quantize_scalar));
 }
 
 void dequantize(Isa isa, const std::int32_t* q, std::size_t n, const ElementwiseParams& p, float* y) {
-  switch (isa) {
-    case Isa::vnni512:
-      return split(q, n, p, y, dequantize_avx512);
-    case Isa::avxvnni:
-    case Isa::avx2_maddubs:
-      return split(q, n, p, y, dequantize_avx2);
-    case Isa::scalar:
-      return split(q, n, p, y, dequantize_scalar);
-  }
+  split(q, n, p, y, pick(isa, dequantize_avx512, dequantize_avx2, dequantize_scalar));
 }
 
 void requantize(Isa isa, const std::int32_t* acc, std::size_t n, const ElementwiseParams& p, std::int32_t* q) {
-  switch (isa) {
-    case Isa::vnni512:
-      return split(acc, n, p, q, requantize_avx512);
-    case Isa::avxvnni:
-    case Isa::avx2_maddubs:
-      return split(acc, n, p, q, requantize_avx2);
-    case Isa::scalar:
-      return split(acc, n, p, q, requantize_scalar);
-  }
+  split(acc, n, p, q, pick(isa, requantize_avx512, requantize_avx2, requantize_scalar));
 }
 
 }  // namespace qc::vnni
