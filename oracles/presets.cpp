@@ -442,6 +442,38 @@ std::vector<Spec> make_presets() {
                                     R::rne, Clamp::int_after);
     s.qparams = "onnx-dynamic-quantize-linear";
     add(s);
+    // The seed's "Alternative 2": QuantizeLinear composed of MIGraphX's own div, round, add, clip
+    // and convert ops. op::round is std::round, so ties go away from zero where the GPU rewrite's
+    // nearbyint goes to even; everything else is the rewrite's.
+    Spec alt = s;
+    alt.name = "migraphx-clip-round-convert";
+    alt.description =
+        "QuantizeLinear as MIGraphX's div, round, add, clip and convert ops: std::round (ties away) of x / s "
+        "in the scale type, + convert(zp) in the scale type, clip, convert";
+    alt.sources = {"ROCm/AMDMIGraphX src/include/migraphx/op/round.hpp::round::apply (std::round)",
+                   "ROCm/AMDMIGraphX src/include/migraphx/op/clip.hpp, op/convert.hpp",
+                   "ROCm/AMDMIGraphX src/rewrite_quantization.cpp::apply_quantizelinear (the op order)"};
+    alt.quantize.rounding = R::rna;
+    add(alt);
+  }
+  {
+    // rocMLIR lowers migraphx.quantizelinear to TOSA: x * reciprocal(s) in x's type, tosa.cast to
+    // int32 (round to nearest even, saturating), + zp in int32, clamp, cast. The reciprocal is
+    // modelled correctly rounded (TOSA allows RECIPROCAL an error of 1 ulp).
+    Spec s;
+    s.name = "rocmlir-tosa";
+    s.description =
+        "rocMLIR MIGraphX->TOSA lowering: x * reciprocal(s) in x's type, tosa.cast to i32 (ties to even, "
+        "saturating), + zp in int32, clamp; dequantize (convert(x) - convert(zp)) * s in the scale type";
+    s.sources = {"ROCm/rocMLIR mlir/lib/Conversion/MIGraphXToTosa/MIGraphXToTosa.cpp::QuantizeLinearConverter",
+                 "ROCm/rocMLIR mlir/lib/Conversion/MIGraphXToTosa/MIGraphXToTosa.cpp::DeQuantizeLinearConverter",
+                 "arm/tosa-specification chapters/type_conversion.adoc (CAST: round to nearest even, saturate)"};
+    s.quantize = quantize(O::recip_then_add_int, kInputType, R::rne, Clamp::int_after, NanRule::unspecified);
+    s.dequantize = dequantize(DequantizeOrder::sub_float_then_mul, kScaleType);
+    s.requantize = float_requantize(MultiplierOrder::per_op, kScaleType, kScaleType, ZeroPointAdd::int_after_rounding,
+                                    R::rne, Clamp::int_after);
+    s.qparams = "onnx-dynamic-quantize-linear";
+    add(s);
   }
   // ---- TVM ------------------------------------------------------------------------------------
   for (const bool upward : {true, false}) {

@@ -243,6 +243,20 @@ TEST(Presets, MIGraphX) {
   EXPECT_EQ(quant("onnx", q), 3001);
 }
 
+TEST(Presets, MIGraphXLoweringsOfQuantizeLinear) {
+  // rocMLIR's TOSA lowering multiplies by the reciprocal: FBGEMM's documented pair gives 127.5 -> 128
+  // where the division (onnx, migraphx-gpu) gives 127.499992 -> 127.
+  EXPECT_EQ(quant("rocmlir-tosa", kFbgemm), 128);
+  EXPECT_EQ(quant("migraphx-gpu", kFbgemm), 127);
+  EXPECT_EQ(quant("rocmlir-tosa", kTie), 2);  // tosa.cast rounds ties to even
+  // The zero point is added in int32 after the cast: 2000 * (1/1) = 2000, + 1001 = 3001 exactly (the
+  // GPU rewrite's f16 add gives 3000).
+  EXPECT_EQ(quant("rocmlir-tosa", Q{2000, 1, 1001, DType::i16, DType::f16, DType::f16}), 3001);
+  // Clip + Round + Convert from MIGraphX's ops: op::round is std::round, 2.5 -> 3 (the rewrite: 2).
+  EXPECT_EQ(quant("migraphx-clip-round-convert", kTie), 3);
+  EXPECT_EQ(quant("migraphx-clip-round-convert", Q{-2.5, 1, 0, DType::i8}), -3);
+}
+
 TEST(Presets, Tvm) {
   EXPECT_EQ(quant("tvm-upward", kTie), 2);          // tir.round is ties-to-even since PR #19368
   EXPECT_EQ(quant("tvm-upward@2026.03", kTie), 3);  // llvm.round before
