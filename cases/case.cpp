@@ -641,6 +641,43 @@ OpRequest load_requantize(const json& j, const Where& w) {
   return r;
 }
 
+OpRequest load_choose_qparams(const json& j, const Spec& spec, const Where& w) {
+  ChooseQParamsOp c;
+  if (!j.contains("input")) w.fail("input", "missing (the profile: observed float values)");
+  c.profile = load_input(j["input"], j, w);
+  const DType t = c.profile.dtype();
+  if (t != DType::f32 && t != DType::f16 && t != DType::bf16)
+    w.fail("input.dtype", "a profile holds f32, f16 or bf16 values, not " + std::string(name(t)));
+  for (std::int64_t i = 0; i < c.profile.size(); ++i)
+    if (!std::isfinite(c.profile.get_double(i)))
+      w.fail("input.data[" + std::to_string(i) + "]", "a profile's values must be finite");
+  c.format = output_dtype(j, w, DType::u8);
+  if (!is_int(c.format)) w.fail("output_dtype", "parameters are chosen for an integer format");
+  const std::string rule =
+      j.contains("rule") ? (j["rule"].is_string() ? j["rule"].get<std::string>() : "") : spec.qparams;
+  const auto r = find_qparams_preset(rule);
+  if (!r) {
+    std::string known;
+    for (const QParamsPreset& p : qparams_presets()) known += (known.empty() ? "" : ", ") + std::string(p.name);
+    w.fail(j.contains("rule") ? "rule" : "spec", "unknown parameter-choice rule " +
+                                                     (j.contains("rule") ? j["rule"].dump() : "'" + rule + "'") +
+                                                     " (known: " + known + ")");
+  }
+  c.rule = *r;
+  if (j.contains("axis")) {
+    c.axis = load_axis(j["axis"], w);
+    const int rank = c.profile.rank();
+    if (*c.axis < -rank || *c.axis >= rank)
+      w.fail("axis", std::to_string(*c.axis) + " is outside the profile's rank " + std::to_string(rank));
+  }
+  try {  // a rule its recipe's code cannot apply to this format (Glow's symmetric schemas on u8, ...)
+    (void)choose_qparams(-1.0f, 1.0f, c.format, c.rule);
+  } catch (const InputError& e) {
+    w.fail("rule", e.what());
+  }
+  return c;
+}
+
 // ---- qgemm and qconv2d ------------------------------------------------------------------------
 
 Where nested(const Where& w, const std::string& key) {
@@ -657,13 +694,31 @@ Tensor load_operand_values(const json& o, const json& c, const Where& w) {
   return load_input(t, c, w);
 }
 
+// {"params_from": name}: a scale and zero point that another case's choose_qparams output holds
+// (f64 [scale, zero point]), bound by the runner like an operand (link field `field`, e.g.
+// "output.params"). The parameters the object would otherwise give are not allowed beside it.
+void link_params(const json& o, const std::string& field, std::initializer_list<const char*> instead, const Where& w) {
+  for (const char* k : instead)
+    if (o.contains(k)) w.fail(k, "the parameters come from 'params_from'; give one or the other");
+  if (!o["params_from"].is_string()) w.fail("params_from", "expected the name of a choose_qparams case of this file");
+  const std::string producer = o["params_from"].get<std::string>();
+  if (!w.links) w.fail("params_from", "parameters can be taken from other cases only in a case file");
+  const auto it = w.links->outputs.find(producer);
+  if (it == w.links->outputs.end()) w.fail("params_from", "no case named '" + producer + "' loaded before it");
+  if (it->second != std::pair<DType, Shape>{DType::f64, Shape{2}})
+    w.fail("params_from", "'" + producer + "' outputs " + std::string(name(it->second.first)) + " " +
+                              shape_str(it->second.second) +
+                              ", not one (scale, zero point) pair (a choose_qparams case without an axis)");
+  w.links->links.push_back({field, producer});
+}
+
 ActivationOperand load_activation(const json& j, const char* key, const Spec& spec, const Where& cw) {
   if (!j.contains(key) || !j[key].is_object()) cw.fail(key, "missing operand object");
   const json& o = j[key];
   const Where w = nested(cw, key);
   check_fields(o,
                {"dtype", "shape", "data", "generator", "from", "format", "quantize", "scale", "scale_dtype",
-                "zero_point", "axis", "block_size", "layout"},
+                "zero_point", "axis", "block_size", "layout", "params_from"},
                w, "");
   ActivationOperand a;
   a.values = load_operand_values(o, j, w);
@@ -671,7 +726,14 @@ ActivationOperand load_activation(const json& j, const char* key, const Spec& sp
                                       : (o.contains("format") ? dtype(o["format"], w, "format") : DType::u8);
   if (!is_int(a.format)) w.fail("format", "must be an integer format");
   a.quantization = enum_field(o, "quantize", ActivationQuantization::static_params, w, "mode");
-  if (a.quantization == ActivationQuantization::static_params) {
+  if (a.quantization == ActivationQuantization::static_params && o.contains("params_from")) {
+    // One pair per tensor, scale 1 and zero point 0 until the runner binds it.
+    link_params(o, std::string(key) + ".params", {"scale", "zero_point", "scale_dtype", "axis", "block_size"}, w);
+    a.params = QuantParams{};
+    a.params.scale_dtype = DType::f32;
+    a.params.scales = {1.0};
+    a.params.zero_points = {0};
+  } else if (a.quantization == ActivationQuantization::static_params) {
     a.params = load_quant_params(o, a.values.shape(), a.format, w);
   } else {
     if (is_int(a.values.dtype())) w.fail("quantize", "dynamic quantization needs float values");
@@ -724,7 +786,7 @@ OutputStage load_output_stage(const json& j, const Where& cw) {
   if (!j.contains("output") || !j["output"].is_object()) cw.fail("output", "missing object {kind, dtype, ...}");
   const json& o = j["output"];
   const Where w = nested(cw, "output");
-  check_fields(o, {"kind", "dtype", "scale", "zero_point", "activation", "scale_dtype"}, w, "");
+  check_fields(o, {"kind", "dtype", "scale", "zero_point", "activation", "scale_dtype", "params_from"}, w, "");
   OutputStage s;
   if (!o.contains("kind")) w.fail("kind", "missing (" + table_names<OutputKind>() + ")");
   s.kind = enum_field(o, "kind", OutputKind::int32, w, "output kind");
@@ -736,6 +798,10 @@ OutputStage load_output_stage(const json& j, const Where& cw) {
   } else {
     s.format = o.contains("dtype") ? dtype(o["dtype"], w, "dtype") : DType::i8;
     if (!is_int(s.format)) w.fail("dtype", "a requantized output needs an integer format");
+    if (o.contains("params_from")) {  // scale 1, zero point 0 until the runner binds the pair
+      link_params(o, "output.params", {"scale", "zero_point", "activation", "scale_dtype"}, w);
+      return s;
+    }
     s.scale = load_scales(o, "scale", DType::f32, w).at(0);
     s.zero_point = o.contains("zero_point") ? integer(o["zero_point"], w, "zero_point") : 0;
     if (s.zero_point < int_min(s.format) || s.zero_point > int_max(s.format))
@@ -912,6 +978,8 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
   if (op == "qgemm") fields = {"name", "description", "op", "spec", "expect", "a", "b", "bias", "output"};
   if (op == "weight_only_gemm")
     fields = {"name", "description", "op", "spec", "expect", "a", "b", "bias", "output_dtype"};
+  if (op == "choose_qparams")
+    fields = {"name", "description", "op", "spec", "expect", "input", "rule", "output_dtype", "axis"};
   if (op == "qconv2d")
     fields = {"name", "description", "op",     "spec",    "expect",   "input",  "weight",
               "bias", "output",      "stride", "padding", "dilation", "groups", "padding_value"};
@@ -932,6 +1000,8 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
     c.op = load_qgemm(j, c.spec, w);
   else if (op == "qconv2d")
     c.op = load_qconv2d(j, c.spec, w);
+  else if (op == "choose_qparams")
+    c.op = load_choose_qparams(j, c.spec, w);
   else
     c.op = load_weight_only(j, w);
 
@@ -1041,8 +1111,13 @@ void in_dependency_order(std::size_t n, const std::function<std::vector<std::siz
 struct OperandSlot {
   Tensor* values = nullptr;
   QWeights* weights = nullptr;
+  // A (scale, zero point) pair: a requantized output's, or an activation's (with its format).
+  OutputStage* output = nullptr;
+  QuantParams* params = nullptr;
+  DType params_format = DType::i8;
   // The format and shape a tensor bound to it must have: one element per value.
   std::pair<DType, Shape> type() const {
+    if (output || params) return {DType::f64, Shape{2}};
     if (weights && weights->packing) return {weights->format, weights->shape};
     return {values->dtype(), values->shape()};
   }
@@ -1070,10 +1145,16 @@ OperandSlot operand_slot(OpRequest& op, const std::string& field) {
           if (field == "a") s.values = &o.a.values;
           if (field == "b") weights(o.b);
           if (field == "bias") bias(o.bias);
+          if (field == "output.params" && o.output.kind == OutputKind::requantized) s.output = &o.output;
+          if (field == "a.params") s.params = &o.a.params, s.params_format = o.a.format;
         } else if constexpr (std::is_same_v<T, QConv2dOp>) {
           if (field == "input") s.values = &o.input.values;
           if (field == "weight") weights(o.weight);
           if (field == "bias") bias(o.bias);
+          if (field == "output.params" && o.output.kind == OutputKind::requantized) s.output = &o.output;
+          if (field == "input.params") s.params = &o.input.params, s.params_format = o.input.format;
+        } else if constexpr (std::is_same_v<T, ChooseQParamsOp>) {
+          if (field == "input") s.values = &o.profile;
         } else {
           if (field == "a") s.values = &o.a;
           if (field == "b") weights(o.b);
@@ -1330,16 +1411,47 @@ std::vector<Suite> load_suites(const std::vector<fs::path>& paths) {
 
 void bind_operand(OpRequest& op, const std::string& field, const Tensor& values) {
   const OperandSlot slot = operand_slot(op, field);
-  if (!slot.values) throw InputError("a " + std::string(op_name(op)) + " op has no operand '" + field + "'");
+  if (!slot.values && !slot.output && !slot.params)
+    throw InputError("a " + std::string(op_name(op)) + " op has no operand '" + field + "'");
   const auto [t, shape] = slot.type();
   if (values.dtype() != t || values.shape() != shape)
     throw InputError(field + ": expected " + std::string(name(t)) + " " + shape_str(shape) + ", got " +
                      std::string(name(values.dtype())) + " " + shape_str(values.shape()));
+  if (slot.output || slot.params) {
+    const double scale = values.get_double(0), zp = values.get_double(1);
+    const DType format = slot.output ? slot.output->format : slot.params_format;
+    if (!(scale > 0) || !std::isfinite(scale) || static_cast<double>(static_cast<float>(scale)) != scale)
+      throw InputError(field + ": the chosen scale " + std::to_string(scale) + " is not a positive f32 value");
+    if (zp != std::nearbyint(zp) || zp < static_cast<double>(int_min(format)) ||
+        zp > static_cast<double>(int_max(format)))
+      throw InputError(field + ": the chosen zero point " + std::to_string(zp) + " is not an integer of " +
+                       std::string(name(format)));
+    if (slot.output) {
+      slot.output->scale = scale;
+      slot.output->zero_point = static_cast<std::int64_t>(zp);
+    } else {
+      slot.params->scales = {scale};
+      slot.params->zero_points = {static_cast<std::int64_t>(zp)};
+    }
+    return;
+  }
   if (slot.weights && slot.weights->packing)
     *slot.values = pack_int4(values, slot.weights->format, *slot.weights->packing);
   else
     *slot.values = values;
 }
+
+namespace {
+
+// The key a link's field is written under: "a.from", or "output.params_from" for a pair of parameters.
+std::string link_key(const std::string& field) {
+  constexpr std::string_view kParams = ".params";
+  if (field.size() > kParams.size() && field.ends_with(kParams))
+    return field.substr(0, field.size() - kParams.size()) + ".params_from";
+  return field + ".from";
+}
+
+}  // namespace
 
 void check_links(const Suite& s) {
   std::vector<const Case*> all;
@@ -1358,14 +1470,15 @@ void check_links(const Suite& s) {
   for (const Case* c : all) {
     for (const OperandLink& l : c->links) {
       const auto it = by_name.find(l.producer);
-      if (it == by_name.end()) at(*c).fail(l.field + ".from", unknown_case(l.producer, names));
+      if (it == by_name.end()) at(*c).fail(link_key(l.field), unknown_case(l.producer, names));
       OpRequest op = c->op;  // a copy: operand_slot hands out mutable pointers
       const OperandSlot slot = operand_slot(op, l.field);
-      if (!slot.values) at(*c).fail(l.field + ".from", "a " + std::string(op_name(op)) + " op has no such operand");
+      if (!slot.values && !slot.output && !slot.params)
+        at(*c).fail(link_key(l.field), "a " + std::string(op_name(op)) + " op has no such operand");
       const auto [t, shape] = slot.type();
       const Case& p = *all[it->second];
       if (op_output_dtype(p.op) != t || op_output_shape(p.op) != shape)
-        at(*c).fail(l.field + ".from", "'" + p.name + "' outputs " + output(p) + ", but the operand is " +
+        at(*c).fail(link_key(l.field), "'" + p.name + "' outputs " + output(p) + ", but the operand is " +
                                            std::string(name(t)) + " " + shape_str(shape));
     }
   }
@@ -1396,7 +1509,7 @@ void check_links(const Suite& s) {
         for (const OperandLink& l : all[path[0]]->links)
           if (l.producer == all[path[1]]->name)
             at(*all[path[0]])
-                .fail(l.field + ".from", path.size() == 2 ? "a case cannot take an operand from itself"
+                .fail(link_key(l.field), path.size() == 2 ? "a case cannot take an operand from itself"
                                                           : "the cases' operands form a cycle: " + chain);
       });
 }

@@ -267,6 +267,19 @@ void op_json(json& c, const WeightOnlyGemmOp& w, const Spec&, const Writer& o) {
   c["output_dtype"] = name(w.out);
 }
 
+void op_json(json& c, const ChooseQParamsOp& q, const Spec&, const Writer& o) {
+  c["input"] = operand_json(q.profile, "input", o);
+  // The loader takes a rule by name: the first preset with this rule.
+  for (const QParamsPreset& p : qparams_presets())
+    if (p.rule == q.rule) {
+      c["rule"] = std::string(p.name);
+      break;
+    }
+  if (!c.contains("rule")) throw InputError("rule: the op's parameter-choice rule is not a named preset");
+  c["output_dtype"] = name(q.format);
+  if (q.axis) c["axis"] = *q.axis;
+}
+
 }  // namespace
 
 json expectation_to_json(const Expectation& e) {
@@ -368,6 +381,15 @@ json case_json(const Case& c, const Writer& w) {
     // A linked operand keeps its parameters, format and shape (the loader checks them against the
     // producer) and takes its values from the producer instead of data.
     for (const OperandLink& l : c.links) {
+      // A pair of parameters ("a.params", "output.params") is written as the operand's params_from.
+      if (l.field.ends_with(".params")) {
+        const std::string operand = l.field.substr(0, l.field.size() - 7);
+        if (!j.contains(operand)) throw InputError(operand + ".params_from: the op has no '" + operand + "'");
+        for (const char* k : {"scale", "zero_point", "scale_dtype", "axis", "block_size", "activation"})
+          j[operand].erase(k);
+        j[operand]["params_from"] = l.producer;
+        continue;
+      }
       if (!j.contains(l.field)) throw InputError(l.field + ".from: the op has no operand '" + l.field + "'");
       j[l.field]["from"] = l.producer;
     }

@@ -14,6 +14,7 @@
 #include "harness/infer.hpp"
 #include "harness/reproducer.hpp"
 #include "harness/runner.hpp"
+#include "oracles/choose_qparams.hpp"
 #include "oracles/presets.hpp"
 #include "qconform/error.hpp"
 #include "reports/reader.hpp"
@@ -666,6 +667,10 @@ int cmd_list(const std::string& what, const std::vector<std::string>& paths) {
                 << (it == preset_origin().end() ? "" : "  [" + it->second + "]") << "\n";
     }
   }
+  if (what == "qparams" || what == "all") {
+    std::cout << "parameter-choice rules (choose_qparams \"rule\", a spec's \"qparams\"):\n";
+    for (const qc::QParamsPreset& p : qc::qparams_presets()) std::cout << "  " << p.name << "  " << p.source << "\n";
+  }
   if (what == "cases" || what == "all") {
     std::cout << "cases:\n";
     for (const qc::Suite& s : qc::load_suites(case_paths(paths))) {
@@ -678,8 +683,8 @@ int cmd_list(const std::string& what, const std::vector<std::string>& paths) {
       }
     }
   }
-  if (what != "backends" && what != "presets" && what != "cases" && what != "all")
-    throw qc::InputError("list: unknown topic '" + what + "' (backends, presets, cases, all)");
+  if (what != "backends" && what != "presets" && what != "qparams" && what != "cases" && what != "all")
+    throw qc::InputError("list: unknown topic '" + what + "' (backends, presets, qparams, cases, all)");
   return 0;
 }
 
@@ -773,8 +778,8 @@ int main(int argc, char** argv) {
 
   std::string topic = "all";
   std::vector<std::string> list_paths;
-  CLI::App* list = app.add_subcommand("list", "list backends, presets and cases");
-  list->add_option("topic", topic, "backends, presets, cases or all")->capture_default_str();
+  CLI::App* list = app.add_subcommand("list", "list backends, presets, parameter-choice rules and cases");
+  list->add_option("topic", topic, "backends, presets, qparams, cases or all")->capture_default_str();
   list->add_option("paths", list_paths, "case files or folders for 'cases'");
   add_plugin_option(list);
   std::vector<std::string> list_preset_files;

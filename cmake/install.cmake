@@ -21,7 +21,7 @@ endforeach()
 # The libraries in link order. The INTERFACE targets that carry the project's warning and
 # floating-point flags are linked privately (link-only once exported, so they add nothing to a client);
 # they are exported only because a static library's private links travel with it.
-set(QCONFORM_EXPORTED_TARGETS qconform_core qconform_oracle qconform_cases qconform_reports qconform_vnni qconform_exec
+set(QCONFORM_EXPORTED_TARGETS qconform_core qconform_oracle qconform_cases qconform_reports qconform_host qconform_vnni qconform_exec
                               qconform_backends qconform_harness qconform_warnings qconform_strict_fp)
 if(QCONFORM_BUILD_HIP)
   list(APPEND QCONFORM_EXPORTED_TARGETS qconform_hip qconform_hip_kernels)

@@ -1,5 +1,6 @@
 #include "harness/evaluate.hpp"
 
+#include "oracles/choose_qparams.hpp"
 #include "oracles/dequantize.hpp"
 #include "oracles/quantize.hpp"
 
@@ -120,6 +121,26 @@ Reference evaluate_weight_only(const WeightOnlyGemmOp& op, const Spec& spec) {
   return ref;
 }
 
+// The chosen pairs, (scale, zero point) per range, under the op's rule: the rule a DRQ activation
+// uses (choose_dynamic_qparams), so a case can show the parameters a path quantizes with.
+Reference evaluate_choose_qparams(const ChooseQParamsOp& op) {
+  auto d = std::make_shared<const DynamicQParams>(choose_dynamic_qparams(op.profile, op.format, op.rule, op.axis));
+  Tensor y(DType::f64, op_output_shape(OpRequest{op}));
+  for (std::size_t k = 0; k < d->chosen.size(); ++k) {
+    y.set_double(static_cast<std::int64_t>(2 * k), d->chosen[k].scale);
+    y.set_double(static_cast<std::int64_t>(2 * k + 1), static_cast<double>(d->chosen[k].zero_point));
+  }
+  const auto n = static_cast<std::size_t>(y.size());
+  Reference ref{y, std::vector<Label>(n, Label::clear), SpecifiedMask(n), std::nullopt, {}, {}};
+  ref.describe = [d](std::int64_t i, ElementDiff& e) {
+    const ChosenQParams& c = d->chosen[static_cast<std::size_t>(i / 2)];
+    e.input = std::string(i % 2 ? "zero point" : "scale") + " of range " + std::to_string(i / 2) + " (integers [" +
+              std::to_string(c.qmin) + ", " + std::to_string(c.qmax) + "])";
+    e.exact = describe_value(i % 2 ? static_cast<double>(c.zero_point) : c.scale);
+  };
+  return ref;
+}
+
 }  // namespace
 
 WeightOnlyPolicy weight_only_policy(const Spec& spec) {
@@ -151,6 +172,7 @@ Reference evaluate(const OpRequest& op, const Spec& spec) {
       return linear_reference(qconv2d(o, qgemm_policy(spec, o.input.values.dtype(), LinearOp::conv)), o.output.format);
     }
     Reference operator()(const WeightOnlyGemmOp& o) const { return evaluate_weight_only(o, spec); }
+    Reference operator()(const ChooseQParamsOp& o) const { return evaluate_choose_qparams(o); }
   };
   return std::visit(Visitor{spec}, op);
 }

@@ -4,6 +4,7 @@
 #include "harness/compare.hpp"
 #include "harness/evaluate.hpp"
 #include "harness/runner.hpp"
+#include "oracles/choose_qparams.hpp"
 #include "oracles/dequantize.hpp"
 #include "qconform/error.hpp"
 #include "qconform/qparams.hpp"
@@ -207,6 +208,18 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
             set_value(d.value, r.y, i);
             label = r.labels[k];
           },
+          [&](const ChooseQParamsOp& o) {
+            const ChosenQParams c =
+                choose_dynamic_qparams(o.profile, o.format, o.rule, o.axis).chosen.at(static_cast<std::size_t>(i / 2));
+            const double v = i % 2 ? static_cast<double>(c.zero_point) : c.scale;
+            const ExactFloat x = ExactFloat::finite(Rational(v));
+            d.steps.push_back({std::string(i % 2 ? "the zero point" : "the scale") + " under recipe " +
+                                   std::string(name(o.rule.recipe)) + ", scheme " + std::string(name(o.rule.scheme)),
+                               "", x, x,
+                               "integers [" + std::to_string(c.qmin) + ", " + std::to_string(c.qmax) + "], scale in " +
+                                   std::string(name(c.scale_dtype))});
+            d.value.set_double(0, v);
+          },
       },
       op);
   d.label = std::string(name(label));
@@ -268,6 +281,30 @@ std::vector<std::string> element_inputs(const OpRequest& op, const Spec& spec, s
                      lines.push_back("  ... and " + std::to_string(g.depth - static_cast<std::int64_t>(max_terms)) +
                                      " more terms");
                    if (o.bias) lines.push_back("bias of column " + std::to_string(n) + " = " + value_text(*o.bias, n));
+                 },
+                 [&](const ChooseQParamsOp& o) {
+                   // The range this element's pair was chosen from.
+                   const Shape& s = o.profile.shape();
+                   std::int64_t dim = 1, inner = o.profile.size();
+                   if (o.axis) {
+                     const int a = resolve_axis(*o.axis, o.profile.rank());
+                     dim = s[static_cast<std::size_t>(a)];
+                     inner = 1;
+                     for (std::size_t k = static_cast<std::size_t>(a) + 1; k < s.size(); ++k) inner *= s[k];
+                   }
+                   const std::int64_t c = i / 2;
+                   double lo = 0, hi = 0;
+                   bool first = true;
+                   for (std::int64_t k = 0; k < o.profile.size(); ++k)
+                     if ((k / inner) % dim == c) {
+                       const double v = o.profile.get_double(k);
+                       lo = first ? v : std::min(lo, v);
+                       hi = first ? v : std::max(hi, v);
+                       first = false;
+                     }
+                   lines.push_back("range " + std::to_string(c) + " of the profile: min " + number(lo) + ", max " +
+                                   number(hi) + " (" + std::string(name(o.profile.dtype())) + "), for " +
+                                   std::string(name(o.format)));
                  },
              },
              op);

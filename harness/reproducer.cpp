@@ -300,6 +300,8 @@ OpUnit unit_op(const OpRequest& op, std::int64_t index) {
     return gemm_unit(
         *w, index, [](const WeightOnlyGemmOp& o) -> const Tensor& { return o.a; },
         [w](WeightOnlyGemmOp& u, const Box& b) { u.a = crop(w->a, b); }, false);
+  // A chosen pair depends on every value of its range: the unit is the op itself.
+  if (const auto* c = std::get_if<ChooseQParamsOp>(&op)) return {*c, index};
   return conv_unit(std::get<QConv2dOp>(op), index);
 }
 

@@ -30,6 +30,7 @@ std::string granularity_of(const OpRequest& op) {
   if (const auto* g = std::get_if<QGemmOp>(&op)) return "weights " + std::string(name(g->b.params.granularity()));
   if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op))
     return "weights " + std::string(name(w->b.params.granularity()));
+  if (const auto* c = std::get_if<ChooseQParamsOp>(&op)) return c->axis ? "per_axis" : "per_tensor";
   return "weights " + std::string(name(std::get<QConv2dOp>(op).weight.params.granularity()));
 }
 

@@ -1,4 +1,5 @@
 #include "backends/cpu_ref/cpu_ref.hpp"
+#include "backends/host/qparams.hpp"
 
 #include "backends/cpu_ref/formats.hpp"
 #include "backends/cpu_ref/linear.hpp"
@@ -344,6 +345,7 @@ Availability CpuRefBackend::supports(const OpRequest& op) const {
   }
   if (const auto* g = std::get_if<QGemmOp>(&op)) return cpu_ref::supports_qgemm(*g, n);
   if (const auto* c = std::get_if<QConv2dOp>(&op)) return cpu_ref::supports_qconv2d(*c, n);
+  if (const auto* p = std::get_if<ChooseQParamsOp>(&op)) return host::supports_choose_qparams(*p);
   return {false, "op not implemented by cpu-ref"};
 }
 
@@ -354,6 +356,7 @@ Tensor CpuRefBackend::run(const OpRequest& op) {
   if (const auto* g = std::get_if<QGemmOp>(&op)) return cpu_ref::run_qgemm(*g, n);
   if (const auto* c = std::get_if<QConv2dOp>(&op)) return cpu_ref::run_qconv2d(*c, n);
   if (const auto* wo = std::get_if<WeightOnlyGemmOp>(&op)) return cpu_ref::run_weight_only(*wo);
+  if (const auto* p = std::get_if<ChooseQParamsOp>(&op)) return host::run_choose_qparams(*p);
   return cpu_ref::quantize_linear(std::get<QuantizeOp>(op), n);
 }
 

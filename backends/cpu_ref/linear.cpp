@@ -1,6 +1,7 @@
 #include "backends/cpu_ref/linear.hpp"
 
 #include "backends/cpu_ref/formats.hpp"
+#include "backends/host/qparams.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -28,24 +29,6 @@ std::vector<std::int32_t> integers(const Tensor& t) {
 // linear preset); any other recipe is another implementation's, which cpu-ref does not claim.
 bool onnx_dynamic_rule(const QParamsRule& r) { return r == QParamsRule{}; }
 
-// ONNX DynamicQuantizeLinear's parameters for values in [xmin, xmax] and the integer range
-// [qmin, qmax] (onnx/defs/quantization/defs.cc function body; onnx/reference/ops/
-// op_dynamic_quantize_linear.py, which sets the scale to 1 when max == min), in float:
-//   lo = min(xmin, 0), hi = max(xmax, 0)
-//   scale = hi == lo ? 1 : (hi - lo) / float(qmax - qmin)
-//   zp = round_half_even(clip(qmin - lo / scale, qmin, qmax))
-// ONNX defines it for uint8 ([0, 255]: zp = round(clip(0 - xmin / scale, 0, 255))); ORT's
-// GetQuantizationParameter writes the same with qmin and qmax, which gives int8 its rule too.
-void dynamic_quantize_linear_params(float xmin, float xmax, DType format, double& scale, std::int64_t& zp) {
-  const auto qmin = static_cast<float>(int_min(format)), qmax = static_cast<float>(int_max(format));
-  const float lo = std::min(xmin, 0.0f), hi = std::max(xmax, 0.0f);
-  const float s = hi == lo ? 1.0f : (hi - lo) / (qmax - qmin);
-  const float initial = qmin - lo / s;
-  const float clipped = std::max(qmin, std::min(qmax, initial));
-  scale = s;
-  zp = static_cast<std::int64_t>(std::nearbyint(clipped));  // default FP environment: ties to even
-}
-
 // Dynamic quantization: one (scale, zero point) per row of x viewed as [rows, K] (per_row) or for
 // the whole tensor, from its min and max.
 IntOperand dynamic_activation(const ActivationOperand& a, bool per_row, const Numerics& n) {
@@ -65,7 +48,7 @@ IntOperand dynamic_activation(const ActivationOperand& a, bool per_row, const Nu
     }
     double scale;
     std::int64_t zp;
-    dynamic_quantize_linear_params(xmin, xmax, a.format, scale, zp);
+    host::dynamic_quantize_linear_params(xmin, xmax, a.format, scale, zp);
     q.params.scales.push_back(scale);
     q.params.zero_points.push_back(zp);
   }

@@ -121,6 +121,7 @@ std::string_view op_name(const OpRequest& op) {
     std::string_view operator()(const QGemmOp&) const { return "qgemm"; }
     std::string_view operator()(const QConv2dOp&) const { return "qconv2d"; }
     std::string_view operator()(const WeightOnlyGemmOp&) const { return "weight_only_gemm"; }
+    std::string_view operator()(const ChooseQParamsOp&) const { return "choose_qparams"; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -133,6 +134,7 @@ const Tensor& op_input(const OpRequest& op) {
     const Tensor& operator()(const QGemmOp& o) const { return o.a.values; }
     const Tensor& operator()(const QConv2dOp& o) const { return o.input.values; }
     const Tensor& operator()(const WeightOnlyGemmOp& o) const { return o.a; }
+    const Tensor& operator()(const ChooseQParamsOp& o) const { return o.profile; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -145,6 +147,7 @@ DType op_output_dtype(const OpRequest& op) {
     DType operator()(const QGemmOp& o) const { return o.output.format; }
     DType operator()(const QConv2dOp& o) const { return o.output.format; }
     DType operator()(const WeightOnlyGemmOp& o) const { return o.out; }
+    DType operator()(const ChooseQParamsOp&) const { return DType::f64; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -162,6 +165,16 @@ Shape op_output_shape(const OpRequest& op) {
     }
     Shape operator()(const WeightOnlyGemmOp& o) const {
       return gemm_shape(o.a.shape(), logical_shape(o.b), o.b_layout).out_shape;
+    }
+    Shape operator()(const ChooseQParamsOp& o) const {
+      if (!o.axis) return {2};
+      const Shape& s = o.profile.shape();
+      const int rank = static_cast<int>(s.size());
+      const int a = *o.axis < 0 ? *o.axis + rank : *o.axis;
+      if (a < 0 || a >= rank)
+        throw InputError("choose_qparams: axis " + std::to_string(*o.axis) + " is outside the profile's rank " +
+                         std::to_string(rank));
+      return {s[static_cast<std::size_t>(a)], 2};
     }
   };
   return std::visit(Visitor{}, op);

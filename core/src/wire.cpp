@@ -118,6 +118,12 @@ json op_json(Encoder& e, const OpRequest& op) {
               {"geometry", geometry_json(o.geometry)}, {"padding", std::string(name(o.padding))},
               {"output", output_json(o.output)}};
     }
+    json operator()(const ChooseQParamsOp& o) const {
+      return {{"profile", e.tensor(o.profile)},
+              {"format", std::string(name(o.format))},
+              {"rule", rule_json(o.rule)},
+              {"axis", opt_int(o.axis)}};
+    }
     json operator()(const WeightOnlyGemmOp& o) const {
       return {{"a", e.tensor(o.a)},
               {"b", weights_json(e, o.b)},
@@ -384,8 +390,16 @@ OpRequest decode_op(const std::string& text, std::vector<Tensor> tensors) {
     w.out = d.dtype(j, "out", "");
     return w;
   }
+  if (op == "choose_qparams") {
+    ChooseQParamsOp c;
+    c.profile = d.tensor(j, "profile", "");
+    c.format = d.dtype(j, "format", "");
+    c.rule = d.rule(j, "rule", "");
+    c.axis = d.opt_int(j, "axis", "");
+    return c;
+  }
   throw InputError("request: unknown op '" + op +
-                   "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm)");
+                   "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm, choose_qparams)");
 }
 
 }  // namespace qc::wire

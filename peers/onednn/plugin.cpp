@@ -763,6 +763,13 @@ class OneDnnBackend : public qc::Backend {
     check(w);  // always refuses
     throw std::logic_error("unreachable");
   }
+  void check(const qc::ChooseQParamsOp&) const {
+    refuse("choose_qparams: oneDNN takes quantization parameters as given; it has no parameter choice");
+  }
+  qc::Tensor execute(const qc::ChooseQParamsOp& c) {
+    check(c);  // always refuses
+    throw std::logic_error("unreachable");
+  }
 
   Engine engine_;
 };

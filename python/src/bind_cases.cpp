@@ -4,6 +4,7 @@
 #include "cases/case_writer.hpp"
 #include "cases/generators.hpp"
 #include "common.hpp"
+#include "oracles/choose_qparams.hpp"
 #include "qconform/error.hpp"
 
 #include <pybind11/stl/filesystem.h>
@@ -151,18 +152,21 @@ const qc::Tensor& main_input(const qc::RequantizeOp& o) { return o.acc; }
 const qc::Tensor& main_input(const qc::QGemmOp& o) { return o.a.values; }
 const qc::Tensor& main_input(const qc::QConv2dOp& o) { return o.input.values; }
 const qc::Tensor& main_input(const qc::WeightOnlyGemmOp& o) { return o.a; }
+const qc::Tensor& main_input(const qc::ChooseQParamsOp& o) { return o.profile; }
 std::string kind_of(const qc::QuantizeOp&) { return "quantize"; }
 std::string kind_of(const qc::DequantizeOp&) { return "dequantize"; }
 std::string kind_of(const qc::RequantizeOp&) { return "requantize"; }
 std::string kind_of(const qc::QGemmOp&) { return "qgemm"; }
 std::string kind_of(const qc::QConv2dOp&) { return "qconv2d"; }
 std::string kind_of(const qc::WeightOnlyGemmOp&) { return "weight_only_gemm"; }
+std::string kind_of(const qc::ChooseQParamsOp&) { return "choose_qparams"; }
 DType output_of(const qc::QuantizeOp& o) { return o.out; }
 DType output_of(const qc::DequantizeOp& o) { return o.out; }
 DType output_of(const qc::RequantizeOp& o) { return o.out; }
 DType output_of(const qc::QGemmOp& o) { return o.output.format; }
 DType output_of(const qc::QConv2dOp& o) { return o.output.format; }
 DType output_of(const qc::WeightOnlyGemmOp& o) { return o.out; }
+DType output_of(const qc::ChooseQParamsOp&) { return DType::f64; }
 
 // Properties every op class has: its kind, main input and output format.
 template <class Op, class Class>
@@ -403,6 +407,30 @@ void bind_cases(py::module_& m) {
                              })
       .def_readonly("dtype", &qc::WeightOnlyGemmOp::out);
   common_op_properties<qc::WeightOnlyGemmOp>(wo);
+
+  py::class_<qc::ChooseQParamsOp> cq(m, "ChooseQParamsOp",
+                                     "(scale, zero point) chosen from a profile of observed values under a named "
+                                     "rule: the output is f64 [2], or [C, 2] with an axis.");
+  cq.def(py::init(
+             [](const py::handle& profile, const py::handle& dtype, const std::string& rule, std::optional<int> axis) {
+               qc::ChooseQParamsOp o;
+               o.profile = to_tensor(profile, std::nullopt, "profile");
+               o.format = dtype_arg(dtype, "dtype");
+               const auto r = qc::find_qparams_preset(rule);
+               if (!r) throw InputError("ChooseQParamsOp: unknown parameter-choice rule '" + rule + "'");
+               o.rule = *r;
+               o.axis = axis;
+               (void)qc::op_output_shape(qc::OpRequest{o});  // checks the axis
+               return o;
+             }),
+         py::arg("profile"), py::arg("dtype") = "u8", py::arg("rule") = "onnx-dynamic-quantize-linear",
+         py::arg("axis") = py::none())
+      .def_property_readonly("profile",
+                             [](py::object self) { return view(self.cast<qc::ChooseQParamsOp&>().profile, self); })
+      .def_readonly("dtype", &qc::ChooseQParamsOp::format)
+      .def_readonly("rule", &qc::ChooseQParamsOp::rule)
+      .def_readonly("axis", &qc::ChooseQParamsOp::axis);
+  common_op_properties<qc::ChooseQParamsOp>(cq);
 
   // ---- Cases --------------------------------------------------------------------------------
   py::class_<qc::Case, std::shared_ptr<qc::Case>>(m, "Case",

@@ -336,9 +336,22 @@ struct RequantizeOp {
   DType out = DType::i8;
 };
 
+// (scale, zero point) = choose(profile): the parameters an implementation derives from observed
+// values (ONNX DynamicQuantizeLinear's y_scale and y_zero_point; a graph compiler's parameters from
+// a calibration profile, as Glow's). The min and max of `profile` (per tensor, or one range per
+// index along `axis`) go through `rule` (oracles/choose_qparams.hpp) for the integer `format`.
+// Output: f64 [2] holding (scale, zero point), or [C, 2] with an axis of extent C.
+struct ChooseQParamsOp {
+  Tensor profile;  // f32, f16 or bf16 observed values, every one finite
+  DType format = DType::u8;
+  QParamsRule rule{};
+  std::optional<int> axis;  // negative counts from the end
+};
+
 // QGemmOp and QConv2dOp: the full quantized paths. WeightOnlyGemmOp: float activations times
 // dequantized weights.
-using OpRequest = std::variant<QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp>;
+using OpRequest =
+    std::variant<QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp, ChooseQParamsOp>;
 
 std::string_view op_name(const OpRequest& op);
 // The op's main input (the tensor whose elements the outputs correspond to).
