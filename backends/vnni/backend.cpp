@@ -1,9 +1,12 @@
 #include "backends/vnni/backend.hpp"
 
+#include "backends/host/qparams.hpp"
+
 #include "qconform/qparams.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <stdexcept>
 
@@ -463,8 +466,13 @@ void for_each_run(const std::function<std::int64_t(std::int64_t)>& index, std::i
 
 Availability check_quantize(const QuantizeOp& q) {
   const DType x = q.x.dtype();
-  if (x != DType::f32 && x != DType::f16 && x != DType::bf16)
-    return {false, "quantize takes f32, f16 or bf16 inputs (the kernel divides in f32)"};
+  if (x == DType::i32) {  // ONNX QuantizeLinear takes int32 x; the kernel divides it in f32
+    for (std::int64_t i = 0; i < q.x.size(); ++i)
+      if (std::abs(q.x.get_int(i)) > (std::int64_t{1} << 24))
+        return {false, "int32 inputs beyond 2^24 are not exact in f32, where the kernel divides"};
+  } else if (x != DType::f32 && x != DType::f16 && x != DType::bf16) {
+    return {false, "quantize takes f32, f16, bf16 or int32 inputs (the kernel divides in f32)"};
+  }
   if (!f32_exact(q.params.scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
   switch (q.out) {
     case DType::i8:
@@ -757,6 +765,8 @@ Availability VnniBackend::supports(const OpRequest& op) const {
   if (const auto* q = std::get_if<QuantizeOp>(&op)) return check_quantize(*q);
   if (const auto* d = std::get_if<DequantizeOp>(&op)) return check_dequantize(*d);
   if (const auto* r = std::get_if<RequantizeOp>(&op)) return check_requantize(*r);
+  // Parameter choice is host code, as in the libraries: the same code as cpu-ref's.
+  if (const auto* c = std::get_if<ChooseQParamsOp>(&op)) return host::supports_choose_qparams(*c);
   return check_weight_only(std::get<WeightOnlyGemmOp>(op));
 }
 
@@ -766,6 +776,7 @@ Tensor VnniBackend::run(const OpRequest& op) {
   if (const auto* d = std::get_if<DequantizeOp>(&op)) return run_dequantize(isa_, *d);
   if (const auto* r = std::get_if<RequantizeOp>(&op)) return run_requantize(isa_, *r);
   if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return run_weight_only(isa_, *w);
+  if (const auto* c = std::get_if<ChooseQParamsOp>(&op)) return host::run_choose_qparams(*c);
   return run_conv_any_layout(isa_, std::get<QConv2dOp>(op));
 }
 
