@@ -402,7 +402,7 @@ constexpr std::size_t kPairBases = 4;
 
 void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& ref, const Tensor& actual,
                       const std::vector<std::int64_t>& mismatches, BackendResult& r,
-                      const std::vector<InputVariation>& inputs) {
+                      const std::vector<InputVariation>& inputs, KnownPreset known) {
   r.causes.clear();
   r.unexplained = static_cast<std::int64_t>(mismatches.size());
   if (mismatches.empty()) return;
@@ -484,13 +484,31 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     tally(v.cause, v.description, "single", op, v.spec, true, screen, 0);
 
   // 2. Whole presets: the backend may simply be another implementation. Not for a weight-only GEMM,
-  // whose float accumulation order no preset fixes (and whose evaluation is whole and exact).
-  if (!std::holds_alternative<WeightOnlyGemmOp>(op)) {
+  // whose float accumulation order no preset fixes (and whose evaluation is whole and exact). A
+  // preset already evaluated (`known`) is weighed on its answer; when it reproduces every mismatch no
+  // other preset can do better.
+  bool known_reproduces_all = false;
+  if (known.spec && known.answer && known.spec->name != spec.name) {
+    std::vector<std::uint8_t> same(mismatches.size());
+    for (std::size_t j = 0; j < mismatches.size(); ++j)
+      same[j] = same_element(known.answer->expected, actual, mismatches[j]);
+    const auto count = static_cast<std::int64_t>(std::count(same.begin(), same.end(), std::uint8_t{1}));
+    if (count > 0) {
+      found.push_back({{"preset " + known.spec->name, known.spec->description, count, {}, "preset", 0, 0},
+                       std::move(same),
+                       &op,
+                       *known.spec,
+                       true});
+      known_reproduces_all = count == static_cast<std::int64_t>(mismatches.size());
+    }
+  }
+  if (!std::holds_alternative<WeightOnlyGemmOp>(op) && !known_reproduces_all) {
     std::vector<Spec> whole = presets();
     for (Spec& p : registered_presets()) whole.push_back(std::move(p));
     const Elements preset_screen = elements(evenly(mismatches, extra_screen));
     for (const Spec& p : whole)
-      if (p.name != spec.name) tally("preset " + p.name, p.description, "preset", op, p, true, preset_screen, 0);
+      if (p.name != spec.name && !(known.spec && p.name == known.spec->name))
+        tally("preset " + p.name, p.description, "preset", op, p, true, preset_screen, 0);
   }
 
   // 3. Pairs: where no single change or preset reproduces every mismatch, two hazards at once (a
@@ -530,12 +548,19 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
   std::int64_t most = 0;
   for (const Found& f : found) most = std::max(most, f.cc.count);
   if (!matches.idx.empty())
-    for (Found& f : found)
-      if (f.cc.count == most)
-        if (const auto m = on(*f.op, f.evaluated, matches, f.same_op)) {
-          f.cc.matches_sampled = static_cast<std::int64_t>(m->size());
-          f.cc.matches_broken = static_cast<std::int64_t>(std::count(m->begin(), m->end(), std::uint8_t{0}));
-        }
+    for (Found& f : found) {
+      if (f.cc.count != most) continue;
+      if (known.answer && known.spec && f.cc.cause == "preset " + known.spec->name) {  // its answer is known
+        f.cc.matches_sampled = static_cast<std::int64_t>(matches.idx.size());
+        for (const std::int64_t i : matches.idx)
+          f.cc.matches_broken += same_element(known.answer->expected, actual, i) ? 0 : 1;
+        continue;
+      }
+      if (const auto m = on(*f.op, f.evaluated, matches, f.same_op)) {
+        f.cc.matches_sampled = static_cast<std::int64_t>(m->size());
+        f.cc.matches_broken = static_cast<std::int64_t>(std::count(m->begin(), m->end(), std::uint8_t{0}));
+      }
+    }
   std::vector<std::uint8_t> explained(mismatches.size(), 0);
   for (const Found& f : found)
     for (std::size_t j = 0; j < explained.size(); ++j) explained[j] |= f.same[j];

@@ -58,8 +58,18 @@ inline constexpr std::size_t kCauseScreen = 4096;
 // would break (a sample of them), and r.causes lists them best first: most reproduced, fewest
 // broken, simplest (a single change, a preset, a pair). Variations the op rejects (e.g. a
 // derivation the scheme cannot use) are skipped.
+//
+// `known`: a preset whose answer for the op is already evaluated (a backend's claim, judged before):
+// it is weighed by comparing that answer with `actual`, not evaluated again, and when it reproduces
+// every mismatch the other presets are not tried (they could only tie with it). This keeps a run
+// whose backends pass against their claims from paying for the preset search on every case where
+// the claim parts from the spec.
+struct KnownPreset {
+  const Spec* spec = nullptr;
+  const Reference* answer = nullptr;
+};
 void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& ref, const Tensor& actual,
                       const std::vector<std::int64_t>& mismatches, BackendResult& r,
-                      const std::vector<InputVariation>& inputs = {});
+                      const std::vector<InputVariation>& inputs = {}, KnownPreset known = {});
 
 }  // namespace qc

@@ -65,7 +65,10 @@ BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequ
   r.claim_mismatches = j.claim_mismatches;
   std::int64_t explained_over = static_cast<std::int64_t>(j.mismatches.size());
   if (opt.attribute_causes) {
-    attribute_causes(oracle_op, c.spec, ref, out, j.mismatches, r, propagated);
+    // The claim, judged already, is a candidate whose answer is known (causes.hpp, KnownPreset).
+    const auto claimed = j.claim_reference ? find_preset(r.claim) : std::nullopt;
+    attribute_causes(oracle_op, c.spec, ref, out, j.mismatches, r, propagated,
+                     claimed && propagated.empty() ? KnownPreset{&*claimed, &*j.claim_reference} : KnownPreset{});
     // A claim broken only where the spec sees nothing (elements it leaves open, as NaN under onnx):
     // those mismatches are explained against the claimed preset instead, and say so.
     if (j.claim_reference && j.mismatches.empty() && !j.deciding.empty()) {
