@@ -386,6 +386,7 @@ struct RunArgs {
   std::string baseline, shard;
   bool gate = false, no_causes = false, no_reproducers = false, isolate = false, ignore_magnitude = false;
   double timeout = 0;
+  int jobs = 0;
 };
 
 int cmd_run(const RunArgs& a, int argc, char** argv) {
@@ -426,6 +427,8 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   opt.baseline = baseline ? &*baseline : nullptr;
   opt.isolate = a.isolate;
   opt.timeout_seconds = a.timeout;
+  if (a.jobs < 0) throw qc::InputError("--jobs: must be 0 (one per core) or a count, got " + std::to_string(a.jobs));
+  opt.jobs = a.jobs;
   if (!a.no_reproducers) opt.reproducer_dir = (fs::path(a.report_dir) / "reproducers").string();
   // Results stream to DIR/results.partial.jsonl as they complete, so an interrupted run keeps what
   // it finished; at the end it becomes DIR/results.jsonl together with the reports, so a run that
@@ -718,6 +721,10 @@ int main(int argc, char** argv) {
                   "run the i-th of n parts of the cases, as i/n (join with qconform merge); default: the shard "
                   "GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS or TEST_SHARD_INDEX/TEST_TOTAL_SHARDS name (0-based)");
   run->add_option("--timeout", ra.timeout, "seconds per backend call; a slower call is killed and reported TIMEOUT");
+  run->add_option("--jobs,-j", ra.jobs,
+                  "backends run side by side on each case, this many at once (0: one per core; the report is "
+                  "the same for any count)")
+      ->capture_default_str();
   const auto add_plugin_option = [](CLI::App* c) {
     c->add_option("--plugin", g_plugin_paths,
                   "a backend plugin (shared library, docs/integrate.md) to load; repeatable; also QCONFORM_PLUGINS")

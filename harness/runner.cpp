@@ -11,13 +11,19 @@
 #include "qconform/error.hpp"
 #include "reports/writers.hpp"
 
+#include "qconform/parallel.hpp"
+
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 namespace qc {
 namespace {
@@ -145,6 +151,11 @@ class SuiteRunner {
   const BackendRun& ran(const Case& c, std::size_t i);
   // Keeps backend i's run of `c`, noting a device it lost.
   const BackendRun& keep(const Case& c, std::size_t i, BackendRun r);
+  // Runs `c` (and the cases it compares with) on the backends side by side, opt_.jobs at a time,
+  // each backend in a thread of its own: its slot of each CaseRun is its alone, and the oracle's
+  // side is evaluated first, so the threads only read the map of runs. What a thread throws is left
+  // for report(), whose ran() calls then meet it again in the serial order.
+  void run_side_by_side(const Case& c);
   void write_reproducers(const Case& c, const CaseRun& run, Backend& b, const std::vector<std::int64_t>& deciding,
                          const std::vector<std::string>& broken_with, BackendResult& r);
 
@@ -155,6 +166,7 @@ class SuiteRunner {
   std::map<std::string, const Case*> by_name_;
   std::set<std::string> named_;  // cases another case takes operands from or compares with
   std::map<std::string, std::unique_ptr<CaseRun>> runs_;
+  std::mutex lost_mutex_;  // lost_, shared by the backends' threads
 };
 
 SuiteRunner::CaseRun& SuiteRunner::evaluated(const Case& c) {
@@ -175,20 +187,48 @@ SuiteRunner::CaseRun& SuiteRunner::evaluated(const Case& c) {
 }
 
 const BackendRun& SuiteRunner::keep(const Case& c, std::size_t i, BackendRun r) {
-  if (r.device_lost) lost_.try_emplace(backends_[i], LostDevice{id(c.name), r.result.reason});
+  if (r.device_lost) {
+    const std::lock_guard<std::mutex> hold(lost_mutex_);
+    lost_.try_emplace(backends_[i], LostDevice{id(c.name), r.result.reason});
+  }
   return evaluated(c).backends[i].emplace(std::move(r));
+}
+
+void SuiteRunner::run_side_by_side(const Case& c) {
+  const std::size_t n = backends_.size();
+  const int jobs = opt_.jobs > 0 ? opt_.jobs : worker_threads();
+  if (jobs <= 1 || n < 2 || opt_.isolate || opt_.timeout_seconds > 0) return;
+  for (const Agreement& a : c.agreements) evaluated(find(a.other));  // the oracle's side first
+  std::atomic<std::size_t> next{0};
+  const auto work = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      try {
+        ran(c, i);
+        for (const Agreement& a : c.agreements) ran(find(a.other), i);
+      } catch (...) {  // report() meets it again, in order
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t t = 1; t < std::min<std::size_t>(static_cast<std::size_t>(jobs), n); ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
 }
 
 const BackendRun& SuiteRunner::ran(const Case& c, std::size_t i) {
   CaseRun& run = evaluated(c);
   if (run.backends[i]) return *run.backends[i];
   Backend& b = *backends_[i];
-  if (const auto lost = lost_.find(&b); lost != lost_.end()) {
+  std::optional<LostDevice> lost;
+  {
+    const std::lock_guard<std::mutex> hold(lost_mutex_);
+    if (const auto it = lost_.find(&b); it != lost_.end()) lost = it->second;
+  }
+  if (lost) {
     BackendRun not_run;
     not_run.result = started(c, b);
     not_run.result.verdict = Verdict::crash;
-    not_run.result.reason =
-        "not run: the device was lost since case " + lost->second.case_id + " (" + lost->second.reason + ")";
+    not_run.result.reason = "not run: the device was lost since case " + lost->case_id + " (" + lost->reason + ")";
     return run.backends[i].emplace(std::move(not_run));
   }
   if (c.links.empty()) return keep(c, i, run_and_judge(c, run.op, c.op, run.ref, b, opt_, {}));
@@ -231,6 +271,7 @@ const BackendRun& SuiteRunner::ran(const Case& c, std::size_t i) {
 
 CaseResult SuiteRunner::report(const Case& c, std::size_t& done, std::size_t total) {
   const CaseRun& run = evaluated(c);
+  run_side_by_side(c);
   std::vector<const CaseRun*> others;
   for (const Agreement& a : c.agreements) others.push_back(&evaluated(find(a.other)));
   const Tensor& in = op_input(c.op);

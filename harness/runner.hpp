@@ -27,6 +27,11 @@ struct RunOptions {
   // built into the binary (a Python backend runs in its own interpreter's process).
   bool isolate = false;
   double timeout_seconds = 0;
+  // Backends run side by side on each case, up to this many at once (0: one per core, 1: one at a
+  // time). Each backend still runs its cases in order, and results are reported in the order of the
+  // backends, so the report is the same for any count. Under `isolate` or a timeout (a child process
+  // per call, forked) backends run one at a time.
+  int jobs = 0;
   // Called after each (case, backend) with the number done and the total.
   std::function<void(const CaseResult&, const BackendResult&, std::size_t, std::size_t)> progress;
   // Called with each output a backend gave for a case of the run (not for the dependencies of a

@@ -342,7 +342,7 @@ void bind_backends(py::module_& m) {
       "run_cases",
       [](const py::handle& cases, const py::handle& backends, int max_worst, bool attribute_causes,
          const py::handle& reproducer_dir, const py::handle& baseline, bool keep_outputs, const py::object& progress,
-         bool isolate, double timeout, bool ignore_magnitude) {
+         bool isolate, double timeout, bool ignore_magnitude, int jobs) {
         if (timeout < 0) throw InputError("run_cases: timeout must be positive");
         if (timeout > 0) isolate = true;
         auto suites = std::make_shared<std::vector<qc::Suite>>(suites_arg(cases));
@@ -378,6 +378,9 @@ void bind_backends(py::module_& m) {
         opt.max_worst = max_worst;
         opt.isolate = isolate;  // built-in backends: a forked child per call (Python ones are exec runners)
         opt.timeout_seconds = timeout;
+        if (jobs < 0)
+          throw InputError("run_cases: jobs must be 0 (one per core) or a count, got " + std::to_string(jobs));
+        opt.jobs = jobs;
         opt.attribute_causes = attribute_causes;
         if (!reproducer_dir.is_none())
           opt.reproducer_dir = py::str(py::module_::import("os").attr("fspath")(reproducer_dir)).cast<std::string>();
@@ -426,7 +429,7 @@ void bind_backends(py::module_& m) {
       py::arg("cases"), py::arg("backends") = py::none(), py::arg("max_worst") = 10, py::arg("attribute_causes") = true,
       py::arg("reproducer_dir") = py::none(), py::arg("baseline") = py::none(), py::arg("keep_outputs") = false,
       py::arg("progress") = py::none(), py::arg("isolate") = false, py::arg("timeout") = 0.0,
-      py::arg("ignore_magnitude") = false,
+      py::arg("ignore_magnitude") = false, py::arg("jobs") = 0,
       "Runs cases (Case objects, Suites, case files or folders) on backends (objects, Python or built-in, or names; "
       "default: every built-in backend) through the harness's runner: the same comparison, verdicts, causes, "
       "fingerprints and reproducers as `qconform run`. Returns a RunReport; with keep_outputs=True its `outputs` "
@@ -436,7 +439,8 @@ void bind_backends(py::module_& m) {
       "no constructor arguments), a built-in one in a forked child per call; a crash becomes CRASH. timeout=S "
       "(seconds per call, implies isolate) makes a slower call TIMEOUT. With a baseline, a FAIL is known (XFAIL) when "
       "its "
-      "elements and their signed distances are the ones recorded; ignore_magnitude=True matches the elements alone.");
+      "elements and their signed distances are the ones recorded; ignore_magnitude=True matches the elements alone. "
+      "jobs: backends run side by side on each case, this many at once (0: one per core; the report is the same).");
 
   m.def(
       "serve",

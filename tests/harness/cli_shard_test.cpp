@@ -193,3 +193,32 @@ TEST_F(CliShards, TheExampleOfTheDocsRuns) {
 
 }  // namespace
 }  // namespace qc
+
+namespace qc::side_by_side_test {
+
+// `run --jobs`: backends run side by side on each case (harness/runner.hpp, RunOptions::jobs), and
+// the report is the same as one backend at a time, case for case and field for field, chains and
+// agreement statements included (pipelines, seed004's parameter links).
+TEST(CliJobs, TheReportIsTheSameForAnyNumberOfJobs) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("qconform-jobs-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string cases = std::string(QCONFORM_SOURCE_DIR) + "/cases/pipelines.json " + QCONFORM_SOURCE_DIR +
+                            "/cases/seed004_glow_profiles.json " + QCONFORM_SOURCE_DIR + "/cases/qgemm.json";
+  nlohmann::json reports[2];
+  for (const int jobs : {1, 3}) {
+    const std::filesystem::path out = dir / ("jobs" + std::to_string(jobs));
+    ASSERT_EQ(testing::run_qconform("run " + cases +
+                                    " -b cpu-ref -b vnni512 -b avx2-maddubs -b cpu-ref:tflite-reference -q " +
+                                    "--no-reproducers --jobs " + std::to_string(jobs) + " -o " + out.string()),
+              0);
+    reports[jobs == 1 ? 0 : 1] = testing::read_json(out / "report.json");
+    testing::drop_timing(reports[jobs == 1 ? 0 : 1]);
+  }
+  EXPECT_EQ(reports[0]["cases"], reports[1]["cases"]);
+  EXPECT_EQ(reports[0]["summary"], reports[1]["summary"]);
+  EXPECT_EQ(testing::run_qconform("run " + cases + " -q --jobs -1 -o " + (dir / "bad").string()), 2);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace qc::side_by_side_test
