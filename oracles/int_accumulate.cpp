@@ -1,5 +1,7 @@
 #include "oracles/int_accumulate.hpp"
 
+#include "oracles/int_gemm.hpp"
+
 #include "qconform/parallel.hpp"
 
 #include "qconform/error.hpp"
@@ -479,11 +481,17 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
 
   // 1. The exact sums of the multiplied operands (raw or zero-point-free), in the cheapest proven loop.
   if (coverage.loop()) {
-    const bool narrow = fits_int16(out.proof.a_range) && fits_int16(out.proof.b_range);
-    if (narrow)
-      exact_sums_in<std::int16_t>(p, subtract, out.proof.int32_loop, out.value);
-    else
-      exact_sums_in<std::int32_t>(p, subtract, out.proof.int32_loop, out.value);
+    // Byte operands (u8, s8, u4, s4, raw or minus zero points) take the packed kernel; wider ones
+    // the plain loops below.
+    if (const int_gemm::ByteOffsets bytes = int_gemm::byte_offsets(p); bytes.ok) {
+      int_gemm::exact_sums(p, subtract, bytes, int_gemm::chosen(), out.value);
+    } else {
+      const bool narrow = fits_int16(out.proof.a_range) && fits_int16(out.proof.b_range);
+      if (narrow)
+        exact_sums_in<std::int16_t>(p, subtract, out.proof.int32_loop, out.value);
+      else
+        exact_sums_in<std::int32_t>(p, subtract, out.proof.int32_loop, out.value);
+    }
   }
   if (out.proof.policy_exact && subtract) return out;  // every sum is the accumulator's value
 
