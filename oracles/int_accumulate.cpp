@@ -146,7 +146,7 @@ void for_each_operand(const IntGemmProblem& p, bool of_a, bool subtract, F&& f) 
     }
 }
 
-// Per line and segment, the raw values' min and max (a loop the compiler vectorizes) minus the
+// Per line and segment, the raw values' min and max (int_gemm::minmax, vectorized) minus the
 // segment's zero point; lines split across the threads, whose ranges are merged (min and max do not
 // depend on the order).
 IntRange operand_range(const IntGemmProblem& p, bool of_a, bool subtract) {
@@ -162,11 +162,8 @@ IntRange operand_range(const IntGemmProblem& p, bool of_a, bool subtract) {
                         const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], L = p.segment_length(s);
                         if (L == 0) continue;
                         const std::int32_t* x = values + i * K + k0;
-                        std::int32_t lo = x[0], hi = x[0];
-                        for (std::int64_t k = 0; k < L; ++k) {
-                          lo = std::min(lo, x[k]);
-                          hi = std::max(hi, x[k]);
-                        }
+                        std::int32_t lo, hi;
+                        int_gemm::minmax(x, L, lo, hi);
                         const std::int64_t z = !subtract ? 0
                                                : of_a    ? p.a_zero_points[static_cast<std::size_t>(i * S + s)]
                                                          : p.b_zero_points[static_cast<std::size_t>(s * p.cols + i)];
@@ -509,7 +506,10 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
   if (coverage.loop()) {
     // Byte operands (u8, s8, u4, s4, raw or minus zero points) take the packed kernel; wider ones
     // the plain loops below.
-    if (const int_gemm::ByteOffsets bytes = int_gemm::byte_offsets(p); bytes.ok) {
+    const int_gemm::ByteOffsets bytes =
+        subtract ? int_gemm::byte_offsets(operand_range(p, true, false), operand_range(p, false, false))
+                 : int_gemm::byte_offsets(out.proof.a_range, out.proof.b_range);  // the raw ranges already
+    if (bytes.ok) {
       int_gemm::exact_sums(p, subtract, bytes, int_gemm::chosen(), out.value);
     } else {
       const bool narrow = fits_int16(out.proof.a_range) && fits_int16(out.proof.b_range);

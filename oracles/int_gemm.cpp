@@ -2,11 +2,14 @@
 // correction, the portable tile kernel and the choice among the builds (int_gemm.hpp).
 #include "oracles/int_gemm.hpp"
 
+#include "oracles/int_gemm_pack.hpp"
+
 #include "qconform/error.hpp"
 #include "qconform/parallel.hpp"
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <new>
@@ -67,39 +70,29 @@ Isa chosen() {
   return i;
 }
 
-ByteOffsets byte_offsets(const IntGemmProblem& p) {
+ByteOffsets byte_offsets(IntRange a, IntRange b) {
   ByteOffsets o;
-  if (p.a.empty() || p.bt.empty()) return o;
-  // Branch-free min and max, which the compiler vectorizes (std::minmax_element does not).
-  auto range = [](std::span<const std::int32_t> v, std::int64_t& lo, std::int64_t& hi) {
-    std::int32_t l = v[0], h = v[0];
-    for (const std::int32_t x : v) {
-      l = std::min(l, x);
-      h = std::max(h, x);
-    }
-    lo = l;
-    hi = h;
-  };
-  std::int64_t al, ah, bl, bh;
-  range(p.a, al, ah);
-  range(p.bt, bl, bh);
-  if (ah - al > 255 || bh - bl > 255) return o;
+  if (a.hi - a.lo > 255 || b.hi - b.lo > 255) return o;
   // The common formats keep a fixed offset (u8 and s8 A: 0 and 128; s8 and u8 B: 0 and -128) so
   // that u8 x s8 needs no correction at all; any other span of 256 values is moved from its low end.
-  o.ca = al >= 0 && ah <= 255 ? 0 : al >= -128 && ah <= 127 ? 128 : static_cast<std::int32_t>(-al);
-  o.cb = bl >= -128 && bh <= 127 ? 0 : bl >= 0 && bh <= 255 ? -128 : static_cast<std::int32_t>(-128 - bl);
+  o.ca = a.lo >= 0 && a.hi <= 255 ? 0 : a.lo >= -128 && a.hi <= 127 ? 128 : static_cast<std::int32_t>(-a.lo);
+  o.cb = b.lo >= -128 && b.hi <= 127 ? 0 : b.lo >= 0 && b.hi <= 255 ? -128 : static_cast<std::int32_t>(-128 - b.lo);
   o.ok = true;
   return o;
 }
 
+ByteOffsets byte_offsets(const IntGemmProblem& p) {
+  if (p.a.empty() || p.bt.empty()) return {};
+  auto range = [](std::span<const std::int32_t> v) {
+    std::int32_t l, h;
+    minmax(v.data(), static_cast<std::int64_t>(v.size()), l, h);
+    return IntRange{l, h};
+  };
+  return byte_offsets(range(p.a), range(p.bt));
+}
+
 // Named, not anonymous: the oracle is a unity build (docs/development.md "Build time").
 namespace detail {
-
-// A run of K inside one segment, at most kPieceK long, and where it starts in the packed K (each
-// piece padded to a multiple of 4 with zeros).
-struct Piece {
-  std::int64_t k0 = 0, len = 0, packed = 0, packed_len = 0, segment = 0;
-};
 
 std::vector<Piece> pieces_of(const IntGemmProblem& p, std::int64_t& packed_total) {
   std::vector<Piece> v;
@@ -123,10 +116,9 @@ std::vector<Piece> pieces_of(const IntGemmProblem& p, std::int64_t& packed_total
 // 64-byte aligned, zero-filled storage for the packed operands.
 class Packed {
  public:
+  // Not zeroed here: each thread zeroes the panels it packs (pack_panel), in parallel.
   explicit Packed(std::size_t bytes)
-      : data_(static_cast<std::byte*>(::operator new[](bytes + 64, std::align_val_t(64)))), bytes_(bytes) {
-    std::fill_n(data_, bytes + 64, std::byte{0});
-  }
+      : data_(static_cast<std::byte*>(::operator new[](bytes + 64, std::align_val_t(64)))), bytes_(bytes) {}
   ~Packed() { ::operator delete[](data_, std::align_val_t(64)); }
   Packed(const Packed&) = delete;
   Packed& operator=(const Packed&) = delete;
@@ -137,27 +129,6 @@ class Packed {
   std::byte* data_;
   std::size_t bytes_;
 };
-
-// Packs `lines` lines of `src` (line i at src + i*K, raw values) into one panel of width W: packed k
-// `kp` of lane l at dst[(kp / G) * W * G + l * G + kp % G], every value plus `offset`. With `sums`,
-// adds each line's offset values per segment into sums[l * S + s].
-template <class E, int G>
-void pack_panel(const std::int32_t* src, std::int64_t K, std::int64_t lines, int W, std::int32_t offset,
-                const std::vector<Piece>& pieces, E* dst, std::int64_t* sums, std::int64_t S) {
-  for (std::int64_t l = 0; l < lines; ++l) {
-    const std::int32_t* line = src + l * K;
-    for (const Piece& c : pieces) {
-      std::int64_t sum = 0;
-      E* d = dst + (c.packed / G) * W * G + l * G;
-      for (std::int64_t k = 0; k < c.len; ++k) {
-        const std::int32_t v = line[c.k0 + k] + offset;
-        d[(k / G) * W * G + k % G] = static_cast<E>(v);
-        sum += v;
-      }
-      if (sums) sums[l * S + c.segment] += sum;
-    }
-  }
-}
 
 // The portable kernel: bytes in groups of 4 like the VNNI layout, a 4 x 16 tile of int32 sums.
 constexpr int kGenericMr = 4, kGenericNr = 16;
@@ -181,7 +152,7 @@ void tile_generic(const void* av, const void* bv, std::int64_t kp, std::int64_t*
     for (int j = 0; j < cols; ++j) c[i * rs + j * cs] += acc[i][j];
 }
 
-template <class EA, class EB, int G>
+template <class EA, class EB>
 void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelShape& ks,
          std::vector<std::int64_t>& out) {
   const std::int64_t R = p.rows, N = p.cols, K = p.depth, S = p.segments();
@@ -203,59 +174,96 @@ void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelSh
                   [&](std::int64_t np0, std::int64_t np1) {
                     for (std::int64_t np = np0; np < np1; ++np) {
                       const std::int64_t n0 = np * nr, lines = std::min<std::int64_t>(nr, N - n0);
-                      pack_panel<EB, G>(p.bt.data() + n0 * K, K, lines, nr, off.cb, pieces, B + np * Kp * nr,
-                                        correct ? col_sums.data() + n0 * S : nullptr, S);
+                      ks.pack_b({p.bt.data() + n0 * K, K, lines, nr, off.cb, pieces.data(), pieces.size(), Kp,
+                                 B + np * Kp * nr, correct ? col_sums.data() + n0 * S : nullptr, S});
                     }
                   });
 
   // Rows of panels across the threads; within one, blocks of B's panels (about 256 KiB, kept in L2)
-  // are swept by each A panel (kept in L1) piece by piece.
+  // are swept by each A panel (kept in L1) piece by piece. `out` holds zeros: the tiles add into it.
   const std::int64_t block_n =
       std::max<std::int64_t>(1, (std::int64_t{256} * 1024) / (nr * kPieceK * static_cast<std::int64_t>(sizeof(EB))));
   const std::int64_t row_work = std::max<std::int64_t>(1, mr * N * K);
-  parallel_ranges(
-      panels_m, std::max<std::int64_t>(1, (std::int64_t{1} << 21) / row_work), [&](std::int64_t mp0, std::int64_t mp1) {
-        const std::int64_t r_begin = mp0 * mr, r_end = std::min(R, mp1 * mr);
-        std::fill(out.begin() + r_begin * N * S, out.begin() + r_end * N * S, 0);
+  auto rows = [&](std::int64_t mp0, std::int64_t mp1) {
+    const std::int64_t r_begin = mp0 * mr, r_end = std::min(R, mp1 * mr);
+    for (std::int64_t mp = mp0; mp < mp1; ++mp) {
+      const std::int64_t r0 = mp * mr;
+      ks.pack_a({p.a.data() + r0 * K, K, std::min<std::int64_t>(mr, R - r0), mr, off.ca, pieces.data(), pieces.size(),
+                 Kp, A + mp * Kp * mr, correct ? row_sums.data() + r0 * S : nullptr, S});
+    }
+    for (std::int64_t nb = 0; nb < panels_n; nb += block_n) {
+      const std::int64_t nb_end = std::min(panels_n, nb + block_n);
+      for (const Piece& c : pieces)
         for (std::int64_t mp = mp0; mp < mp1; ++mp) {
           const std::int64_t r0 = mp * mr;
-          pack_panel<EA, G>(p.a.data() + r0 * K, K, std::min<std::int64_t>(mr, R - r0), mr, off.ca, pieces,
-                            A + mp * Kp * mr, correct ? row_sums.data() + r0 * S : nullptr, S);
+          const int rows_here = static_cast<int>(std::min<std::int64_t>(mr, R - r0));
+          const EA* a = A + mp * Kp * mr + c.packed * mr;
+          for (std::int64_t np = nb; np < nb_end; ++np) {
+            const std::int64_t n0 = np * nr;
+            const int cols = static_cast<int>(std::min<std::int64_t>(nr, N - n0));
+            ks.kernel(a, B + np * Kp * nr + c.packed * nr, c.packed_len, out.data() + (r0 * N + n0) * S + c.segment,
+                      N * S, S, rows_here, cols);
+          }
         }
-        for (std::int64_t nb = 0; nb < panels_n; nb += block_n) {
-          const std::int64_t nb_end = std::min(panels_n, nb + block_n);
-          for (const Piece& c : pieces)
-            for (std::int64_t mp = mp0; mp < mp1; ++mp) {
-              const std::int64_t r0 = mp * mr;
-              const int rows = static_cast<int>(std::min<std::int64_t>(mr, R - r0));
-              const EA* a = A + mp * Kp * mr + c.packed * mr;
-              for (std::int64_t np = nb; np < nb_end; ++np) {
-                const std::int64_t n0 = np * nr;
-                const int cols = static_cast<int>(std::min<std::int64_t>(nr, N - n0));
-                ks.kernel(a, B + np * Kp * nr + c.packed * nr, c.packed_len, out.data() + (r0 * N + n0) * S + c.segment,
-                          N * S, S, rows, cols);
-              }
-            }
+    }
+    if (!correct) return;
+    // Σ (a'-Ca)(b'-Cb) = Σ a'b' - Cb·Σa' - Ca·Σb' + L·Ca·Cb in wrapping 64-bit arithmetic: exact
+    // modulo 2^64, so exact, because the caller proved that the result fits int64.
+    using U = std::uint64_t;
+    for (std::int64_t r = r_begin; r < r_end; ++r)
+      for (std::int64_t s = 0; s < S; ++s) {
+        const auto rs = static_cast<std::size_t>(r * S + s);
+        const U ca = static_cast<U>(off.ca) + (subtract ? static_cast<U>(p.a_zero_points[rs]) : U{0});
+        const U sum_a = static_cast<U>(row_sums[rs]), L = static_cast<U>(p.segment_length(s));
+        const std::int64_t* zb = p.b_zero_points.data() + s * N;
+        const std::int64_t* sum_b = col_sums.data() + s;
+        std::int64_t* v = out.data() + r * N * S + s;
+        if (S == 1 && subtract) {  // contiguous: vectorized
+          for (std::int64_t n = 0; n < N; ++n) {
+            const U cb = static_cast<U>(off.cb) + static_cast<U>(zb[n]);
+            v[n] = static_cast<std::int64_t>(static_cast<U>(v[n]) - cb * sum_a - ca * static_cast<U>(sum_b[n]) +
+                                             L * ca * cb);
+          }
+          continue;
         }
-        if (!correct) return;
-        // Σ (a'-Ca)(b'-Cb) = Σ a'b' - Cb·Σa' - Ca·Σb' + L·Ca·Cb, in int128; the caller proved the result
-        // fits int64.
-        for (std::int64_t r = r_begin; r < r_end; ++r)
-          for (std::int64_t n = 0; n < N; ++n)
-            for (std::int64_t s = 0; s < S; ++s) {
-              const __int128 ca = off.ca + (subtract ? p.a_zero_points[static_cast<std::size_t>(r * S + s)] : 0);
-              const __int128 cb = off.cb + (subtract ? p.b_zero_points[static_cast<std::size_t>(s * N + n)] : 0);
-              std::int64_t& v = out[static_cast<std::size_t>((r * N + n) * S + s)];
-              const __int128 exact = v - cb * row_sums[static_cast<std::size_t>(r * S + s)] -
-                                     ca * col_sums[static_cast<std::size_t>(n * S + s)] + p.segment_length(s) * ca * cb;
-              v = static_cast<std::int64_t>(exact);
-            }
-      });
+        for (std::int64_t n = 0; n < N; ++n) {
+          const U cb = static_cast<U>(off.cb) + (subtract ? static_cast<U>(zb[n]) : U{0});
+          v[n * S] = static_cast<std::int64_t>(static_cast<U>(v[n * S]) - cb * sum_a -
+                                               ca * static_cast<U>(sum_b[n * S]) + L * ca * cb);
+        }
+      }
+  };
+  parallel_ranges(panels_m, std::max<std::int64_t>(1, (std::int64_t{1} << 21) / row_work), rows);
 }
 
 }  // namespace detail
 
-KernelShape kernel_generic() { return {detail::kGenericMr, detail::kGenericNr, 4, false, &detail::tile_generic}; }
+KernelShape kernel_generic() {
+  return {detail::kGenericMr,
+          detail::kGenericNr,
+          4,
+          false,
+          &detail::tile_generic,
+          &int_gemm_pack_panel<std::uint8_t, 4>,
+          &int_gemm_pack_panel<std::int8_t, 4>,
+          &int_gemm_minmax};
+}
+
+namespace detail {
+KernelShape shape_of(Isa isa) {
+#if QCONFORM_ORACLE_X86
+  if (isa == Isa::avx2) return kernel_avx2();
+  if (isa == Isa::avx512_vnni) return kernel_avx512_vnni();
+#endif
+  (void)isa;
+  return kernel_generic();
+}
+}  // namespace detail
+
+void minmax(const std::int32_t* v, std::int64_t n, std::int32_t& lo, std::int32_t& hi) {
+  static const MinMaxFn f = detail::shape_of(chosen()).minmax;
+  f(v, n, lo, hi);
+}
 
 #if !QCONFORM_ORACLE_X86
 KernelShape kernel_avx2() { return kernel_generic(); }
@@ -264,22 +272,19 @@ KernelShape kernel_avx512_vnni() { return kernel_generic(); }
 
 void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa isa, std::vector<std::int64_t>& out) {
   if (!offsets.ok) throw InputError("int_gemm::exact_sums: the operands do not fit bytes after an offset");
-  out.resize(static_cast<std::size_t>(p.rows * p.cols * p.segments()));
-  if (p.rows == 0 || p.cols == 0) return;
-  if (p.depth == 0) {
-    std::fill(out.begin(), out.end(), 0);
-    return;
-  }
+  const auto size = static_cast<std::size_t>(p.rows * p.cols * p.segments());
+  if (out.size() != size) out.assign(size, 0);  // else zeros already (accumulate_gemm's fresh result)
+  if (p.rows == 0 || p.cols == 0 || p.depth == 0) return;
 #if !QCONFORM_ORACLE_X86
   isa = Isa::generic;  // the x86 kernels are not built here
 #endif
   switch (isa) {
     case Isa::generic:
-      return detail::run<std::uint8_t, std::int8_t, 4>(p, subtract, offsets, kernel_generic(), out);
+      return detail::run<std::uint8_t, std::int8_t>(p, subtract, offsets, kernel_generic(), out);
     case Isa::avx2:
-      return detail::run<std::int16_t, std::int16_t, 2>(p, subtract, offsets, kernel_avx2(), out);
+      return detail::run<std::int16_t, std::int16_t>(p, subtract, offsets, kernel_avx2(), out);
     case Isa::avx512_vnni:
-      return detail::run<std::uint8_t, std::int8_t, 4>(p, subtract, offsets, kernel_avx512_vnni(), out);
+      return detail::run<std::uint8_t, std::int8_t>(p, subtract, offsets, kernel_avx512_vnni(), out);
   }
 }
 

@@ -53,14 +53,44 @@ struct ByteOffsets {
   std::int32_t ca = 0, cb = 0;
 };
 ByteOffsets byte_offsets(const IntGemmProblem& p);
+// The same from the raw operands' ranges (what accumulate_gemm has already found).
+ByteOffsets byte_offsets(IntRange a_raw, IntRange b_raw);
 
 // out[(r*N + n)*S + s] = the exact Σ over segment s of the multiplied operands (a - za)(b - zb) when
 // `subtract`, else a·b. `offsets` from byte_offsets (ok). The caller proves the sums fit int64.
 // Splits the rows across worker threads (qconform/parallel.hpp); the result does not depend on
-// their number. `out` must hold R*N*S values (overwritten).
+// their number. `out`: R*N*S zeros (accumulate_gemm's fresh result), or anything else, which is
+// replaced by R*N*S zeros first.
 void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa isa, std::vector<std::int64_t>& out);
 
+// min and max of v[0, n) (n >= 1) with the chosen build's vector instructions (the oracle itself is
+// built for baseline x86-64, which has no packed 32-bit min/max).
+void minmax(const std::int32_t* v, std::int64_t n, std::int32_t& lo, std::int32_t& hi);
+
 // ---- Internal: what the per-ISA files implement ------------------------------------------------
+
+// A run of K inside one segment, at most kPieceK long, and where it starts in the packed K (each
+// piece padded to a multiple of 4 with zeros).
+struct Piece {
+  std::int64_t k0 = 0, len = 0, packed = 0, packed_len = 0, segment = 0;
+};
+
+// One panel to pack (int_gemm_pack.hpp): `lines` lines of src (line i at src + i*K, raw values),
+// plus `offset`, into a panel of width W over packed_k values of K.
+struct PackJob {
+  const std::int32_t* src = nullptr;
+  std::int64_t K = 0, lines = 0;
+  int W = 0;
+  std::int32_t offset = 0;
+  const Piece* pieces = nullptr;
+  std::size_t piece_count = 0;
+  std::int64_t packed_k = 0;
+  void* dst = nullptr;
+  std::int64_t* sums = nullptr;  // null, or sums[l * S + segment] += each line's offset values
+  std::int64_t S = 1;
+};
+using PackFn = void (*)(const PackJob&);
+using MinMaxFn = void (*)(const std::int32_t*, std::int64_t, std::int32_t&, std::int32_t&);
 
 // One MR x NR tile over one piece: c[i*rs + j*cs] += Σ_{k < kp} a[..]·b[..] for i < rows, j < cols.
 // a: the packed A panel at the piece's start, b: the packed B panel at the piece's start; kp a
@@ -73,6 +103,8 @@ struct KernelShape {
   int group = 4;      // k values per lane in the packed layout: 4 bytes (vpdpbusd) or 2 int16 (vpmaddwd)
   bool wide = false;  // operands packed as int16 (else bytes)
   TileKernel kernel = nullptr;
+  PackFn pack_a = nullptr, pack_b = nullptr;
+  MinMaxFn minmax = nullptr;
 };
 KernelShape kernel_generic();
 KernelShape kernel_avx2();

@@ -4,6 +4,7 @@
 // 2·255·128); vpmaddubsw would saturate them to int16.
 #if QCONFORM_ORACLE_X86
 #include "oracles/int_gemm.hpp"
+#include "oracles/int_gemm_pack.hpp"
 
 #include <immintrin.h>
 
@@ -75,7 +76,16 @@ void tile(const void* av, const void* bv, std::int64_t kp, std::int64_t* c, std:
 
 }  // namespace avx2_detail
 
-KernelShape kernel_avx2() { return {avx2_detail::kMr, avx2_detail::kNr, 2, true, &avx2_detail::tile}; }
+KernelShape kernel_avx2() {
+  return {avx2_detail::kMr,
+          avx2_detail::kNr,
+          2,
+          true,
+          &avx2_detail::tile,
+          &int_gemm_pack_panel<std::int16_t, 2>,
+          &int_gemm_pack_panel<std::int16_t, 2>,
+          &int_gemm_minmax};
+}
 
 }  // namespace qc::int_gemm
 #endif

@@ -3,6 +3,7 @@
 // reports those features.
 #if QCONFORM_ORACLE_X86
 #include "oracles/int_gemm.hpp"
+#include "oracles/int_gemm_pack.hpp"
 
 // GCC 12 reports the undefined upper half that its own _mm512_extracti64x4_epi64 and
 // _mm512_castsi512_si256 start from as maybe-uninitialized (a false positive of the headers).
@@ -79,7 +80,16 @@ void tile(const void* av, const void* bv, std::int64_t kp, std::int64_t* c, std:
 
 }  // namespace avx512_detail
 
-KernelShape kernel_avx512_vnni() { return {avx512_detail::kMr, avx512_detail::kNr, 4, false, &avx512_detail::tile}; }
+KernelShape kernel_avx512_vnni() {
+  return {avx512_detail::kMr,
+          avx512_detail::kNr,
+          4,
+          false,
+          &avx512_detail::tile,
+          &int_gemm_pack_panel<std::uint8_t, 4>,
+          &int_gemm_pack_panel<std::int8_t, 4>,
+          &int_gemm_minmax};
+}
 
 }  // namespace qc::int_gemm
 #endif
