@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <string>
 #include <unordered_map>
@@ -559,13 +560,13 @@ struct ChannelMultiplier {
 class MultiplierCache {
  public:
   explicit MultiplierCache(std::int64_t keys) {
-    if (keys <= (std::int64_t{1} << 16)) dense_.resize(static_cast<std::size_t>(keys));
+    if (keys <= (std::int64_t{1} << 16)) dense_.assign(static_cast<std::size_t>(keys), nullptr);
   }
   template <class Make>
   const ChannelMultiplier& get(std::int64_t key, Make make) {
-    if (!dense_.empty()) {
-      auto& slot = dense_[static_cast<std::size_t>(key)];
-      if (!slot) slot = make();
+    if (!dense_.empty()) {  // 8-byte slots: the table stays in cache (a multiplier is ~256 bytes)
+      const ChannelMultiplier*& slot = dense_[static_cast<std::size_t>(key)];
+      if (!slot) slot = &made_.emplace_back(make());
       return *slot;
     }
     auto it = sparse_.find(key);
@@ -574,9 +575,24 @@ class MultiplierCache {
   }
 
  private:
-  std::vector<std::optional<ChannelMultiplier>> dense_;
+  std::vector<const ChannelMultiplier*> dense_;
+  std::deque<ChannelMultiplier> made_;  // stable addresses for dense_
   std::unordered_map<std::int64_t, ChannelMultiplier> sparse_;
 };
+
+// Tensor::set_int without its out-of-line call per element, for the integer outputs.
+inline void store_int(Tensor& t, std::int64_t i, std::int64_t v) {
+  switch (t.dtype()) {
+    case DType::i8:
+      t.data<std::int8_t>()[i] = static_cast<std::int8_t>(v);
+      return;
+    case DType::u8:
+      t.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(v);
+      return;
+    default:
+      t.set_int(i, v);
+  }
+}
 
 void requantized_output(const QLinearResult::State& st, const QGemmPolicy& policy, DType scale_dtype,
                         QLinearResult& r) {
@@ -617,7 +633,7 @@ void requantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
         const std::int64_t acc = st.policy_accumulator(e, 0, policy.accumulation);
         if (ideal && !overflowed) {
           if (const auto fast = ideal_requantize_fast(acc, cm.ideal, out.zero_point, range, p)) {
-            r.y.set_int(e, fast->q);
+            store_int(r.y, e, fast->q);
             r.labels[static_cast<std::size_t>(e)] = fast->label;
             continue;
           }
