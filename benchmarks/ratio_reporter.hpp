@@ -13,7 +13,7 @@
 namespace qc::bench {
 
 // Collects one counter ("GOPS", "items_per_second") per benchmark as the runs are reported, keyed by
-// the benchmark's name without repetition or aggregate suffixes. With repetitions the median
+// the benchmark's name and arguments without repetition or aggregate suffixes. With repetitions the median
 // stands for the benchmark (not the last repetition, nor the mean); a single run stands for itself.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
@@ -25,7 +25,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (r.error_occurred) continue;
       const auto it = r.counters.find(counter_);
       if (it == r.counters.end()) continue;
-      const std::string& name = r.run_name.function_name;
+      // The function's name and its arguments ("BM_X/1024/1"), without repetition or time suffixes.
+      const std::string name =
+          r.run_name.args.empty() ? r.run_name.function_name : r.run_name.function_name + "/" + r.run_name.args;
       if (r.run_type == Run::RT_Aggregate) {
         if (r.aggregate_name != "median") continue;
         values_[name] = it->second.value;

@@ -1,11 +1,14 @@
 #include "oracles/int_accumulate.hpp"
 
+#include "oracles/int_gemm.hpp"
+
 #include "qconform/parallel.hpp"
 
 #include "qconform/error.hpp"
 
 #include <algorithm>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -143,12 +146,34 @@ void for_each_operand(const IntGemmProblem& p, bool of_a, bool subtract, F&& f) 
     }
 }
 
+// Per line and segment, the raw values' min and max (int_gemm::minmax, vectorized) minus the
+// segment's zero point; lines split across the threads, whose ranges are merged (min and max do not
+// depend on the order).
 IntRange operand_range(const IntGemmProblem& p, bool of_a, bool subtract) {
+  const std::int64_t lines = of_a ? p.rows : p.cols, K = p.depth, S = p.segments();
+  const std::int32_t* values = of_a ? p.a.data() : p.bt.data();
   IntRange r{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
-  for_each_operand(p, of_a, subtract, [&](std::int64_t, std::int64_t, std::int64_t, std::int64_t v) {
-    r.lo = std::min(r.lo, v);
-    r.hi = std::max(r.hi, v);
-  });
+  std::mutex merge;
+  parallel_ranges(lines, std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(1, K)),
+                  [&](std::int64_t i0, std::int64_t i1) {
+                    IntRange part{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
+                    for (std::int64_t i = i0; i < i1; ++i)
+                      for (std::int64_t s = 0; s < S; ++s) {
+                        const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], L = p.segment_length(s);
+                        if (L == 0) continue;
+                        const std::int32_t* x = values + i * K + k0;
+                        std::int32_t lo, hi;
+                        int_gemm::minmax(x, L, lo, hi);
+                        const std::int64_t z = !subtract ? 0
+                                               : of_a    ? p.a_zero_points[static_cast<std::size_t>(i * S + s)]
+                                                         : p.b_zero_points[static_cast<std::size_t>(s * p.cols + i)];
+                        part.lo = std::min(part.lo, lo - z);
+                        part.hi = std::max(part.hi, hi - z);
+                      }
+                    const std::lock_guard<std::mutex> lock(merge);
+                    r.lo = std::min(r.lo, part.lo);
+                    r.hi = std::max(r.hi, part.hi);
+                  });
   if (r.lo > r.hi) r = {0, 0};  // no operands (K = 0 or no rows)
   return r;
 }
@@ -479,11 +504,20 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
 
   // 1. The exact sums of the multiplied operands (raw or zero-point-free), in the cheapest proven loop.
   if (coverage.loop()) {
-    const bool narrow = fits_int16(out.proof.a_range) && fits_int16(out.proof.b_range);
-    if (narrow)
-      exact_sums_in<std::int16_t>(p, subtract, out.proof.int32_loop, out.value);
-    else
-      exact_sums_in<std::int32_t>(p, subtract, out.proof.int32_loop, out.value);
+    // Byte operands (u8, s8, u4, s4, raw or minus zero points) take the packed kernel; wider ones
+    // the plain loops below.
+    const int_gemm::ByteOffsets bytes =
+        subtract ? int_gemm::byte_offsets(operand_range(p, true, false), operand_range(p, false, false))
+                 : int_gemm::byte_offsets(out.proof.a_range, out.proof.b_range);  // the raw ranges already
+    if (bytes.ok) {
+      int_gemm::exact_sums(p, subtract, bytes, int_gemm::chosen(), out.value);
+    } else {
+      const bool narrow = fits_int16(out.proof.a_range) && fits_int16(out.proof.b_range);
+      if (narrow)
+        exact_sums_in<std::int16_t>(p, subtract, out.proof.int32_loop, out.value);
+      else
+        exact_sums_in<std::int32_t>(p, subtract, out.proof.int32_loop, out.value);
+    }
   }
   if (out.proof.policy_exact && subtract) return out;  // every sum is the accumulator's value
 

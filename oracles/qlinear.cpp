@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <string>
 #include <unordered_map>
@@ -323,12 +324,9 @@ void int32_output(const QLinearResult::State& st, const QGemmPolicy& policy, QLi
 
 // |v| < 2^bits.
 int bit_length(unsigned __int128 v) {
-  int n = 0;
-  while (v) {
-    v >>= 1;
-    ++n;
-  }
-  return n;
+  const auto hi = static_cast<std::uint64_t>(v >> 64), lo = static_cast<std::uint64_t>(v);
+  if (hi) return 128 - __builtin_clzll(hi);
+  return lo ? 64 - __builtin_clzll(lo) : 0;
 }
 
 unsigned __int128 to_uint128(const BigInt& v) {  // 0 <= v < 2^128
@@ -343,6 +341,7 @@ struct IdealFraction {
   bool usable = false;
   __int128 num = 0, den = 1;
   int num_bits = 0;
+  int den_shift = -1;  // den = 2^den_shift, or -1: then floor division is a shift (most scales are dyadic)
 };
 
 IdealFraction ideal_fraction(const Rational& m) {
@@ -353,6 +352,7 @@ IdealFraction ideal_fraction(const Rational& m) {
   f.num = static_cast<__int128>(to_uint128(n));
   f.den = static_cast<__int128>(to_uint128(d));
   f.num_bits = bit_length(static_cast<unsigned __int128>(f.num));
+  if ((f.den & (f.den - 1)) == 0) f.den_shift = bit_length(static_cast<unsigned __int128>(f.den)) - 1;
   return f;
 }
 
@@ -376,29 +376,57 @@ struct FastElement {
 //   clear      lo <= q0 + zp <= hi - 1 and |frac(x) - 1/2| > kNearTieDistance: rounding cannot leave
 //              the range and no tie rule or near tie is involved.
 // nullopt otherwise (the slow path decides).
-std::optional<FastElement> ideal_requantize_fast(std::int64_t acc, const IdealFraction& f, std::int64_t zp,
-                                                 IntRange range, const RequantizePolicy& p) {
-  static_assert(kNearTieDistance == 1.0 / 1024.0, "the near-tie test below is |2r - den| * 2^9 <= den");
-  if (!f.usable) return std::nullopt;
-  const unsigned __int128 mag = acc < 0 ? static_cast<unsigned __int128>(-static_cast<__int128>(acc)) : acc;
-  if (bit_length(mag) + f.num_bits > 125) return std::nullopt;
-  const __int128 N = static_cast<__int128>(acc) * f.num;
-  __int128 q0 = N / f.den, r = N % f.den;
-  if (r < 0) {
-    q0 -= 1;
-    r += f.den;
-  }
+// Where acc * num / den lies (floor q0, remainder 0 <= r < den), decided in T (int64 where every
+// quantity fits it, else int128): saturated, clear, or nullopt.
+template <class T>
+std::optional<FastElement> ideal_decide(T q0, T r, T den, std::int64_t zp, IntRange range, const RequantizePolicy& p) {
   if (p.clamp != Clamp::wrap) {
     if (q0 + zp >= range.hi + 1) return FastElement{range.hi, Label::saturated};
     if (q0 + zp <= range.lo - 2) return FastElement{range.lo, Label::saturated};
   }
-  const __int128 twice = 2 * r - f.den;
-  if ((twice < 0 ? -twice : twice) * 512 <= f.den) return std::nullopt;
+  const T twice = 2 * r - den;
+  if ((twice < 0 ? -twice : twice) <= den / 512) return std::nullopt;  // |twice| * 2^9 <= den, for integers
   if (q0 + zp < range.lo || q0 + zp > range.hi - 1) return std::nullopt;
   const bool zp_before = p.zero_point == ZeroPointAdd::float_before_rounding;
-  const __int128 t_floor = zp_before ? q0 + zp : q0;  // floor of the value that is rounded
+  const T t_floor = zp_before ? q0 + zp : q0;  // floor of the value that is rounded
   const bool up = rounds_up(p.rounding, r == 0, false, twice > 0, (t_floor & 1) != 0, t_floor < 0);
   return FastElement{static_cast<std::int64_t>(t_floor + (up ? 1 : 0) + (zp_before ? 0 : zp)), Label::clear};
+}
+
+std::optional<FastElement> ideal_requantize_fast(std::int64_t acc, const IdealFraction& f, std::int64_t zp,
+                                                 IntRange range, const RequantizePolicy& p) {
+  static_assert(kNearTieDistance == 1.0 / 1024.0, "the near-tie test is |2r - den| * 2^9 <= den");
+  if (!f.usable) return std::nullopt;
+  const unsigned __int128 mag = acc < 0 ? static_cast<unsigned __int128>(-static_cast<__int128>(acc)) : acc;
+  const int bits = bit_length(mag) + f.num_bits;
+  if (bits > 125) return std::nullopt;
+  // The common case in int64: |N| < 2^61 and den = 2^k <= 2^60, so every sum below fits (the output
+  // range and zero point are at most 32-bit).
+  if (bits <= 61 && f.den_shift >= 0 && f.den_shift <= 60) {
+    const std::int64_t N = acc * static_cast<std::int64_t>(f.num), den = std::int64_t{1} << f.den_shift;
+    return ideal_decide<std::int64_t>(N >> f.den_shift, N & (den - 1), den, zp, range, p);
+  }
+  const __int128 N = static_cast<__int128>(acc) * f.num;
+  __int128 q0, r;
+  if (f.den_shift >= 0) {  // floor and remainder of a division by 2^k: an arithmetic shift and a mask
+    q0 = N >> f.den_shift;
+    r = N & (f.den - 1);
+  } else {
+    constexpr __int128 kInt64Max = std::numeric_limits<std::int64_t>::max();
+    if (N > -kInt64Max && N < kInt64Max && f.den < kInt64Max) {  // 64-bit division: the 128-bit one is slow
+      const auto n64 = static_cast<std::int64_t>(N), d64 = static_cast<std::int64_t>(f.den);
+      q0 = n64 / d64;
+      r = n64 % d64;
+    } else {
+      q0 = N / f.den;
+      r = N % f.den;
+    }
+    if (r < 0) {
+      q0 -= 1;
+      r += f.den;
+    }
+  }
+  return ideal_decide<__int128>(q0, r, f.den, zp, range, p);
 }
 
 // v = hi + lo exactly (a double-double). Clear when v is provably farther than kNearTieDistance
@@ -532,13 +560,13 @@ struct ChannelMultiplier {
 class MultiplierCache {
  public:
   explicit MultiplierCache(std::int64_t keys) {
-    if (keys <= (std::int64_t{1} << 16)) dense_.resize(static_cast<std::size_t>(keys));
+    if (keys <= (std::int64_t{1} << 16)) dense_.assign(static_cast<std::size_t>(keys), nullptr);
   }
   template <class Make>
   const ChannelMultiplier& get(std::int64_t key, Make make) {
-    if (!dense_.empty()) {
-      auto& slot = dense_[static_cast<std::size_t>(key)];
-      if (!slot) slot = make();
+    if (!dense_.empty()) {  // 8-byte slots: the table stays in cache (a multiplier is ~256 bytes)
+      const ChannelMultiplier*& slot = dense_[static_cast<std::size_t>(key)];
+      if (!slot) slot = &made_.emplace_back(make());
       return *slot;
     }
     auto it = sparse_.find(key);
@@ -547,9 +575,24 @@ class MultiplierCache {
   }
 
  private:
-  std::vector<std::optional<ChannelMultiplier>> dense_;
+  std::vector<const ChannelMultiplier*> dense_;
+  std::deque<ChannelMultiplier> made_;  // stable addresses for dense_
   std::unordered_map<std::int64_t, ChannelMultiplier> sparse_;
 };
+
+// Tensor::set_int without its out-of-line call per element, for the integer outputs.
+inline void store_int(Tensor& t, std::int64_t i, std::int64_t v) {
+  switch (t.dtype()) {
+    case DType::i8:
+      t.data<std::int8_t>()[i] = static_cast<std::int8_t>(v);
+      return;
+    case DType::u8:
+      t.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(v);
+      return;
+    default:
+      t.set_int(i, v);
+  }
+}
 
 void requantized_output(const QLinearResult::State& st, const QGemmPolicy& policy, DType scale_dtype,
                         QLinearResult& r) {
@@ -572,7 +615,11 @@ void requantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
     MultiplierCache multipliers(na * nb);
     for (std::int64_t e = e0; e < e1; ++e) {
       const bool overflowed = st.overflowed(e);
-      RequantizeElement q;
+      // A RequantizeElement holds a rational (heap memory): only the elements the fast path leaves make one.
+      auto store = [&](const RequantizeElement& q) {
+        r.y.set_int(e, q.q);
+        r.labels[static_cast<std::size_t>(e)] = overflowed ? Label::saturated : q.label;
+      };
       if (one_accumulator) {
         const auto k = static_cast<std::size_t>(e);
         const ChannelMultiplier& cm = multipliers.get(std::int64_t{st.a_index[k]} * nb + st.b_index[k], [&] {
@@ -586,19 +633,17 @@ void requantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
         const std::int64_t acc = st.policy_accumulator(e, 0, policy.accumulation);
         if (ideal && !overflowed) {
           if (const auto fast = ideal_requantize_fast(acc, cm.ideal, out.zero_point, range, p)) {
-            r.y.set_int(e, fast->q);
+            store_int(r.y, e, fast->q);
             r.labels[static_cast<std::size_t>(e)] = fast->label;
             continue;
           }
         }
-        q = requantize_element(acc, cm.m, out.zero_point, out.format, p);
+        store(requantize_element(acc, cm.m, out.zero_point, out.format, p));
       } else {
         const Rational v =
             st.real_value(e, [&](std::int64_t s) { return st.policy_accumulator(e, s, policy.accumulation); });
-        q = requantize_real(v / s_out, out.scale, scale_dtype, out.zero_point, out.format, p);
+        store(requantize_real(v / s_out, out.scale, scale_dtype, out.zero_point, out.format, p));
       }
-      r.y.set_int(e, q.q);
-      r.labels[static_cast<std::size_t>(e)] = overflowed ? Label::saturated : q.label;
     }
   });
 }

@@ -1,0 +1,291 @@
+// The packed integer GEMM's driver: packing, blocking, threads, the exact offset and zero-point
+// correction, the portable tile kernel and the choice among the builds (int_gemm.hpp).
+#include "oracles/int_gemm.hpp"
+
+#include "oracles/int_gemm_pack.hpp"
+
+#include "qconform/error.hpp"
+#include "qconform/parallel.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+#include <string_view>
+
+namespace qc::int_gemm {
+
+const char* name(Isa isa) {
+#if !QCONFORM_ORACLE_X86
+  isa = Isa::generic;  // the x86 kernels are not built here
+#endif
+  switch (isa) {
+    case Isa::generic:
+      return "generic";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::avx512_vnni:
+      return "avx512_vnni";
+  }
+  return "?";
+}
+
+std::span<const Isa> available() {
+  static const std::vector<Isa> v = [] {
+    std::vector<Isa> r{Isa::generic};
+#if QCONFORM_ORACLE_X86
+    // __builtin_cpu_supports also checks that the OS saves the vector registers (XCR0).
+    if (__builtin_cpu_supports("avx2")) r.push_back(Isa::avx2);
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni"))
+      r.push_back(Isa::avx512_vnni);
+#endif
+    return r;
+  }();
+  return v;
+}
+
+Isa chosen_for(const char* isa) {
+  const std::span<const Isa> v = available();
+  if (isa == nullptr || *isa == '\0') return v.back();
+  const std::string_view n(isa);
+  auto has = [&](Isa i) { return std::find(v.begin(), v.end(), i) != v.end(); };
+  if (n == "generic") return Isa::generic;
+  if (n == "avx2" && has(Isa::avx2)) return Isa::avx2;
+    // The quantize kernel's avx512 level needs no VNNI; the GEMM then takes its AVX2 kernel.
+#if QCONFORM_ORACLE_X86
+  if (n == "avx512" && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+    return has(Isa::avx512_vnni) ? Isa::avx512_vnni : Isa::avx2;
+#endif
+  std::string names;
+  for (const Isa i : v) names += std::string(names.empty() ? "" : ", ") + name(i);
+  throw InputError("QCONFORM_ORACLE_ISA=" + std::string(isa) + ": the integer GEMM runs " + names +
+                   " on this machine (levels: generic, avx2, avx512)");
+}
+
+Isa chosen() {
+  static const Isa i = chosen_for(std::getenv("QCONFORM_ORACLE_ISA"));
+  return i;
+}
+
+ByteOffsets byte_offsets(IntRange a, IntRange b) {
+  ByteOffsets o;
+  if (a.hi - a.lo > 255 || b.hi - b.lo > 255) return o;
+  // The common formats keep a fixed offset (u8 and s8 A: 0 and 128; s8 and u8 B: 0 and -128) so
+  // that u8 x s8 needs no correction at all; any other span of 256 values is moved from its low end.
+  o.ca = a.lo >= 0 && a.hi <= 255 ? 0 : a.lo >= -128 && a.hi <= 127 ? 128 : static_cast<std::int32_t>(-a.lo);
+  o.cb = b.lo >= -128 && b.hi <= 127 ? 0 : b.lo >= 0 && b.hi <= 255 ? -128 : static_cast<std::int32_t>(-128 - b.lo);
+  o.ok = true;
+  return o;
+}
+
+ByteOffsets byte_offsets(const IntGemmProblem& p) {
+  if (p.a.empty() || p.bt.empty()) return {};
+  auto range = [](std::span<const std::int32_t> v) {
+    std::int32_t l, h;
+    minmax(v.data(), static_cast<std::int64_t>(v.size()), l, h);
+    return IntRange{l, h};
+  };
+  return byte_offsets(range(p.a), range(p.bt));
+}
+
+// Named, not anonymous: the oracle is a unity build (docs/development.md "Build time").
+namespace detail {
+
+std::vector<Piece> pieces_of(const IntGemmProblem& p, std::int64_t& packed_total) {
+  std::vector<Piece> v;
+  packed_total = 0;
+  for (std::int64_t s = 0; s < p.segments(); ++s) {
+    const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], k1 = k0 + p.segment_length(s);
+    for (std::int64_t k = k0; k < k1; k += kPieceK) {
+      Piece c;
+      c.k0 = k;
+      c.len = std::min(kPieceK, k1 - k);
+      c.packed = packed_total;
+      c.packed_len = (c.len + 3) / 4 * 4;
+      c.segment = s;
+      packed_total += c.packed_len;
+      v.push_back(c);
+    }
+  }
+  return v;
+}
+
+// 64-byte aligned, zero-filled storage for the packed operands.
+class Packed {
+ public:
+  // Not zeroed here: each thread zeroes the panels it packs (pack_panel), in parallel.
+  explicit Packed(std::size_t bytes)
+      : data_(static_cast<std::byte*>(::operator new[](bytes + 64, std::align_val_t(64)))), bytes_(bytes) {}
+  ~Packed() { ::operator delete[](data_, std::align_val_t(64)); }
+  Packed(const Packed&) = delete;
+  Packed& operator=(const Packed&) = delete;
+  std::byte* data() const { return data_; }
+  std::size_t size() const { return bytes_; }
+
+ private:
+  std::byte* data_;
+  std::size_t bytes_;
+};
+
+// The portable kernel: bytes in groups of 4 like the VNNI layout, a 4 x 16 tile of int32 sums.
+constexpr int kGenericMr = 4, kGenericNr = 16;
+
+void tile_generic(const void* av, const void* bv, std::int64_t kp, std::int64_t* c, std::int64_t rs, std::int64_t cs,
+                  int rows, int cols) {
+  const auto* a = static_cast<const std::uint8_t*>(av);
+  const auto* b = static_cast<const std::int8_t*>(bv);
+  std::int32_t acc[kGenericMr][kGenericNr] = {};
+  for (std::int64_t g = 0; g < kp / 4; ++g) {
+    const std::uint8_t* ag = a + g * kGenericMr * 4;
+    const std::int8_t* bg = b + g * kGenericNr * 4;
+    for (int i = 0; i < kGenericMr; ++i)
+      for (int j = 0; j < kGenericNr; ++j) {
+        std::int32_t s = 0;
+        for (int t = 0; t < 4; ++t) s += std::int32_t{ag[i * 4 + t]} * std::int32_t{bg[j * 4 + t]};
+        acc[i][j] += s;
+      }
+  }
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) c[i * rs + j * cs] += acc[i][j];
+}
+
+template <class EA, class EB>
+void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelShape& ks,
+         std::vector<std::int64_t>& out) {
+  const std::int64_t R = p.rows, N = p.cols, K = p.depth, S = p.segments();
+  const int mr = ks.mr, nr = ks.nr;
+  std::int64_t Kp = 0;
+  const std::vector<Piece> pieces = pieces_of(p, Kp);
+  const std::int64_t panels_m = (R + mr - 1) / mr, panels_n = (N + nr - 1) / nr;
+  const Packed a_packed(static_cast<std::size_t>(panels_m * Kp * mr) * sizeof(EA));
+  const Packed b_packed(static_cast<std::size_t>(panels_n * Kp * nr) * sizeof(EB));
+  auto* A = reinterpret_cast<EA*>(a_packed.data());
+  auto* B = reinterpret_cast<EB*>(b_packed.data());
+  const bool correct = off.ca != 0 || off.cb != 0 || (subtract && p.any_zero_point());
+  std::vector<std::int64_t> row_sums(correct ? static_cast<std::size_t>(R * S) : 0),
+      col_sums(correct ? static_cast<std::size_t>(N * S) : 0);
+
+  // B's panels, split across the threads.
+  const std::int64_t panel_work = std::max<std::int64_t>(1, nr * K);
+  parallel_ranges(panels_n, std::max<std::int64_t>(1, (std::int64_t{1} << 18) / panel_work),
+                  [&](std::int64_t np0, std::int64_t np1) {
+                    for (std::int64_t np = np0; np < np1; ++np) {
+                      const std::int64_t n0 = np * nr, lines = std::min<std::int64_t>(nr, N - n0);
+                      ks.pack_b({p.bt.data() + n0 * K, K, lines, nr, off.cb, pieces.data(), pieces.size(), Kp,
+                                 B + np * Kp * nr, correct ? col_sums.data() + n0 * S : nullptr, S});
+                    }
+                  });
+
+  // Rows of panels across the threads; within one, blocks of B's panels (about 256 KiB, kept in L2)
+  // are swept by each A panel (kept in L1) piece by piece. `out` holds zeros: the tiles add into it.
+  const std::int64_t block_n =
+      std::max<std::int64_t>(1, (std::int64_t{256} * 1024) / (nr * kPieceK * static_cast<std::int64_t>(sizeof(EB))));
+  const std::int64_t row_work = std::max<std::int64_t>(1, mr * N * K);
+  auto rows = [&](std::int64_t mp0, std::int64_t mp1) {
+    const std::int64_t r_begin = mp0 * mr, r_end = std::min(R, mp1 * mr);
+    for (std::int64_t mp = mp0; mp < mp1; ++mp) {
+      const std::int64_t r0 = mp * mr;
+      ks.pack_a({p.a.data() + r0 * K, K, std::min<std::int64_t>(mr, R - r0), mr, off.ca, pieces.data(), pieces.size(),
+                 Kp, A + mp * Kp * mr, correct ? row_sums.data() + r0 * S : nullptr, S});
+    }
+    for (std::int64_t nb = 0; nb < panels_n; nb += block_n) {
+      const std::int64_t nb_end = std::min(panels_n, nb + block_n);
+      for (const Piece& c : pieces)
+        for (std::int64_t mp = mp0; mp < mp1; ++mp) {
+          const std::int64_t r0 = mp * mr;
+          const int rows_here = static_cast<int>(std::min<std::int64_t>(mr, R - r0));
+          const EA* a = A + mp * Kp * mr + c.packed * mr;
+          for (std::int64_t np = nb; np < nb_end; ++np) {
+            const std::int64_t n0 = np * nr;
+            const int cols = static_cast<int>(std::min<std::int64_t>(nr, N - n0));
+            ks.kernel(a, B + np * Kp * nr + c.packed * nr, c.packed_len, out.data() + (r0 * N + n0) * S + c.segment,
+                      N * S, S, rows_here, cols);
+          }
+        }
+    }
+    if (!correct) return;
+    // Σ (a'-Ca)(b'-Cb) = Σ a'b' - Cb·Σa' - Ca·Σb' + L·Ca·Cb in wrapping 64-bit arithmetic: exact
+    // modulo 2^64, so exact, because the caller proved that the result fits int64.
+    using U = std::uint64_t;
+    for (std::int64_t r = r_begin; r < r_end; ++r)
+      for (std::int64_t s = 0; s < S; ++s) {
+        const auto rs = static_cast<std::size_t>(r * S + s);
+        const U ca = static_cast<U>(off.ca) + (subtract ? static_cast<U>(p.a_zero_points[rs]) : U{0});
+        const U sum_a = static_cast<U>(row_sums[rs]), L = static_cast<U>(p.segment_length(s));
+        const std::int64_t* zb = p.b_zero_points.data() + s * N;
+        const std::int64_t* sum_b = col_sums.data() + s;
+        std::int64_t* v = out.data() + r * N * S + s;
+        if (S == 1 && subtract) {  // contiguous: vectorized
+          for (std::int64_t n = 0; n < N; ++n) {
+            const U cb = static_cast<U>(off.cb) + static_cast<U>(zb[n]);
+            v[n] = static_cast<std::int64_t>(static_cast<U>(v[n]) - cb * sum_a - ca * static_cast<U>(sum_b[n]) +
+                                             L * ca * cb);
+          }
+          continue;
+        }
+        for (std::int64_t n = 0; n < N; ++n) {
+          const U cb = static_cast<U>(off.cb) + (subtract ? static_cast<U>(zb[n]) : U{0});
+          v[n * S] = static_cast<std::int64_t>(static_cast<U>(v[n * S]) - cb * sum_a -
+                                               ca * static_cast<U>(sum_b[n * S]) + L * ca * cb);
+        }
+      }
+  };
+  parallel_ranges(panels_m, std::max<std::int64_t>(1, (std::int64_t{1} << 21) / row_work), rows);
+}
+
+}  // namespace detail
+
+KernelShape kernel_generic() {
+  return {detail::kGenericMr,
+          detail::kGenericNr,
+          4,
+          false,
+          &detail::tile_generic,
+          &int_gemm_pack_panel<std::uint8_t, 4>,
+          &int_gemm_pack_panel<std::int8_t, 4>,
+          &int_gemm_minmax};
+}
+
+namespace detail {
+KernelShape shape_of(Isa isa) {
+#if QCONFORM_ORACLE_X86
+  if (isa == Isa::avx2) return kernel_avx2();
+  if (isa == Isa::avx512_vnni) return kernel_avx512_vnni();
+#endif
+  (void)isa;
+  return kernel_generic();
+}
+}  // namespace detail
+
+void minmax(const std::int32_t* v, std::int64_t n, std::int32_t& lo, std::int32_t& hi) {
+  static const MinMaxFn f = detail::shape_of(chosen()).minmax;
+  f(v, n, lo, hi);
+}
+
+#if !QCONFORM_ORACLE_X86
+KernelShape kernel_avx2() { return kernel_generic(); }
+KernelShape kernel_avx512_vnni() { return kernel_generic(); }
+#endif
+
+void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa isa, std::vector<std::int64_t>& out) {
+  if (!offsets.ok) throw InputError("int_gemm::exact_sums: the operands do not fit bytes after an offset");
+  const auto size = static_cast<std::size_t>(p.rows * p.cols * p.segments());
+  if (out.size() != size) out.assign(size, 0);  // else zeros already (accumulate_gemm's fresh result)
+  if (p.rows == 0 || p.cols == 0 || p.depth == 0) return;
+#if !QCONFORM_ORACLE_X86
+  isa = Isa::generic;  // the x86 kernels are not built here
+#endif
+  switch (isa) {
+    case Isa::generic:
+      return detail::run<std::uint8_t, std::int8_t>(p, subtract, offsets, kernel_generic(), out);
+    case Isa::avx2:
+      return detail::run<std::int16_t, std::int16_t>(p, subtract, offsets, kernel_avx2(), out);
+    case Isa::avx512_vnni:
+      return detail::run<std::uint8_t, std::int8_t>(p, subtract, offsets, kernel_avx512_vnni(), out);
+  }
+}
+
+}  // namespace qc::int_gemm
