@@ -771,7 +771,7 @@ OpRequest load_qgemm(const json& j, const Spec& spec, const Where& w) {
   g.output = load_output_stage(j, w);
   GemmShape gs;
   try {
-    gs = gemm_shape(g.a.values.shape(), g.b.shape, g.b_layout);  // K of A and B agree
+    gs = batched_gemm_shape(g.a.values.shape(), g.b.shape, g.b_layout);  // K agrees, batches broadcast
   } catch (const InputError& e) {
     w.fail("b.shape", e.what());
   }

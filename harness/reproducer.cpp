@@ -171,6 +171,43 @@ OpUnit gemm_unit(const Op& op, std::int64_t index, GetA get_a, CropA crop_a, boo
   return {std::move(u), flat_index(uc, us)};
 }
 
+// A qgemm with a batched B (batched_gemm_shape): the element's A batch and row, and its B matrix and
+// column; a broadcast dimension (extent 1) stays at 0. A dynamic per-tensor A stays whole.
+OpUnit batched_gemm_unit(const QGemmOp& op, std::int64_t index) {
+  const Shape& as = op.a.values.shape();
+  const Shape& bs = logical_shape(op.b);
+  const BatchedGemmShape g = batched_gemm_shape(as, bs, op.b_layout);
+  std::vector<std::int64_t> c;
+  unravel(index, g.out_shape, c);
+  const std::size_t rank = g.batch.size();
+  const bool a_whole = op.a.quantization == ActivationQuantization::dynamic_per_tensor;
+  // The coordinate of output batch dimension i in an operand of shape s (aligned from the right).
+  auto batch_box = [&](const Shape& s, Box& box) {
+    const std::size_t own = s.size() - 2;
+    for (std::size_t j = 0; j < own; ++j) box[j] = {s[j] == 1 ? 0 : c[rank - own + j], 1};
+  };
+  QGemmOp u = op;
+  Box abox = full_box(as);
+  if (!a_whole) {
+    batch_box(as, abox);
+    abox[as.size() - 2] = {c[rank], 1};
+  }
+  u.a = crop_activation(op.a, abox);
+  Box bbox = full_box(bs);
+  batch_box(bs, bbox);
+  bbox[op.b_layout == WeightLayout::k_by_n ? bs.size() - 1 : bs.size() - 2] = {c.back(), 1};
+  u.b = crop_weights(op.b, bbox);
+  u.bias = crop_bias(op.bias, c.back(), 1);
+  const Shape us = batched_gemm_shape(u.a.values.shape(), logical_shape(u.b), u.b_layout).out_shape;
+  std::vector<std::int64_t> uc(us.size(), 0);
+  if (a_whole) {
+    const std::size_t own = as.size() - 2;
+    for (std::size_t i = rank - own; i < rank; ++i) uc[i] = as[i - (rank - own)] == 1 ? 0 : c[i];
+    uc[rank] = c[rank];
+  }
+  return {std::move(u), flat_index(uc, us)};
+}
+
 struct ConvDims {
   std::size_t n, c, h, w;
 };
@@ -291,6 +328,8 @@ OpUnit unit_op(const OpRequest& op, std::int64_t index) {
     }
     return {std::move(u), 0};
   }
+  if (const auto* g = std::get_if<QGemmOp>(&op); g && logical_shape(g->b).size() > 2)
+    return batched_gemm_unit(*g, index);
   if (const auto* g = std::get_if<QGemmOp>(&op))
     return gemm_unit(
         *g, index, [](const QGemmOp& o) -> const Tensor& { return o.a.values; },
@@ -358,9 +397,11 @@ std::vector<OpRequest> halves(const OpRequest& op) {
   } else if (const auto* g = std::get_if<QGemmOp>(&op)) {
     const Shape& as = g->a.values.shape();
     const Shape& bs = logical_shape(g->b);
-    const std::size_t bn = g->b_layout == WeightLayout::k_by_n ? 1 : 0, bk = 1 - bn;
+    // B's N and K axes; a batched B keeps its batch (halving A's batch could break the broadcast).
+    const std::size_t bn = bs.size() - (g->b_layout == WeightLayout::k_by_n ? 1 : 2);
+    const std::size_t bk = g->b_layout == WeightLayout::k_by_n ? bs.size() - 2 : bs.size() - 1;
     if (g->a.quantization != ActivationQuantization::dynamic_per_tensor)
-      for (std::size_t d = 0; d + 1 < as.size(); ++d)  // rows (batch and M)
+      for (std::size_t d = bs.size() > 2 ? as.size() - 2 : 0; d + 1 < as.size(); ++d)  // rows (batch and M)
         add(
             [&](const Box& b) {
               QGemmOp u = *g;

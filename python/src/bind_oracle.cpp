@@ -337,7 +337,7 @@ qc::QGemmOp make_qgemm(const qc::ActivationOperand& a, const qc::QWeights& b, co
   g.b_layout = enum_arg<qc::WeightLayout>(b_layout, "b_layout");
   g.bias = optional_tensor(bias, std::nullopt, "bias");
   g.output = output_arg(output);
-  (void)qc::gemm_shape(g.a.values.shape(), g.b.shape, g.b_layout);
+  (void)qc::batched_gemm_shape(g.a.values.shape(), g.b.shape, g.b_layout);
   return g;
 }
 

@@ -220,7 +220,7 @@ std::string_view name(WeightLayout l);
 
 struct QGemmOp {
   ActivationOperand a;  // [batch..., M, K]
-  QWeights b;           // [K, N] or [N, K] by b_layout
+  QWeights b;           // [batch..., K, N] or [batch..., N, K] by b_layout (batch: batched_gemm_shape)
   WeightLayout b_layout = WeightLayout::k_by_n;
   std::optional<Tensor> bias;  // [N]: i32 (scale s_a*s_b[n], added to the accumulator) or float (added to v)
   OutputStage output;
@@ -234,6 +234,26 @@ struct GemmShape {
   Shape out_shape;
 };
 GemmShape gemm_shape(const Shape& a, const Shape& b, WeightLayout layout);
+
+// A GEMM whose B may have leading batch dimensions too (qgemm; weight_only_gemm and every 2-D
+// consumer use gemm_shape, which rejects them). The batch dimensions of A [a..., M, K] and B
+// [b..., K, N] broadcast as numpy.matmul does (ONNX MatMul, QLinearMatMul and MatMulInteger follow
+// it): aligned from the right, each pair equal or one of them 1, a missing one counting as 1.
+// The output is [broadcast batch..., M, N] = `batches` batches of `m` rows; `rows` = batches * m.
+// Output batch i reads A's batch a_batch[i] and B's matrix b_batch[i] (flat over each operand's
+// own batch dimensions). For a 2-D B this is gemm_shape: A's batch folds into rows, b_batch is 0.
+struct BatchedGemmShape : GemmShape {
+  Shape batch;                        // the output's batch dimensions
+  std::int64_t batches = 1, m = 0;    // product of `batch`; rows of one batch (M)
+  std::vector<std::int64_t> a_batch;  // [batches]
+  std::vector<std::int64_t> b_batch;  // [batches]
+  bool batched_b = false;             // B has batch dimensions (rank > 2)
+
+  std::int64_t a_row(std::int64_t r) const { return a_batch[static_cast<std::size_t>(r / m)] * m + r % m; }
+  std::int64_t b_matrix(std::int64_t r) const { return b_batch[static_cast<std::size_t>(r / m)]; }
+};
+// Throws InputError when K differs or the batch dimensions do not broadcast.
+BatchedGemmShape batched_gemm_shape(const Shape& a, const Shape& b, WeightLayout layout);
 
 // ---- 2-D convolution (oracles/qconv2d.hpp: layouts, geometry, padding conventions) --------------
 
