@@ -227,16 +227,19 @@ bool crop_window(std::int64_t o, std::int64_t stride, std::int64_t pad_lo, std::
   return true;
 }
 
-OpUnit conv_unit(const QConv2dOp& op, std::int64_t index) {
-  const Conv2dShape s = resolve_conv2d(op.input.values.shape(), op.layout, logical_shape(op.weight), op.geometry);
-  if (op.input.quantization == ActivationQuantization::dynamic_per_tensor) return {op, index};
+// A convolution's unit (qconv2d and conv2d): `input_of` reads the op's input tensor, `crop_input`
+// sets the unit's input to a box of the op's; `whole`: the input stays whole (dynamic parameters).
+template <class Op, class InputOf, class CropInput>
+OpUnit conv_unit_of(const Op& op, std::int64_t index, bool whole, InputOf input_of, CropInput crop_input) {
+  const Conv2dShape s = resolve_conv2d(input_of(op).shape(), op.layout, logical_shape(op.weight), op.geometry);
+  if (whole) return {op, index};
   std::vector<std::int64_t> c;
   unravel(index, s.output_shape(), c);
   const ConvDims d = conv_dims(op.layout);
   const std::int64_t oc = c[d.c], oh = c[d.h], ow = c[d.w];
   const std::int64_t g = oc / s.group_out_channels;
   const Conv2dGeometry& geo = op.geometry;
-  Box ibox = full_box(op.input.values.shape());
+  Box ibox = full_box(input_of(op).shape());
   ibox[d.n] = {c[d.n], 1};
   ibox[d.c] = {g * s.group_in_channels, s.group_in_channels};
   Conv2dGeometry ng = geo;
@@ -257,15 +260,28 @@ OpUnit conv_unit(const QConv2dOp& op, std::int64_t index) {
     uc[d.h] = oh;
     uc[d.w] = ow;
   }
-  QConv2dOp u = op;
-  u.input = crop_activation(op.input, ibox);
+  Op u = op;
+  crop_input(u, ibox);
   u.geometry = ng;
   Box wbox = full_box(logical_shape(op.weight));
   wbox[0] = {oc, 1};
   u.weight = crop_weights(op.weight, wbox);
   u.bias = crop_bias(op.bias, oc, 1);
-  const Conv2dShape us = resolve_conv2d(u.input.values.shape(), u.layout, logical_shape(u.weight), u.geometry);
+  const Conv2dShape us = resolve_conv2d(input_of(u).shape(), u.layout, logical_shape(u.weight), u.geometry);
   return {std::move(u), flat_index(uc, us.output_shape())};
+}
+
+OpUnit conv_unit(const QConv2dOp& op, std::int64_t index) {
+  return conv_unit_of(
+      op, index, op.input.quantization == ActivationQuantization::dynamic_per_tensor,
+      [](const QConv2dOp& o) -> const Tensor& { return o.input.values; },
+      [&op](QConv2dOp& u, const Box& b) { u.input = crop_activation(op.input, b); });
+}
+
+OpUnit float_conv_unit(const Conv2dOp& op, std::int64_t index) {
+  return conv_unit_of(
+      op, index, false, [](const Conv2dOp& o) -> const Tensor& { return o.input; },
+      [&op](Conv2dOp& u, const Box& b) { u.input = crop(op.input, b); });
 }
 
 std::string file_safe(std::string s) {
@@ -339,6 +355,7 @@ OpUnit unit_op(const OpRequest& op, std::int64_t index) {
     return gemm_unit(
         *w, index, [](const WeightOnlyGemmOp& o) -> const Tensor& { return o.a; },
         [w](WeightOnlyGemmOp& u, const Box& b) { u.a = crop(w->a, b); }, false);
+  if (const auto* f = std::get_if<Conv2dOp>(&op)) return float_conv_unit(*f, index);
   return conv_unit(std::get<QConv2dOp>(op), index);
 }
 
@@ -490,6 +507,24 @@ std::vector<OpRequest> halves(const OpRequest& op) {
           },
           halve(logical_shape(c->weight), wd));
     }
+  } else if (const auto* f = std::get_if<Conv2dOp>(&op)) {
+    // conv2d: the batch, and (without groups) the output channels; its kernel window is not halved.
+    add(
+        [&](const Box& b) {
+          Conv2dOp u = *f;
+          u.input = crop(f->input, b);
+          return OpRequest(u);
+        },
+        halve(f->input.shape(), conv_dims(f->layout).n));
+    if (f->geometry.groups == 1)
+      add(
+          [&](const Box& b) {
+            Conv2dOp u = *f;
+            u.weight = crop_weights(f->weight, b);
+            u.bias = crop_bias(f->bias, b[0].first, b[0].second);
+            return OpRequest(u);
+          },
+          halve(logical_shape(f->weight), 0));
   }
   return out;
 }

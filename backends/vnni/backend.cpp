@@ -823,6 +823,8 @@ Availability VnniBackend::supports(const OpRequest& op) const {
   if (const auto* q = std::get_if<QuantizeOp>(&op)) return check_quantize(*q);
   if (const auto* d = std::get_if<DequantizeOp>(&op)) return check_dequantize(*d);
   if (const auto* r = std::get_if<RequantizeOp>(&op)) return check_requantize(*r);
+  if (std::holds_alternative<Conv2dOp>(op))
+    return {false, "the x86 kernels run integer convolutions; a float (or weight-only) conv2d has no kernel here"};
   return check_weight_only(std::get<WeightOnlyGemmOp>(op));
 }
 

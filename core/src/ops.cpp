@@ -182,6 +182,7 @@ std::string_view op_name(const OpRequest& op) {
     std::string_view operator()(const QGemmOp&) const { return "qgemm"; }
     std::string_view operator()(const QConv2dOp&) const { return "qconv2d"; }
     std::string_view operator()(const WeightOnlyGemmOp&) const { return "weight_only_gemm"; }
+    std::string_view operator()(const Conv2dOp&) const { return "conv2d"; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -194,6 +195,7 @@ const Tensor& op_input(const OpRequest& op) {
     const Tensor& operator()(const QGemmOp& o) const { return o.a.values; }
     const Tensor& operator()(const QConv2dOp& o) const { return o.input.values; }
     const Tensor& operator()(const WeightOnlyGemmOp& o) const { return o.a; }
+    const Tensor& operator()(const Conv2dOp& o) const { return o.input; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -206,6 +208,7 @@ DType op_output_dtype(const OpRequest& op) {
     DType operator()(const QGemmOp& o) const { return o.output.format; }
     DType operator()(const QConv2dOp& o) const { return o.output.format; }
     DType operator()(const WeightOnlyGemmOp& o) const { return o.out; }
+    DType operator()(const Conv2dOp& o) const { return o.out; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -223,6 +226,9 @@ Shape op_output_shape(const OpRequest& op) {
     }
     Shape operator()(const WeightOnlyGemmOp& o) const {
       return gemm_shape(o.a.shape(), logical_shape(o.b), o.b_layout).out_shape;
+    }
+    Shape operator()(const Conv2dOp& o) const {
+      return resolve_conv2d(o.input.shape(), o.layout, logical_shape(o.weight), o.geometry).output_shape();
     }
   };
   return std::visit(Visitor{}, op);

@@ -125,6 +125,14 @@ json op_json(Encoder& e, const OpRequest& op) {
               {"bias", e.optional_tensor(o.bias)},
               {"out", std::string(name(o.out))}};
     }
+    json operator()(const Conv2dOp& o) const {
+      return {{"input", e.tensor(o.input)},
+              {"layout", std::string(name(o.layout))},
+              {"weight", weights_json(e, o.weight)},
+              {"bias", e.optional_tensor(o.bias)},
+              {"geometry", geometry_json(o.geometry)},
+              {"out", std::string(name(o.out))}};
+    }
   };
   json j = std::visit(Visitor{e}, op);
   j["op"] = std::string(op_name(op));
@@ -384,8 +392,18 @@ OpRequest decode_op(const std::string& text, std::vector<Tensor> tensors) {
     w.out = d.dtype(j, "out", "");
     return w;
   }
+  if (op == "conv2d") {
+    Conv2dOp c;
+    c.input = d.tensor(j, "input", "");
+    c.layout = d.enumerated<ConvLayout>(j, "layout", "");
+    c.weight = d.weights(j, "weight");
+    c.bias = d.optional_tensor(j, "bias", "");
+    c.geometry = d.geometry(j);
+    c.out = d.dtype(j, "out", "");
+    return c;
+  }
   throw InputError("request: unknown op '" + op +
-                   "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm)");
+                   "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm, conv2d)");
 }
 
 }  // namespace qc::wire

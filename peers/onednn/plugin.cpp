@@ -764,6 +764,13 @@ class OneDnnBackend : public qc::Backend {
     check(w);  // always refuses
     throw std::logic_error("unreachable");
   }
+  void check(const qc::Conv2dOp&) const {
+    refuse("conv2d: this peer runs oneDNN's int8 primitives; a float or weight-only convolution is not among them");
+  }
+  qc::Tensor execute(const qc::Conv2dOp& c) {
+    check(c);  // always refuses
+    throw std::logic_error("unreachable");
+  }
 
   Engine engine_;
 };

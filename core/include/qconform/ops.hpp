@@ -322,6 +322,21 @@ struct WeightOnlyGemmOp {
   DType out = DType::f32;      // a float format
 };
 
+// ---- 2-D convolution with float activations (oracles/conv2d.hpp) ------------------------------
+
+// A float input convolved with float weights (the k x k float convolution: ONNX Conv) or with
+// integer weights dequantized by their parameters (the weight-only / hybrid convolution: StableHLO's
+// hybrid convolution), + an optional float bias; the exact sum rounded once into `out`.
+struct Conv2dOp {
+  Tensor input;  // float [N, C, H, W] or [N, H, W, C] (f32, f16, bf16, f64), used exactly
+  ConvLayout layout = ConvLayout::nchw;
+  QWeights weight;             // OIHW: float values used exactly (params ignored), or i8/u8/i4/u4 values (or packed
+                               // int4) dequantized with params per tensor or per output channel (axis 0)
+  std::optional<Tensor> bias;  // float [OC]
+  Conv2dGeometry geometry;     // padded taps are the real 0
+  DType out = DType::f32;      // a float format
+};
+
 // ---- Requantize (oracles/requantize.hpp) -------------------------------------------------------
 
 struct RequantizeParams {
@@ -357,8 +372,8 @@ struct RequantizeOp {
 };
 
 // QGemmOp and QConv2dOp: the full quantized paths. WeightOnlyGemmOp: float activations times
-// dequantized weights.
-using OpRequest = std::variant<QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp>;
+// dequantized weights. Conv2dOp: a float convolution (float or dequantized weights).
+using OpRequest = std::variant<QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp, Conv2dOp>;
 
 std::string_view op_name(const OpRequest& op);
 // The op's main input (the tensor whose elements the outputs correspond to).
