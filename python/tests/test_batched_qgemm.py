@@ -51,3 +51,14 @@ def test_batched_b_runs_on_cpu_ref_as_the_oracle_says():
     op = qconform.QGemmOp(qconform.Activation(a, scale=1.0), qconform.Weights(b, scale=1.0))
     out = qconform.backend("cpu-ref").run(op)
     assert np.asarray(out).tolist() == np.matmul(a.astype(np.int64), b.astype(np.int64)).tolist()
+
+
+def test_batched_b_one_scale_per_batch():
+    # Per axis on B's batch dimension (axis 0 of [2, K, N]): batch i is scaled by s[i]. numpy's integer
+    # matmul gives the accumulators; times s_a * s[i] = [0.5, 0.25] (exact in f32).
+    a = np.array([[[1, 2], [3, 4]]], np.int8)  # [1, 2, 2]: broadcast to both batches
+    b = np.array([[[1, -1], [2, 0]], [[0, 3], [1, 1]]], np.int8)
+    w = qconform.Weights(b, scale=[0.5, 0.25], axis=0)
+    y = qconform.qgemm(qconform.Activation(a, scale=1.0), w, output=qconform.Output.dequantized("f32"))
+    acc = np.matmul(a.astype(np.int64), b.astype(np.int64))
+    assert y.tolist() == (acc * np.array([0.5, 0.25])[:, None, None]).tolist()
