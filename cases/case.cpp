@@ -837,7 +837,7 @@ OpRequest load_qgemm(const json& j, const Spec& spec, const Where& w) {
   g.output = load_output_stage(j, w);
   GemmShape gs;
   try {
-    gs = gemm_shape(g.a.values.shape(), g.b.shape, g.b_layout);  // K of A and B agree
+    gs = batched_gemm_shape(g.a.values.shape(), g.b.shape, g.b_layout);  // K agrees, batches broadcast
   } catch (const InputError& e) {
     w.fail("b.shape", e.what());
   }
@@ -868,12 +868,8 @@ OpRequest load_weight_only(const json& j, const Where& w) {
   return g;
 }
 
-OpRequest load_qconv2d(const json& j, const Spec& spec, const Where& w) {
-  QConv2dOp c;
-  c.input = load_activation(j, "input", spec, w);
-  c.layout = enum_field(j["input"], "layout", ConvLayout::nchw, nested(w, "input"), "layout");
-  c.weight = load_weights(j, "weight", w);
-  c.bias = load_bias(j, w);
+// stride, padding, dilation and groups of a convolution case (qconv2d, conv2d).
+Conv2dGeometry load_geometry(const json& j, const Where& w) {
   const auto stride = int_list(j, "stride", 2, 1, w);
   const auto pad = int_list(j, "padding", 4, 0, w);
   const auto dil = int_list(j, "dilation", 2, 1, w);
@@ -886,9 +882,18 @@ OpRequest load_qconv2d(const json& j, const Spec& spec, const Where& w) {
     if (stride[i] > kMaxGeometry) w.fail("stride[" + std::to_string(i) + "]", "larger than 2^31");
     if (dil[i] > kMaxGeometry) w.fail("dilation[" + std::to_string(i) + "]", "larger than 2^31");
   }
-  c.geometry = Conv2dGeometry{stride[0], stride[1], pad[0],
-                              pad[1],    pad[2],    pad[3],
-                              dil[0],    dil[1],    j.contains("groups") ? integer(j["groups"], w, "groups") : 1};
+  return Conv2dGeometry{stride[0], stride[1], pad[0],
+                        pad[1],    pad[2],    pad[3],
+                        dil[0],    dil[1],    j.contains("groups") ? integer(j["groups"], w, "groups") : 1};
+}
+
+OpRequest load_qconv2d(const json& j, const Spec& spec, const Where& w) {
+  QConv2dOp c;
+  c.input = load_activation(j, "input", spec, w);
+  c.layout = enum_field(j["input"], "layout", ConvLayout::nchw, nested(w, "input"), "layout");
+  c.weight = load_weights(j, "weight", w);
+  c.bias = load_bias(j, w);
+  c.geometry = load_geometry(j, w);
   c.padding = enum_field(j, "padding_value", ConvPadding::real_zero, w, "padding value");
   c.output = load_output_stage(j, w);
   Conv2dShape cs;
@@ -897,6 +902,48 @@ OpRequest load_qconv2d(const json& j, const Spec& spec, const Where& w) {
   } catch (const InputError& e) {
     w.fail("weight.shape", e.what());
   }
+  check_element_limit({cs.batch, cs.out_channels, cs.out_height, cs.out_width}, w, "padding",
+                      "the output " + shape_str(cs.output_shape()));
+  return c;
+}
+
+// conv2d: a float input; float weights (used exactly) or integer weights with their parameters.
+OpRequest load_conv2d(const json& j, const Where& w) {
+  Conv2dOp c;
+  if (!j.contains("input") || !j["input"].is_object()) w.fail("input", "missing operand object");
+  const Where iw = nested(w, "input");
+  check_fields(j["input"], {"dtype", "shape", "data", "generator", "from", "layout"}, iw, "");
+  c.input = load_operand_values(j["input"], j, iw);
+  if (!is_float(c.input.dtype())) iw.fail("dtype", "conv2d takes a float input (f32, f16, bf16, f64)");
+  c.layout = enum_field(j["input"], "layout", ConvLayout::nchw, iw, "layout");
+  if (!j.contains("weight") || !j["weight"].is_object()) w.fail("weight", "missing operand object");
+  const json& wo = j["weight"];
+  const Where ww = nested(w, "weight");
+  if (wo.contains("scale") || wo.contains("packing") || wo.contains("zero_point") || wo.contains("axis")) {
+    c.weight = load_weights(j, "weight", w);  // integer weights and their parameters (the weight-only conv)
+    if (!c.weight.packing && is_float(c.weight.values.dtype()))
+      ww.fail("scale", "float weights are used exactly and take no parameters; integer weights take a scale");
+  } else {
+    check_fields(wo, {"dtype", "shape", "data", "generator", "from"}, ww, "");
+    c.weight.values = load_operand_values(wo, j, ww);
+    if (!is_float(c.weight.values.dtype()))
+      ww.fail("scale", "missing: integer weights need their scale (and zero point) to be dequantized");
+    c.weight.shape = c.weight.values.shape();
+  }
+  c.bias = load_bias(j, w);
+  if (c.bias && !is_float(c.bias->dtype())) nested(w, "bias").fail("dtype", "a conv2d bias is a float");
+  c.geometry = load_geometry(j, w);
+  c.out = output_dtype(j, w, DType::f32);
+  if (!is_float(c.out)) w.fail("output_dtype", "conv2d outputs a float format");
+  Conv2dShape cs;
+  try {
+    cs = resolve_conv2d(c.input.shape(), c.layout, logical_shape(c.weight), c.geometry);
+  } catch (const InputError& e) {
+    w.fail("weight.shape", e.what());
+  }
+  if (c.bias && (c.bias->rank() != 1 || c.bias->size() != cs.out_channels))
+    nested(w, "bias").fail(
+        "shape", "must be [OC] = [" + std::to_string(cs.out_channels) + "], got " + shape_str(c.bias->shape()));
   check_element_limit({cs.batch, cs.out_channels, cs.out_height, cs.out_width}, w, "padding",
                       "the output " + shape_str(cs.output_shape()));
   return c;
@@ -983,6 +1030,9 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
   if (op == "qconv2d")
     fields = {"name", "description", "op",     "spec",    "expect",   "input",  "weight",
               "bias", "output",      "stride", "padding", "dilation", "groups", "padding_value"};
+  if (op == "conv2d")
+    fields = {"name", "description",  "op",     "spec",    "expect",   "input", "weight",
+              "bias", "output_dtype", "stride", "padding", "dilation", "groups"};
   fields.insert({"same_outputs_as", "differs_from"});
   check_fields(j, fields, w, "");
   if (j.contains("description")) {
@@ -1002,6 +1052,8 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
     c.op = load_qconv2d(j, c.spec, w);
   else if (op == "choose_qparams")
     c.op = load_choose_qparams(j, c.spec, w);
+  else if (op == "conv2d")
+    c.op = load_conv2d(j, w);
   else
     c.op = load_weight_only(j, w);
 
@@ -1155,6 +1207,10 @@ OperandSlot operand_slot(OpRequest& op, const std::string& field) {
           if (field == "input.params") s.params = &o.input.params, s.params_format = o.input.format;
         } else if constexpr (std::is_same_v<T, ChooseQParamsOp>) {
           if (field == "input") s.values = &o.profile;
+        } else if constexpr (std::is_same_v<T, Conv2dOp>) {
+          if (field == "input") s.values = &o.input;
+          if (field == "weight") weights(o.weight);
+          if (field == "bias") bias(o.bias);
         } else {
           if (field == "a") s.values = &o.a;
           if (field == "b") weights(o.b);
@@ -1374,11 +1430,11 @@ Suite load_suite_text(const std::string& text, const fs::path& file) {
     c->file = s.file;
     for (const auto& [backend, e] : defaults) c->expect.try_emplace(backend, e);
     // The TOSA dot-product bounds judge a float dot product; no other op has them.
-    if (!std::holds_alternative<WeightOnlyGemmOp>(c->op))
+    if (!std::holds_alternative<WeightOnlyGemmOp>(c->op) && !std::holds_alternative<Conv2dOp>(c->op))
       for (const auto& [backend, e] : c->expect)
         if (e.kind == Expectation::Kind::dot_product)
           throw InputError(s.file + ":" + std::to_string(c->line) + ": case '" + c->name + "': field 'expect." +
-                           backend + "': dot_product applies to weight_only_gemm cases only, not " +
+                           backend + "': dot_product applies to weight_only_gemm and conv2d cases only, not " +
                            std::string(op_name(c->op)));
     s.cases.push_back(std::move(*c));
   }

@@ -280,6 +280,21 @@ void op_json(json& c, const ChooseQParamsOp& q, const Spec&, const Writer& o) {
   if (q.axis) c["axis"] = *q.axis;
 }
 
+void op_json(json& c, const Conv2dOp& v, const Spec&, const Writer& o) {
+  c["input"] = operand_json(v.input, "input", o);
+  c["input"]["layout"] = name(v.layout);
+  const bool float_weights = !v.weight.packing && is_float(v.weight.values.dtype());  // used exactly, no params
+  c["weight"] = float_weights ? operand_json(v.weight.values, "weight", o)
+                              : weights_json(v.weight, WeightLayout::k_by_n, "weight", o);
+  optional_bias(c, v.bias, o);
+  const Conv2dGeometry& g = v.geometry;
+  c["stride"] = {g.stride_h, g.stride_w};
+  c["padding"] = {g.pad_top, g.pad_left, g.pad_bottom, g.pad_right};
+  c["dilation"] = {g.dilation_h, g.dilation_w};
+  c["groups"] = g.groups;
+  c["output_dtype"] = name(v.out);
+}
+
 }  // namespace
 
 json expectation_to_json(const Expectation& e) {

@@ -229,8 +229,8 @@ std::vector<Variation> single_changes(const Spec& spec, const OpRequest& op) {
   } else if (const auto* c = std::get_if<QConv2dOp>(&op)) {
     linear_changes(b, c->input, c->weight, c->output, true);
   }
-  // Weight-only GEMM: float accumulation in an unspecified order, judged by distance and by the
-  // dot-product bounds; no single policy change models an accumulation order.
+  // Weight-only GEMM and conv2d: float accumulation in an unspecified order, judged by distance and
+  // by the dot-product bounds; no single policy change models an accumulation order.
   return b.take();
 }
 
@@ -268,9 +268,11 @@ std::optional<int> channel_axis(const OpRequest& op) {
       return resolve_axis(*r->params.axis, static_cast<std::int64_t>(r->acc.shape().size()));
     return std::nullopt;
   }
-  if (const auto* g = std::get_if<QGemmOp>(&op)) return static_cast<int>(g->a.values.shape().size()) - 1;  // N
+  if (std::holds_alternative<QGemmOp>(op))
+    return static_cast<int>(op_output_shape(op).size()) - 1;  // N (batched B too)
   if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return static_cast<int>(w->a.shape().size()) - 1;
   if (std::holds_alternative<ChooseQParamsOp>(op)) return std::nullopt;
+  if (const auto* f = std::get_if<Conv2dOp>(&op)) return f->layout == ConvLayout::nchw ? 1 : 3;
   const auto& c = std::get<QConv2dOp>(op);
   return c.layout == ConvLayout::nchw ? 1 : 3;
 }
@@ -502,7 +504,7 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
       known_reproduces_all = count == static_cast<std::int64_t>(mismatches.size());
     }
   }
-  if (!std::holds_alternative<WeightOnlyGemmOp>(op) && !known_reproduces_all) {
+  if (!std::holds_alternative<WeightOnlyGemmOp>(op) && !std::holds_alternative<Conv2dOp>(op) && !known_reproduces_all) {
     std::vector<Spec> whole = presets();
     for (Spec& p : registered_presets()) whole.push_back(std::move(p));
     const Elements preset_screen = elements(evenly(mismatches, extra_screen));

@@ -141,6 +141,20 @@ Reference evaluate_choose_qparams(const ChooseQParamsOp& op) {
   return ref;
 }
 
+// conv2d: the same judgement as the weight-only GEMM (a float dot product per element, its order free).
+Reference evaluate_conv2d(const Conv2dOp& op, const Spec& spec) {
+  auto r = std::make_shared<FloatConv2dResult>(conv2d(op, weight_only_policy(spec)));
+  Reference ref{r->y, r->labels, SpecifiedMask(static_cast<std::size_t>(r->y.size())), r->y, {}, {}};
+  const DotProductCheck check{TosaDotProductRevision::ksb, tosa_kernel_size_bound(r->kernel_size, r->nonzero_bias), -1,
+                              op.out};
+  ref.dot_product = [r, check](const Tensor& actual) { return check_dot_product(r->exact, r->bound, actual, check); };
+  ref.describe = [r](std::int64_t i, ElementDiff& d) {
+    d.input = "convolution of " + std::to_string(r->kernel_size) + " taps";
+    d.exact = to_decimal(r->exact[static_cast<std::size_t>(i)], 40);
+  };
+  return ref;
+}
+
 }  // namespace
 
 WeightOnlyPolicy weight_only_policy(const Spec& spec) {
@@ -173,6 +187,7 @@ Reference evaluate(const OpRequest& op, const Spec& spec) {
     }
     Reference operator()(const WeightOnlyGemmOp& o) const { return evaluate_weight_only(o, spec); }
     Reference operator()(const ChooseQParamsOp& o) const { return evaluate_choose_qparams(o); }
+    Reference operator()(const Conv2dOp& o) const { return evaluate_conv2d(o, spec); }
   };
   return std::visit(Visitor{spec}, op);
 }

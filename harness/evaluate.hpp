@@ -1,6 +1,7 @@
 // The oracle's answer to an op request under a spec, in the form the comparison needs.
 #pragma once
 
+#include "oracles/conv2d.hpp"
 #include "oracles/presets.hpp"
 #include "oracles/qconv2d.hpp"
 #include "oracles/qgemm.hpp"

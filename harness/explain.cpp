@@ -148,6 +148,24 @@ void dot_terms(const DotTerms& t, const Tensor& a_given, const Tensor* b_given, 
 
 }  // namespace
 
+namespace {
+
+// conv2d's steps for element i: the exact sum, then one rounding. Returns the element's label.
+Label conv2d_steps(const Conv2dOp& o, const Spec& spec, std::int64_t i, ElementDerivation& d) {
+  const FloatConv2dResult r = conv2d(o, weight_only_policy(spec));
+  const auto k = static_cast<std::size_t>(i);
+  d.steps.push_back({"sum of x * w over the taps" + std::string(r.nonzero_bias ? " + bias" : "") + ", exactly", "",
+                     ExactFloat::finite(r.exact[k]), ExactFloat::finite(r.exact[k]),
+                     "the summation order is free: any value within the TOSA dot-product bound " + number(r.bound[k]) +
+                         " of the exact sum is accepted"});
+  d.steps.push_back({"round once to " + std::string(name(o.out)) + " (ties to even)", "",
+                     ExactFloat::finite(r.exact[k]), decode_float(o.out, r.y.bits(i)), ""});
+  set_value(d.value, r.y, i);
+  return r.labels[k];
+}
+
+}  // namespace
+
 ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int64_t i) {
   const Shape shape = op_output_shape(op);
   if (i < 0 || i >= numel(shape))
@@ -220,12 +238,45 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
                                    std::string(name(c.scale_dtype))});
             d.value.set_double(0, v);
           },
+          [&](const Conv2dOp& o) { label = conv2d_steps(o, spec, i, d); },
       },
       op);
   d.label = std::string(name(label));
   d.result = d.specified ? value_text(d.value, 0) : "unspecified (any value accepted)";
   return d;
 }
+
+namespace {
+
+// conv2d's inputs of element i: the taps x * w (w dequantized exactly), the bias.
+void conv2d_inputs(const Conv2dOp& o, const Spec& spec, std::int64_t i, std::size_t max_terms,
+                   std::vector<std::string>& lines) {
+  const Conv2dShape cs = resolve_conv2d(o.input.shape(), o.layout, logical_shape(o.weight), o.geometry);
+  const std::vector<Rational> w = conv2d_weight_values(o, weight_only_policy(spec));
+  const Shape os = cs.output_shape();
+  std::vector<std::int64_t> c(os.size(), 0);  // the element's coordinates in the output
+  for (std::int64_t d = static_cast<std::int64_t>(os.size()) - 1, rest = i; d >= 0; --d) {
+    c[static_cast<std::size_t>(d)] = rest % os[static_cast<std::size_t>(d)];
+    rest /= os[static_cast<std::size_t>(d)];
+  }
+  const bool nchw = o.layout == ConvLayout::nchw;
+  const std::int64_t n = c[0], oc = nchw ? c[1] : c[3], oh = nchw ? c[2] : c[1], ow = nchw ? c[3] : c[2];
+  const std::int64_t g = oc / cs.group_out_channels, K = cs.depth();
+  lines.push_back("convolution of " + std::to_string(K) + " taps x * w (w dequantized exactly):");
+  for (std::int64_t k = 0; k < K && k < static_cast<std::int64_t>(max_terms); ++k) {
+    const std::int64_t src = cs.tap_source(n, g, oh, ow, k), wi = oc * K + k;
+    lines.push_back("  " +
+                    (src < 0 ? std::string("padding = 0")
+                             : "x" + coords_text(src, o.input.shape()) + " = " + value_text(o.input, src)) +
+                    ", w" + coords_text(wi, logical_shape(o.weight)) + " = " +
+                    to_decimal(w[static_cast<std::size_t>(wi)], 20));
+  }
+  if (K > static_cast<std::int64_t>(max_terms))
+    lines.push_back("  ... and " + std::to_string(K - static_cast<std::int64_t>(max_terms)) + " more terms");
+  if (o.bias) lines.push_back("bias of channel " + std::to_string(oc) + " = " + value_text(*o.bias, oc));
+}
+
+}  // namespace
 
 std::vector<std::string> element_inputs(const OpRequest& op, const Spec& spec, std::int64_t i, std::size_t max_terms) {
   const Shape shape = op_output_shape(op);
@@ -306,6 +357,7 @@ std::vector<std::string> element_inputs(const OpRequest& op, const Spec& spec, s
                                    number(hi) + " (" + std::string(name(o.profile.dtype())) + "), for " +
                                    std::string(name(o.format)));
                  },
+                 [&](const Conv2dOp& o) { conv2d_inputs(o, spec, i, max_terms, lines); },
              },
              op);
   return lines;

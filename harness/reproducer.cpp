@@ -171,6 +171,43 @@ OpUnit gemm_unit(const Op& op, std::int64_t index, GetA get_a, CropA crop_a, boo
   return {std::move(u), flat_index(uc, us)};
 }
 
+// A qgemm with a batched B (batched_gemm_shape): the element's A batch and row, and its B matrix and
+// column; a broadcast dimension (extent 1) stays at 0. A dynamic per-tensor A stays whole.
+OpUnit batched_gemm_unit(const QGemmOp& op, std::int64_t index) {
+  const Shape& as = op.a.values.shape();
+  const Shape& bs = logical_shape(op.b);
+  const BatchedGemmShape g = batched_gemm_shape(as, bs, op.b_layout);
+  std::vector<std::int64_t> c;
+  unravel(index, g.out_shape, c);
+  const std::size_t rank = g.batch.size();
+  const bool a_whole = op.a.quantization == ActivationQuantization::dynamic_per_tensor;
+  // The coordinate of output batch dimension i in an operand of shape s (aligned from the right).
+  auto batch_box = [&](const Shape& s, Box& box) {
+    const std::size_t own = s.size() - 2;
+    for (std::size_t j = 0; j < own; ++j) box[j] = {s[j] == 1 ? 0 : c[rank - own + j], 1};
+  };
+  QGemmOp u = op;
+  Box abox = full_box(as);
+  if (!a_whole) {
+    batch_box(as, abox);
+    abox[as.size() - 2] = {c[rank], 1};
+  }
+  u.a = crop_activation(op.a, abox);
+  Box bbox = full_box(bs);
+  batch_box(bs, bbox);
+  bbox[op.b_layout == WeightLayout::k_by_n ? bs.size() - 1 : bs.size() - 2] = {c.back(), 1};
+  u.b = crop_weights(op.b, bbox);
+  u.bias = crop_bias(op.bias, c.back(), 1);
+  const Shape us = batched_gemm_shape(u.a.values.shape(), logical_shape(u.b), u.b_layout).out_shape;
+  std::vector<std::int64_t> uc(us.size(), 0);
+  if (a_whole) {
+    const std::size_t own = as.size() - 2;
+    for (std::size_t i = rank - own; i < rank; ++i) uc[i] = as[i - (rank - own)] == 1 ? 0 : c[i];
+    uc[rank] = c[rank];
+  }
+  return {std::move(u), flat_index(uc, us)};
+}
+
 struct ConvDims {
   std::size_t n, c, h, w;
 };
@@ -190,16 +227,19 @@ bool crop_window(std::int64_t o, std::int64_t stride, std::int64_t pad_lo, std::
   return true;
 }
 
-OpUnit conv_unit(const QConv2dOp& op, std::int64_t index) {
-  const Conv2dShape s = resolve_conv2d(op.input.values.shape(), op.layout, logical_shape(op.weight), op.geometry);
-  if (op.input.quantization == ActivationQuantization::dynamic_per_tensor) return {op, index};
+// A convolution's unit (qconv2d and conv2d): `input_of` reads the op's input tensor, `crop_input`
+// sets the unit's input to a box of the op's; `whole`: the input stays whole (dynamic parameters).
+template <class Op, class InputOf, class CropInput>
+OpUnit conv_unit_of(const Op& op, std::int64_t index, bool whole, InputOf input_of, CropInput crop_input) {
+  const Conv2dShape s = resolve_conv2d(input_of(op).shape(), op.layout, logical_shape(op.weight), op.geometry);
+  if (whole) return {op, index};
   std::vector<std::int64_t> c;
   unravel(index, s.output_shape(), c);
   const ConvDims d = conv_dims(op.layout);
   const std::int64_t oc = c[d.c], oh = c[d.h], ow = c[d.w];
   const std::int64_t g = oc / s.group_out_channels;
   const Conv2dGeometry& geo = op.geometry;
-  Box ibox = full_box(op.input.values.shape());
+  Box ibox = full_box(input_of(op).shape());
   ibox[d.n] = {c[d.n], 1};
   ibox[d.c] = {g * s.group_in_channels, s.group_in_channels};
   Conv2dGeometry ng = geo;
@@ -220,15 +260,28 @@ OpUnit conv_unit(const QConv2dOp& op, std::int64_t index) {
     uc[d.h] = oh;
     uc[d.w] = ow;
   }
-  QConv2dOp u = op;
-  u.input = crop_activation(op.input, ibox);
+  Op u = op;
+  crop_input(u, ibox);
   u.geometry = ng;
   Box wbox = full_box(logical_shape(op.weight));
   wbox[0] = {oc, 1};
   u.weight = crop_weights(op.weight, wbox);
   u.bias = crop_bias(op.bias, oc, 1);
-  const Conv2dShape us = resolve_conv2d(u.input.values.shape(), u.layout, logical_shape(u.weight), u.geometry);
+  const Conv2dShape us = resolve_conv2d(input_of(u).shape(), u.layout, logical_shape(u.weight), u.geometry);
   return {std::move(u), flat_index(uc, us.output_shape())};
+}
+
+OpUnit conv_unit(const QConv2dOp& op, std::int64_t index) {
+  return conv_unit_of(
+      op, index, op.input.quantization == ActivationQuantization::dynamic_per_tensor,
+      [](const QConv2dOp& o) -> const Tensor& { return o.input.values; },
+      [&op](QConv2dOp& u, const Box& b) { u.input = crop_activation(op.input, b); });
+}
+
+OpUnit float_conv_unit(const Conv2dOp& op, std::int64_t index) {
+  return conv_unit_of(
+      op, index, false, [](const Conv2dOp& o) -> const Tensor& { return o.input; },
+      [&op](Conv2dOp& u, const Box& b) { u.input = crop(op.input, b); });
 }
 
 std::string file_safe(std::string s) {
@@ -291,6 +344,8 @@ OpUnit unit_op(const OpRequest& op, std::int64_t index) {
     }
     return {std::move(u), 0};
   }
+  if (const auto* g = std::get_if<QGemmOp>(&op); g && logical_shape(g->b).size() > 2)
+    return batched_gemm_unit(*g, index);
   if (const auto* g = std::get_if<QGemmOp>(&op))
     return gemm_unit(
         *g, index, [](const QGemmOp& o) -> const Tensor& { return o.a.values; },
@@ -302,6 +357,7 @@ OpUnit unit_op(const OpRequest& op, std::int64_t index) {
         [w](WeightOnlyGemmOp& u, const Box& b) { u.a = crop(w->a, b); }, false);
   // A chosen pair depends on every value of its range: the unit is the op itself.
   if (const auto* c = std::get_if<ChooseQParamsOp>(&op)) return {*c, index};
+  if (const auto* f = std::get_if<Conv2dOp>(&op)) return float_conv_unit(*f, index);
   return conv_unit(std::get<QConv2dOp>(op), index);
 }
 
@@ -360,9 +416,11 @@ std::vector<OpRequest> halves(const OpRequest& op) {
   } else if (const auto* g = std::get_if<QGemmOp>(&op)) {
     const Shape& as = g->a.values.shape();
     const Shape& bs = logical_shape(g->b);
-    const std::size_t bn = g->b_layout == WeightLayout::k_by_n ? 1 : 0, bk = 1 - bn;
+    // B's N and K axes; a batched B keeps its batch (halving A's batch could break the broadcast).
+    const std::size_t bn = bs.size() - (g->b_layout == WeightLayout::k_by_n ? 1 : 2);
+    const std::size_t bk = g->b_layout == WeightLayout::k_by_n ? bs.size() - 2 : bs.size() - 1;
     if (g->a.quantization != ActivationQuantization::dynamic_per_tensor)
-      for (std::size_t d = 0; d + 1 < as.size(); ++d)  // rows (batch and M)
+      for (std::size_t d = bs.size() > 2 ? as.size() - 2 : 0; d + 1 < as.size(); ++d)  // rows (batch and M)
         add(
             [&](const Box& b) {
               QGemmOp u = *g;
@@ -451,6 +509,24 @@ std::vector<OpRequest> halves(const OpRequest& op) {
           },
           halve(logical_shape(c->weight), wd));
     }
+  } else if (const auto* f = std::get_if<Conv2dOp>(&op)) {
+    // conv2d: the batch, and (without groups) the output channels; its kernel window is not halved.
+    add(
+        [&](const Box& b) {
+          Conv2dOp u = *f;
+          u.input = crop(f->input, b);
+          return OpRequest(u);
+        },
+        halve(f->input.shape(), conv_dims(f->layout).n));
+    if (f->geometry.groups == 1)
+      add(
+          [&](const Box& b) {
+            Conv2dOp u = *f;
+            u.weight = crop_weights(f->weight, b);
+            u.bias = crop_bias(f->bias, b[0].first, b[0].second);
+            return OpRequest(u);
+          },
+          halve(logical_shape(f->weight), 0));
   }
   return out;
 }

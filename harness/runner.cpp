@@ -37,6 +37,10 @@ std::string granularity_of(const OpRequest& op) {
   if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op))
     return "weights " + std::string(name(w->b.params.granularity()));
   if (const auto* c = std::get_if<ChooseQParamsOp>(&op)) return c->axis ? "per_axis" : "per_tensor";
+  if (const auto* c = std::get_if<Conv2dOp>(&op))
+    return is_float(c->weight.values.dtype()) && !c->weight.packing
+               ? "float weights"
+               : "weights " + std::string(name(c->weight.params.granularity()));
   return "weights " + std::string(name(std::get<QConv2dOp>(op).weight.params.granularity()));
 }
 

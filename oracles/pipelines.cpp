@@ -1,5 +1,7 @@
 #include "oracles/pipelines.hpp"
 
+#include "oracles/float_conv2d.hpp"
+
 #include "qconform/error.hpp"
 
 #include <string>
@@ -183,30 +185,17 @@ QdqConvLowerings compare_qdq_conv(const QConv2dOp& op, const QGemmPolicy& policy
   const Conv2dShape cs = resolve_conv2d(qx.q.shape(), op.layout, qw.q.shape(), op.geometry);
   const std::vector<Rational> x = dequantized_values(qx, dq_format, policy.dequantize);
   const std::vector<Rational> w = dequantized_values(qw, dq_format, policy.dequantize);
-  const DType out = op.output.format;
-  l.qdq = Tensor(out, cs.output_shape());
-  l.qdq_exact.resize(static_cast<std::size_t>(l.qdq.size()));
-  l.qdq_labels.resize(l.qdq_exact.size());
-  const std::int64_t K = cs.depth();
-  for (std::int64_t n = 0; n < cs.batch; ++n)
-    for (std::int64_t oc = 0; oc < cs.out_channels; ++oc)
-      for (std::int64_t oh = 0; oh < cs.out_height; ++oh)
-        for (std::int64_t ow = 0; ow < cs.out_width; ++ow) {
-          const std::int64_t g = oc / cs.group_out_channels, e = cs.output_index(n, oc, oh, ow);
-          Rational v = 0;
-          for (std::int64_t k = 0; k < K; ++k) {
-            const std::int64_t src = cs.tap_source(n, g, oh, ow, k);
-            if (src >= 0) v += x[static_cast<std::size_t>(src)] * w[static_cast<std::size_t>(oc * K + k)];
-          }
-          if (op.bias) {  // an int32 bias is dequantized with scale s_x * s_w[oc]; a float bias is used as is
-            const Rational b = exact_element(*op.bias, oc);
-            v += op.bias->dtype() == DType::i32 ? b * l.quantized.scale_product(e) : b;
-          }
-          l.qdq.set_bits(e, encode_float(out, ExactFloat::finite(v), RoundingMode::rne, Overflow::ieee));
-          l.qdq_labels[static_cast<std::size_t>(e)] =
-              decode_float(out, l.qdq.bits(e)).is_finite() ? float_grid_label(v, out) : Label::saturated;
-          l.qdq_exact[static_cast<std::size_t>(e)] = std::move(v);
-        }
+  // An int32 bias is dequantized with scale s_x * s_w[oc] (its channel's scale product); a float bias is used as is.
+  std::vector<Rational> bias;
+  if (op.bias)
+    for (std::int64_t oc = 0; oc < cs.out_channels; ++oc) {
+      const Rational b = exact_element(*op.bias, oc);
+      bias.push_back(op.bias->dtype() == DType::i32 ? b * l.quantized.scale_product(cs.output_index(0, oc, 0, 0)) : b);
+    }
+  FloatConv2dResult f = float_conv2d_exact(cs, x, w, bias, op.output.format);
+  l.qdq = std::move(f.y);
+  l.qdq_exact = std::move(f.exact);
+  l.qdq_labels = std::move(f.labels);
   l.mismatches = count_bit_mismatches(l.qdq, l.quantized.y);
   return l;
 }

@@ -22,20 +22,6 @@ void require_per_output_channel_weights(const QuantizedOperand& w) {
   throw InputError("qconv2d: weight parameters are per tensor or per output channel (axis 0 of OIHW)");
 }
 
-void merge_proof(AccumulationProof& into, const AccumulationProof& p, bool first) {
-  if (first) {
-    into = p;
-    return;
-  }
-  into.a_range = {std::min(into.a_range.lo, p.a_range.lo), std::max(into.a_range.hi, p.a_range.hi)};
-  into.b_range = {std::min(into.b_range.lo, p.b_range.lo), std::max(into.b_range.hi, p.b_range.hi)};
-  into.longest_segment = std::max(into.longest_segment, p.longest_segment);
-  into.policy_exact = into.policy_exact && p.policy_exact;
-  into.int32_loop = into.int32_loop && p.int32_loop;
-  into.int64_loop = !into.int32_loop && (into.int64_loop || p.int64_loop);
-  into.arbitrary_precision_dots += p.arbitrary_precision_dots;
-}
-
 // The OIHW depth index k = (ic * KH + kh) * KW + kw of each position of the dot product in `order`.
 std::vector<std::int64_t> depth_positions(const Conv2dShape& cs, ConvDepthOrder order) {
   const std::int64_t K = cs.depth(), taps = cs.kernel_h * cs.kernel_w, C = cs.group_in_channels;

@@ -117,12 +117,124 @@ ScaledAccumulators selected_accumulators(const IntGemmProblem& p, const GemmShap
   return sa;
 }
 
+// The elements `only` of a whole result's accumulators.
+ScaledAccumulators selected_elements(const ScaledAccumulators& all, const std::vector<std::int64_t>& only) {
+  ScaledAccumulators sa;
+  sa.shape = {static_cast<std::int64_t>(only.size())};
+  sa.channels = all.channels;
+  sa.segments = all.segments;
+  sa.proof = all.proof;
+  const auto S = static_cast<std::size_t>(all.segments);
+  for (std::size_t j = 0; j < only.size(); ++j) {
+    const auto e = static_cast<std::size_t>(only[j]);
+    sa.channel.push_back(all.channel[e]);
+    for (std::size_t s = 0; s < S; ++s) {
+      sa.value.push_back(all.value[e * S + s]);
+      sa.a_index.push_back(all.a_index[e * S + s]);
+      sa.b_index.push_back(all.b_index[e * S + s]);
+      if (const auto it = all.exact_where_different.find(static_cast<std::int64_t>(e * S + s));
+          it != all.exact_where_different.end())
+        sa.exact_where_different.emplace(static_cast<std::int64_t>(j * S + s), it->second);
+    }
+  }
+  return sa;
+}
+
+// A batched B (batched_gemm_shape): one integer GEMM per output batch, each on its batch of A and
+// its matrix of B, with parameters indexed over the whole operands; the accumulators in output order.
+ScaledAccumulators batched_accumulators(const QuantizedOperand& qa, const QuantizedOperand& qb,
+                                        const BatchedGemmShape& d, const QGemmPolicy& policy) {
+  const int b_k_axis = static_cast<int>(qb.q.shape().size()) - 2 + d.b_k_axis;
+  const std::vector<std::int64_t> starts = k_segment_starts(qa.params, qa.q.shape(), qb.params, qb.q.shape(), b_k_axis);
+  const auto S = static_cast<std::int64_t>(starts.size());
+  const std::int64_t M = d.m, K = d.depth, N = d.cols, KN = K * N;
+  const std::vector<std::int32_t> a_all = int32_values(qa.q), b_all = int32_values(qb.q);
+  const ParamIndexer a_param(qa.params, qa.q.shape());
+  const ParamIndexer b_param(qb.params, qb.q.shape());
+
+  // One problem per output batch; zero points first, as whether any is nonzero decides the pairing.
+  struct Batch {
+    std::vector<std::int32_t> a, bt;
+    std::vector<std::int64_t> a_idx, b_idx, za, zb;
+  };
+  std::vector<Batch> batches(static_cast<std::size_t>(d.batches));
+  bool any_zero_point = false;
+  for (std::int64_t i = 0; i < d.batches; ++i) {
+    Batch& b = batches[static_cast<std::size_t>(i)];
+    const std::int64_t a0 = d.a_batch[static_cast<std::size_t>(i)] * M * K;
+    const std::int64_t b0 = d.b_batch[static_cast<std::size_t>(i)] * KN;
+    b.a.assign(a_all.begin() + a0, a_all.begin() + a0 + M * K);
+    b.bt.resize(static_cast<std::size_t>(KN));
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t n = 0; n < N; ++n)
+        b.bt[static_cast<std::size_t>(n * K + k)] = b_all[static_cast<std::size_t>(b0 + b_flat(d, k, n))];
+    for (std::int64_t r = 0; r < M; ++r)
+      for (std::int64_t s = 0; s < S; ++s) {
+        b.a_idx.push_back(a_param(a0 + r * K + starts[static_cast<std::size_t>(s)]));
+        b.za.push_back(qa.params.zero_point(b.a_idx.back()));
+        any_zero_point = any_zero_point || b.za.back() != 0;
+      }
+    for (std::int64_t s = 0; s < S; ++s)
+      for (std::int64_t n = 0; n < N; ++n) {
+        b.b_idx.push_back(b_param(b0 + b_flat(d, starts[static_cast<std::size_t>(s)], n)));
+        b.zb.push_back(qb.params.zero_point(b.b_idx.back()));
+        any_zero_point = any_zero_point || b.zb.back() != 0;
+      }
+  }
+  const auto [accumulation, shift] =
+      paired_accumulation(policy.accumulation, policy.pair_rule, qa.q.dtype(), qb.q.dtype(), any_zero_point);
+
+  ScaledAccumulators sa;
+  sa.shape = d.out_shape;
+  sa.channels = N;
+  sa.segments = S;
+  const auto ES = static_cast<std::size_t>(d.rows * N * S);
+  sa.value.resize(ES);
+  sa.a_index.resize(ES);
+  sa.b_index.resize(ES);
+  sa.channel.resize(static_cast<std::size_t>(d.rows * N));
+  for (std::int64_t i = 0; i < d.batches; ++i) {
+    Batch& b = batches[static_cast<std::size_t>(i)];
+    if (shift) shift_signed_activations(b.a, b.za);
+    IntGemmProblem p;
+    p.rows = M;
+    p.cols = N;
+    p.depth = K;
+    p.a = b.a;
+    p.bt = b.bt;
+    p.segment_starts = starts;
+    p.a_zero_points = b.za;
+    p.b_zero_points = b.zb;
+    const IntGemmAccumulators acc = accumulate_gemm(p, accumulation, policy.zero_points, policy.pair_rule);
+    merge_proof(sa.proof, acc.proof, i == 0);
+    const std::int64_t e0 = i * M * N;  // the batch's first output element
+    for (const auto& [key, exact] : acc.exact_where_different) sa.exact_where_different.emplace(e0 * S + key, exact);
+    for (std::int64_t r = 0; r < M; ++r)
+      for (std::int64_t n = 0; n < N; ++n) {
+        const std::int64_t e = e0 + r * N + n;
+        sa.channel[static_cast<std::size_t>(e)] = static_cast<std::int32_t>(n);
+        for (std::int64_t s = 0; s < S; ++s) {
+          const auto k = static_cast<std::size_t>(e * S + s);
+          sa.value[k] = acc.at(r, n, s);
+          sa.a_index[k] = static_cast<std::int32_t>(b.a_idx[static_cast<std::size_t>(r * S + s)]);
+          sa.b_index[k] = static_cast<std::int32_t>(b.b_idx[static_cast<std::size_t>(s * N + n)]);
+        }
+      }
+  }
+  return sa;
+}
+
 }  // namespace
 
 QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vector<std::int64_t>* only) {
   const QuantizedOperand qa = quantize_activation(op.a, policy.quantize);
   const QuantizedOperand qb = quantize_weights(op.b, policy.quantize);
-  const GemmShape d = gemm_shape(op.a.values.shape(), qb.q.shape(), op.b_layout);
+  const BatchedGemmShape d = batched_gemm_shape(op.a.values.shape(), qb.q.shape(), op.b_layout);
+  if (d.batched_b) {
+    ScaledAccumulators all = batched_accumulators(qa, qb, d, policy);
+    return finish_output(only ? selected_elements(all, *only) : std::move(all), qa.params, qb.params, op.bias,
+                         op.output, policy);
+  }
 
   std::vector<std::int32_t> a = int32_values(qa.q);
   const std::vector<std::int32_t> bt = transposed_b(qb.q, d);
@@ -194,21 +306,23 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vecto
 DotTerms qgemm_terms(const QGemmOp& op, const QGemmPolicy& policy, std::int64_t e) {
   const QuantizedOperand qa = quantize_activation(op.a, policy.quantize);
   const QuantizedOperand qb = quantize_weights(op.b, policy.quantize);
-  const GemmShape d = gemm_shape(op.a.values.shape(), qb.q.shape(), op.b_layout);
+  const BatchedGemmShape d = batched_gemm_shape(op.a.values.shape(), qb.q.shape(), op.b_layout);
   if (e < 0 || e >= d.rows * d.cols)
     throw InputError("qgemm: element " + std::to_string(e) + " is outside the output " + shape_str(d.out_shape));
-  const std::int64_t r = e / d.cols, n = e % d.cols;
+  // Output row r reads A's row a_row(r) and B's matrix b_matrix(r) (both r for a 2-D B).
+  const std::int64_t r = d.a_row(e / d.cols), n = e % d.cols, b0 = d.b_matrix(e / d.cols) * d.depth * d.cols;
   const ParamIndexer a_param(qa.params, qa.q.shape());
   const ParamIndexer b_param(qb.params, qb.q.shape());
   DotTerms t;
-  t.segment_starts = k_segment_starts(qa.params, qa.q.shape(), qb.params, qb.q.shape(), d.b_k_axis);
+  t.segment_starts = k_segment_starts(qa.params, qa.q.shape(), qb.params, qb.q.shape(),
+                                      static_cast<int>(qb.q.shape().size()) - 2 + d.b_k_axis);
   t.bias_channel = n;
   for (const std::int64_t k : t.segment_starts) {
     t.a_scale.push_back(qa.params.scales[static_cast<std::size_t>(a_param(r * d.depth + k))]);
-    t.b_scale.push_back(qb.params.scales[static_cast<std::size_t>(b_param(b_flat(d, k, n)))]);
+    t.b_scale.push_back(qb.params.scales[static_cast<std::size_t>(b_param(b0 + b_flat(d, k, n)))]);
   }
   for (std::int64_t k = 0; k < d.depth; ++k) {
-    const std::int64_t ai = r * d.depth + k, bi = b_flat(d, k, n);
+    const std::int64_t ai = r * d.depth + k, bi = b0 + b_flat(d, k, n);
     t.a.push_back(qa.q.get_int(ai));
     t.za.push_back(qa.params.zero_point(a_param(ai)));
     t.a_source.push_back(ai);

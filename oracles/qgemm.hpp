@@ -9,6 +9,12 @@
 // Shapes: A is [batch..., M, K] (batched: every leading dimension folds into rows); B is [K, N]
 // (WeightLayout::k_by_n, ONNX MatMul) or [N, K] (n_by_k: nn.Linear, Gemm transB = 1, MatMulNBits).
 // The output is [batch..., M, N]. A bias has one value per column n.
+// Batched B: B may be [batch..., K, N] (or [batch..., N, K]); A's and B's batch dimensions
+// broadcast by numpy.matmul's rules (ONNX MatMul, QLinearMatMul, MatMulInteger on 3-D inputs;
+// batched_gemm_shape in ops.hpp), and each output batch is the GEMM of its A batch and its B
+// matrix. B's parameters index the whole B tensor: per tensor, per axis on any axis (ONNX's
+// per-column b_scale is the last axis of a [batch..., K, N] B; an axis on a batch dimension gives
+// each batch its own scale), or blocked along K (the axis rank - 2, or rank - 1 for n_by_k).
 //
 // Granularity. A: per tensor, per row (any axis but K, e.g. dynamic per row), per axis along K or
 // blocked along K. B: per tensor, per column (axis along N), per axis along K or blocked along K

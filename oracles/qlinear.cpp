@@ -138,6 +138,20 @@ std::vector<Rational> dequantized_values(const QuantizedOperand& x, std::optiona
   return v;
 }
 
+void merge_proof(AccumulationProof& into, const AccumulationProof& p, bool first) {
+  if (first) {
+    into = p;
+    return;
+  }
+  into.a_range = {std::min(into.a_range.lo, p.a_range.lo), std::max(into.a_range.hi, p.a_range.hi)};
+  into.b_range = {std::min(into.b_range.lo, p.b_range.lo), std::max(into.b_range.hi, p.b_range.hi)};
+  into.longest_segment = std::max(into.longest_segment, p.longest_segment);
+  into.policy_exact = into.policy_exact && p.policy_exact;
+  into.int32_loop = into.int32_loop && p.int32_loop;
+  into.int64_loop = !into.int32_loop && (into.int64_loop || p.int64_loop);
+  into.arbitrary_precision_dots += p.arbitrary_precision_dots;
+}
+
 // ---- Fused activation ------------------------------------------------------------------------
 
 IntRange fused_activation_range(FusedActivation a, float scale, std::int64_t zero_point, DType out) {

@@ -109,6 +109,10 @@ struct ScaledAccumulators {
   AccumulationProof proof;
 };
 
+// What was proven about several integer GEMMs together (a convolution's groups, a batched GEMM's
+// batches): what holds for every one of them. `first`: `into` takes p as it is.
+void merge_proof(AccumulationProof& into, const AccumulationProof& p, bool first);
+
 // Result of qgemm and qconv2d.
 class QLinearResult {
  public:

@@ -324,6 +324,7 @@ std::string CpuRefBackend::claim() const { return std::string(numerics_->preset)
 Availability CpuRefBackend::supports(const OpRequest& op) const {
   const cpu_ref::Numerics& n = *numerics_;
   if (const auto* wo = std::get_if<WeightOnlyGemmOp>(&op)) return cpu_ref::supports_weight_only(*wo);
+  if (const auto* fc = std::get_if<Conv2dOp>(&op)) return cpu_ref::supports_conv2d(*fc);
   if (const auto* q = std::get_if<QuantizeOp>(&op)) {
     if (!is_float(q->params.scale_dtype) || q->params.scale_dtype == DType::f8e4m3fn ||
         q->params.scale_dtype == DType::f8e5m2)
@@ -357,6 +358,7 @@ Tensor CpuRefBackend::run(const OpRequest& op) {
   if (const auto* c = std::get_if<QConv2dOp>(&op)) return cpu_ref::run_qconv2d(*c, n);
   if (const auto* wo = std::get_if<WeightOnlyGemmOp>(&op)) return cpu_ref::run_weight_only(*wo);
   if (const auto* p = std::get_if<ChooseQParamsOp>(&op)) return host::run_choose_qparams(*p);
+  if (const auto* fc = std::get_if<Conv2dOp>(&op)) return cpu_ref::run_conv2d(*fc);
   return cpu_ref::quantize_linear(std::get<QuantizeOp>(op), n);
 }
 

@@ -112,4 +112,7 @@ Tensor run_qgemm(const QGemmOp& op, const Numerics& n);
 Availability supports_qconv2d(const QConv2dOp& op, const Numerics& n);  // conv.cpp
 Tensor run_qconv2d(const QConv2dOp& op, const Numerics& n);
 
+Availability supports_conv2d(const Conv2dOp& op);  // float_conv.cpp
+Tensor run_conv2d(const Conv2dOp& op);
+
 }  // namespace qc::cpu_ref

@@ -486,6 +486,7 @@ Availability HipBackend::supports(const OpRequest& op) const {
     return {};
   }
   if (const auto* g = std::get_if<QGemmOp>(&op)) {
+    if (logical_shape(g->b).size() != 2) return {false, "the hip GEMM kernel takes one 2-D B (no batched B)"};
     if (const Availability a = check_activation(g->a); !a.available) return a;
     if (const Availability w = check_weights(g->b, g->b_layout == WeightLayout::k_by_n ? 1 : 0); !w.available) return w;
     return check_output(g->output, g->bias, g->a, g->b, v_);
@@ -495,7 +496,8 @@ Availability HipBackend::supports(const OpRequest& op) const {
     if (const Availability w = check_weights(c->weight, 0); !w.available) return w;
     return check_output(c->output, c->bias, c->input, c->weight, v_);
   }
-  return {false, "the hip kernels implement quantize, dequantize, requantize, qgemm and qconv2d"};
+  return {false, "the hip kernels implement quantize, dequantize, requantize, qgemm and qconv2d (not " +
+                     std::string(op_name(op)) + ")"};
 }
 
 Tensor HipBackend::run(const OpRequest& op) {

@@ -309,6 +309,8 @@ vnni::Isa kernel_isa(vnni::Isa isa, const QWeights& w) {
 }
 
 Tensor run_gemm_per_tensor(vnni::Isa isa, const QGemmOp& op);
+bool batched_b(const QGemmOp& op);
+Tensor run_gemm_batched(vnni::Isa isa, const QGemmOp& op);
 
 std::int64_t weight_value(const QWeights& w, std::int64_t i);
 
@@ -407,6 +409,7 @@ Availability check_blocked(vnni::Isa isa, const QGemmOp& op) {
 }
 
 Tensor run_gemm(vnni::Isa isa, const QGemmOp& op) {
+  if (batched_b(op)) return run_gemm_batched(isa, op);
   if (blocked_along_k(op)) return run_gemm_blocked(isa, op);
   if (!per_row(op.a)) return run_gemm_per_tensor(isa, op);
   Shape ys(op.a.values.shape().begin(), op.a.values.shape().end() - 1);
@@ -418,6 +421,68 @@ Tensor run_gemm(vnni::Isa isa, const QGemmOp& op) {
     row.a = row_operand(op.a, r);
     const Tensor yr = run_gemm_per_tensor(isa, row);
     for (std::int64_t j = 0; j < n; ++j) y.set_bits(r * n + j, yr.bits(j));
+  }
+  return y;
+}
+
+// A batched B ([batch..., K, N], numpy.matmul broadcasting of A's and B's batch dimensions,
+// batched_gemm_shape): one 2-D request per output batch, its A batch and its B matrix, run by the
+// kernels above; the outputs follow each other in batch order. The slices keep their meaning when
+// A is quantized per tensor (static) or per row, and B per tensor or per column.
+bool batched_b(const QGemmOp& op) { return logical_shape(op.b).size() > 2; }
+
+std::vector<QGemmOp> batch_ops(const QGemmOp& op, const BatchedGemmShape& d) {
+  const bool k_by_n = op.b_layout == WeightLayout::k_by_n;
+  const std::int64_t M = d.m, K = d.depth, N = d.cols;
+  std::vector<QGemmOp> ops;
+  for (std::int64_t i = 0; i < d.batches; ++i) {
+    QGemmOp one;
+    one.a = op.a;
+    one.a.values = Tensor(op.a.values.dtype(), {M, K});
+    const std::int64_t a0 = d.a_batch[static_cast<std::size_t>(i)] * M * K;
+    for (std::int64_t e = 0; e < M * K; ++e) one.a.values.set_bits(e, op.a.values.bits(a0 + e));
+    one.b.format = op.b.format;
+    one.b.values = Tensor(op.b.values.dtype(), k_by_n ? Shape{K, N} : Shape{N, K});
+    const std::int64_t b0 = d.b_batch[static_cast<std::size_t>(i)] * K * N;
+    for (std::int64_t e = 0; e < K * N; ++e) one.b.values.set_bits(e, op.b.values.bits(b0 + e));
+    one.b.params = op.b.params;
+    if (!per_tensor(op.b.params)) one.b.params.axis = k_by_n ? 1 : 0;  // the N axis (check_batched)
+    one.b_layout = op.b_layout;
+    one.bias = op.bias;
+    one.output = op.output;
+    ops.push_back(std::move(one));
+  }
+  return ops;
+}
+
+Availability check_batched(const QGemmOp& op, const std::function<Availability(const QGemmOp&)>& one) {
+  BatchedGemmShape d;
+  try {
+    d = batched_gemm_shape(op.a.values.shape(), logical_shape(op.b), op.b_layout);
+  } catch (const std::exception& e) {
+    return {false, e.what()};
+  }
+  if (op.b.packing) return {false, "a batched B is taken unpacked (one int4 value a byte)"};
+  if (op.a.quantization == ActivationQuantization::dynamic_per_tensor)
+    return {false, "a batched B runs one GEMM per batch, and dynamic per-tensor parameters span the whole A"};
+  if (op.a.quantization == ActivationQuantization::static_params && !per_tensor(op.a.params))
+    return {false, "with a batched B the activations are quantized per tensor (or dynamically per row)"};
+  const int n_axis = static_cast<int>(logical_shape(op.b).size()) - (op.b_layout == WeightLayout::k_by_n ? 1 : 2);
+  const QuantParams& p = op.b.params;
+  if (!per_tensor(p) && (p.granularity() != Granularity::per_axis ||
+                         resolve_axis(*p.axis, static_cast<int>(logical_shape(op.b).size())) != n_axis))
+    return {false, "a batched B's parameters must be per tensor or per column (the N axis)"};
+  if (d.batches == 0) return {};
+  return one(batch_ops(op, d).front());
+}
+
+Tensor run_gemm_batched(vnni::Isa isa, const QGemmOp& op) {
+  const BatchedGemmShape d = batched_gemm_shape(op.a.values.shape(), logical_shape(op.b), op.b_layout);
+  Tensor y(op.output.format, d.out_shape);
+  std::int64_t e = 0;
+  for (const QGemmOp& one : batch_ops(op, d)) {
+    const Tensor yi = run_gemm(isa, one);
+    for (std::int64_t j = 0; j < yi.size(); ++j) y.set_bits(e++, yi.bits(j));
   }
   return y;
 }
@@ -751,6 +816,7 @@ Availability VnniBackend::availability() const {
 
 Availability VnniBackend::supports(const OpRequest& op) const {
   if (const auto* g = std::get_if<QGemmOp>(&op)) {
+    if (batched_b(*g)) return check_batched(*g, [this](const QGemmOp& one) { return supports(one); });
     const int n_axis = g->b_layout == WeightLayout::k_by_n ? 1 : 0;
     if (blocked_along_k(*g)) return check_blocked(isa_, *g);
     if (!per_row(g->a)) return check_common(isa_, g->a, g->b, n_axis, g->bias, g->output);
@@ -767,6 +833,8 @@ Availability VnniBackend::supports(const OpRequest& op) const {
   if (const auto* r = std::get_if<RequantizeOp>(&op)) return check_requantize(*r);
   // Parameter choice is host code, as in the libraries: the same code as cpu-ref's.
   if (const auto* c = std::get_if<ChooseQParamsOp>(&op)) return host::supports_choose_qparams(*c);
+  if (std::holds_alternative<Conv2dOp>(op))
+    return {false, "the x86 kernels run integer convolutions; a float (or weight-only) conv2d has no kernel here"};
   return check_weight_only(std::get<WeightOnlyGemmOp>(op));
 }
 

@@ -2,6 +2,7 @@
 
 #include "qconform/error.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace qc {
@@ -38,6 +39,66 @@ GemmShape gemm_shape(const Shape& a_shape, const Shape& b_shape, WeightLayout la
                      std::string(name(layout)) + ") disagree on K");
   d.out_shape = Shape(a_shape.begin(), a_shape.end() - 1);
   d.out_shape.push_back(d.cols);
+  return d;
+}
+
+BatchedGemmShape batched_gemm_shape(const Shape& a_shape, const Shape& b_shape, WeightLayout layout) {
+  BatchedGemmShape d;
+  if (b_shape.size() <= 2) {
+    static_cast<GemmShape&>(d) = gemm_shape(a_shape, b_shape, layout);
+    d.batch = Shape(a_shape.begin(), a_shape.end() - 2);
+    d.m = a_shape[a_shape.size() - 2];
+    d.batches = numel(d.batch);
+    d.a_batch.resize(static_cast<std::size_t>(d.batches));
+    for (std::int64_t i = 0; i < d.batches; ++i) d.a_batch[static_cast<std::size_t>(i)] = i;
+    d.b_batch.assign(static_cast<std::size_t>(d.batches), 0);
+    return d;
+  }
+  if (a_shape.size() < 2) throw InputError("qgemm: A must be [batch..., M, K] (rank >= 2), got " + shape_str(a_shape));
+  const Shape a_batch(a_shape.begin(), a_shape.end() - 2), b_batch(b_shape.begin(), b_shape.end() - 2);
+  // The last two dimensions as a 2-D GEMM (this checks K).
+  static_cast<GemmShape&>(d) =
+      gemm_shape({a_shape[a_shape.size() - 2], a_shape.back()}, Shape(b_shape.end() - 2, b_shape.end()), layout);
+  d.batched_b = true;
+  d.m = d.rows;
+  // numpy.matmul: "broadcast together as if the matrices were elements" (numpy.org numpy.matmul).
+  const std::size_t rank = std::max(a_batch.size(), b_batch.size());
+  d.batch.assign(rank, 1);
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::int64_t x = i < rank - a_batch.size() ? 1 : a_batch[i - (rank - a_batch.size())];
+    const std::int64_t y = i < rank - b_batch.size() ? 1 : b_batch[i - (rank - b_batch.size())];
+    if (x != y && x != 1 && y != 1)
+      throw InputError("qgemm: the batch dimensions of A " + shape_str(a_shape) + " and B " + shape_str(b_shape) +
+                       " do not broadcast (numpy.matmul: aligned from the right, each pair equal or one of them 1)");
+    d.batch[i] = x == 1 ? y : x;
+  }
+  d.batches = numel(d.batch);
+  d.rows = d.batches * d.m;
+  d.out_shape = d.batch;
+  d.out_shape.push_back(d.m);
+  d.out_shape.push_back(d.cols);
+  // Flat batch index of each operand: the output's batch coordinates, 0 where the operand has 1.
+  d.a_batch.resize(static_cast<std::size_t>(d.batches));
+  d.b_batch.resize(static_cast<std::size_t>(d.batches));
+  for (std::int64_t i = 0; i < d.batches; ++i) {
+    std::int64_t rest = i, ai = 0, bi = 0, a_stride = 1, b_stride = 1;
+    for (std::size_t j = rank; j-- > 0;) {
+      const std::int64_t c = rest % d.batch[j];
+      rest /= d.batch[j];
+      if (j >= rank - a_batch.size()) {
+        const std::int64_t extent = a_batch[j - (rank - a_batch.size())];
+        ai += (extent == 1 ? 0 : c) * a_stride;
+        a_stride *= extent;
+      }
+      if (j >= rank - b_batch.size()) {
+        const std::int64_t extent = b_batch[j - (rank - b_batch.size())];
+        bi += (extent == 1 ? 0 : c) * b_stride;
+        b_stride *= extent;
+      }
+    }
+    d.a_batch[static_cast<std::size_t>(i)] = ai;
+    d.b_batch[static_cast<std::size_t>(i)] = bi;
+  }
   return d;
 }
 
@@ -122,6 +183,7 @@ std::string_view op_name(const OpRequest& op) {
     std::string_view operator()(const QConv2dOp&) const { return "qconv2d"; }
     std::string_view operator()(const WeightOnlyGemmOp&) const { return "weight_only_gemm"; }
     std::string_view operator()(const ChooseQParamsOp&) const { return "choose_qparams"; }
+    std::string_view operator()(const Conv2dOp&) const { return "conv2d"; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -135,6 +197,7 @@ const Tensor& op_input(const OpRequest& op) {
     const Tensor& operator()(const QConv2dOp& o) const { return o.input.values; }
     const Tensor& operator()(const WeightOnlyGemmOp& o) const { return o.a; }
     const Tensor& operator()(const ChooseQParamsOp& o) const { return o.profile; }
+    const Tensor& operator()(const Conv2dOp& o) const { return o.input; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -148,6 +211,7 @@ DType op_output_dtype(const OpRequest& op) {
     DType operator()(const QConv2dOp& o) const { return o.output.format; }
     DType operator()(const WeightOnlyGemmOp& o) const { return o.out; }
     DType operator()(const ChooseQParamsOp&) const { return DType::f64; }
+    DType operator()(const Conv2dOp& o) const { return o.out; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -158,7 +222,7 @@ Shape op_output_shape(const OpRequest& op) {
     Shape operator()(const DequantizeOp& o) const { return o.q.shape(); }
     Shape operator()(const RequantizeOp& o) const { return o.acc.shape(); }
     Shape operator()(const QGemmOp& o) const {
-      return gemm_shape(o.a.values.shape(), logical_shape(o.b), o.b_layout).out_shape;
+      return batched_gemm_shape(o.a.values.shape(), logical_shape(o.b), o.b_layout).out_shape;
     }
     Shape operator()(const QConv2dOp& o) const {
       return resolve_conv2d(o.input.values.shape(), o.layout, logical_shape(o.weight), o.geometry).output_shape();
@@ -175,6 +239,9 @@ Shape op_output_shape(const OpRequest& op) {
         throw InputError("choose_qparams: axis " + std::to_string(*o.axis) + " is outside the profile's rank " +
                          std::to_string(rank));
       return {s[static_cast<std::size_t>(a)], 2};
+    }
+    Shape operator()(const Conv2dOp& o) const {
+      return resolve_conv2d(o.input.shape(), o.layout, logical_shape(o.weight), o.geometry).output_shape();
     }
   };
   return std::visit(Visitor{}, op);

@@ -131,6 +131,14 @@ json op_json(Encoder& e, const OpRequest& op) {
               {"bias", e.optional_tensor(o.bias)},
               {"out", std::string(name(o.out))}};
     }
+    json operator()(const Conv2dOp& o) const {
+      return {{"input", e.tensor(o.input)},
+              {"layout", std::string(name(o.layout))},
+              {"weight", weights_json(e, o.weight)},
+              {"bias", e.optional_tensor(o.bias)},
+              {"geometry", geometry_json(o.geometry)},
+              {"out", std::string(name(o.out))}};
+    }
   };
   json j = std::visit(Visitor{e}, op);
   j["op"] = std::string(op_name(op));
@@ -398,8 +406,19 @@ OpRequest decode_op(const std::string& text, std::vector<Tensor> tensors) {
     c.axis = d.opt_int(j, "axis", "");
     return c;
   }
+  if (op == "conv2d") {
+    Conv2dOp c;
+    c.input = d.tensor(j, "input", "");
+    c.layout = d.enumerated<ConvLayout>(j, "layout", "");
+    c.weight = d.weights(j, "weight");
+    c.bias = d.optional_tensor(j, "bias", "");
+    c.geometry = d.geometry(j);
+    c.out = d.dtype(j, "out", "");
+    return c;
+  }
   throw InputError("request: unknown op '" + op +
-                   "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm, choose_qparams)");
+                   "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm, conv2d, "
+                   "choose_qparams)");
 }
 
 }  // namespace qc::wire

@@ -708,6 +708,7 @@ class OneDnnBackend : public qc::Backend {
   void check(const qc::DequantizeOp& d) const { reorder_pd(engine_, dequantize_spec(d), "dequantize"); }
   void check(const qc::RequantizeOp& r) const { reorder_pd(engine_, requantize_spec(r), "requantize"); }
   void check(const qc::QGemmOp& g) const {
+    if (qc::logical_shape(g.b).size() != 2) refuse("qgemm: this peer runs one 2-D B (no batched B)");
     refuse_unmodelled_int8_isa("qgemm");
     refuse_int32_bias(g.output, g.bias.has_value(), "qgemm");
     const GemmPlan p = plan_gemm(g, engine_, false);
@@ -767,6 +768,13 @@ class OneDnnBackend : public qc::Backend {
     refuse("choose_qparams: oneDNN takes quantization parameters as given; it has no parameter choice");
   }
   qc::Tensor execute(const qc::ChooseQParamsOp& c) {
+    check(c);  // always refuses
+    throw std::logic_error("unreachable");
+  }
+  void check(const qc::Conv2dOp&) const {
+    refuse("conv2d: this peer runs oneDNN's int8 primitives; a float or weight-only convolution is not among them");
+  }
+  qc::Tensor execute(const qc::Conv2dOp& c) {
     check(c);  // always refuses
     throw std::logic_error("unreachable");
   }

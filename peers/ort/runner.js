@@ -586,6 +586,8 @@ function build(ort, op, dir) {
     case 'weight_only_gemm':
       return refuse('not mapped: ORT\'s weight-only GEMM is com.microsoft MatMulNBits (4-bit blocked weights in its ' +
                     'own packing), which this runner does not build');
+    case 'conv2d':
+      return refuse('not mapped: this runner builds ORT\'s quantized operators; a float (or weight-only) Conv is not one');
     default:
       return refuse('unknown op ' + op.op);
   }

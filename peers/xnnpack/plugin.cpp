@@ -164,6 +164,8 @@ class XnnpackBackend : public qc::Backend {
     if (const auto* c = std::get_if<qc::QConv2dOp>(&op)) return supports_conv(*c);
     if (std::holds_alternative<qc::ChooseQParamsOp>(op))
       return {false, "choose_qparams: not driven here (XNNPACK chooses parameters only inside its qd8 convert)"};
+    if (std::holds_alternative<qc::Conv2dOp>(op))
+      return {false, "conv2d: this peer runs XNNPACK's quantized operators only (no float convolution)"};
     return {false, "weight_only_gemm: XNNPACK " QCONFORM_XNNPACK_VERSION
                    " has no float-activation x integer-weight operator (no qd8/qc4w in this version)"};
   }

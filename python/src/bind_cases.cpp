@@ -153,6 +153,7 @@ const qc::Tensor& main_input(const qc::QGemmOp& o) { return o.a.values; }
 const qc::Tensor& main_input(const qc::QConv2dOp& o) { return o.input.values; }
 const qc::Tensor& main_input(const qc::WeightOnlyGemmOp& o) { return o.a; }
 const qc::Tensor& main_input(const qc::ChooseQParamsOp& o) { return o.profile; }
+const qc::Tensor& main_input(const qc::Conv2dOp& o) { return o.input; }
 std::string kind_of(const qc::QuantizeOp&) { return "quantize"; }
 std::string kind_of(const qc::DequantizeOp&) { return "dequantize"; }
 std::string kind_of(const qc::RequantizeOp&) { return "requantize"; }
@@ -160,6 +161,7 @@ std::string kind_of(const qc::QGemmOp&) { return "qgemm"; }
 std::string kind_of(const qc::QConv2dOp&) { return "qconv2d"; }
 std::string kind_of(const qc::WeightOnlyGemmOp&) { return "weight_only_gemm"; }
 std::string kind_of(const qc::ChooseQParamsOp&) { return "choose_qparams"; }
+std::string kind_of(const qc::Conv2dOp&) { return "conv2d"; }
 DType output_of(const qc::QuantizeOp& o) { return o.out; }
 DType output_of(const qc::DequantizeOp& o) { return o.out; }
 DType output_of(const qc::RequantizeOp& o) { return o.out; }
@@ -167,6 +169,7 @@ DType output_of(const qc::QGemmOp& o) { return o.output.format; }
 DType output_of(const qc::QConv2dOp& o) { return o.output.format; }
 DType output_of(const qc::WeightOnlyGemmOp& o) { return o.out; }
 DType output_of(const qc::ChooseQParamsOp&) { return DType::f64; }
+DType output_of(const qc::Conv2dOp& o) { return o.out; }
 
 // Properties every op class has: its kind, main input and output format.
 template <class Op, class Class>
@@ -431,6 +434,35 @@ void bind_cases(py::module_& m) {
       .def_readonly("rule", &qc::ChooseQParamsOp::rule)
       .def_readonly("axis", &qc::ChooseQParamsOp::axis);
   common_op_properties<qc::ChooseQParamsOp>(cq);
+  py::class_<qc::Conv2dOp> fconv(m, "Conv2dOp",
+                                 "A 2-D convolution with a float input: float or dequantized integer weights (see "
+                                 "qconform.conv2d).");
+  fconv
+      .def(py::init(&make_conv2d_op), py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(),
+           py::arg("dtype") = "f32", py::arg("layout") = "nchw", py::arg("stride") = std::vector<std::int64_t>{1, 1},
+           py::arg("padding") = std::vector<std::int64_t>{0, 0, 0, 0},
+           py::arg("dilation") = std::vector<std::int64_t>{1, 1}, py::arg("groups") = 1)
+      .def_property_readonly("input", [](py::object self) { return view(self.cast<qc::Conv2dOp&>().input, self); })
+      .def_readonly("weight", &qc::Conv2dOp::weight)
+      .def_readonly("layout", &qc::Conv2dOp::layout)
+      .def_property_readonly(
+          "stride", [](const qc::Conv2dOp& c) { return py::make_tuple(c.geometry.stride_h, c.geometry.stride_w); })
+      .def_property_readonly("padding",
+                             [](const qc::Conv2dOp& c) {
+                               const qc::Conv2dGeometry& g = c.geometry;
+                               return py::make_tuple(g.pad_top, g.pad_left, g.pad_bottom, g.pad_right);
+                             })
+      .def_property_readonly(
+          "dilation",
+          [](const qc::Conv2dOp& c) { return py::make_tuple(c.geometry.dilation_h, c.geometry.dilation_w); })
+      .def_property_readonly("groups", [](const qc::Conv2dOp& c) { return c.geometry.groups; })
+      .def_property_readonly("bias",
+                             [](py::object self) -> py::object {
+                               const auto& c = self.cast<qc::Conv2dOp&>();
+                               return c.bias ? py::object(view(*c.bias, self)) : py::object(py::none());
+                             })
+      .def_readonly("dtype", &qc::Conv2dOp::out);
+  common_op_properties<qc::Conv2dOp>(fconv);
 
   // ---- Cases --------------------------------------------------------------------------------
   py::class_<qc::Case, std::shared_ptr<qc::Case>>(m, "Case",

@@ -5,6 +5,7 @@
 #include "common.hpp"
 #include "harness/evaluate.hpp"
 #include "oracles/choose_qparams.hpp"
+#include "oracles/conv2d.hpp"
 #include "oracles/dequantize.hpp"
 #include "oracles/int4.hpp"
 #include "oracles/qconv2d.hpp"
@@ -337,7 +338,7 @@ qc::QGemmOp make_qgemm(const qc::ActivationOperand& a, const qc::QWeights& b, co
   g.b_layout = enum_arg<qc::WeightLayout>(b_layout, "b_layout");
   g.bias = optional_tensor(bias, std::nullopt, "bias");
   g.output = output_arg(output);
-  (void)qc::gemm_shape(g.a.values.shape(), g.b.shape, g.b_layout);
+  (void)qc::batched_gemm_shape(g.a.values.shape(), g.b.shape, g.b_layout);
   return g;
 }
 
@@ -373,6 +374,38 @@ qc::WeightOnlyGemmOp make_weight_only(const py::handle& a, const qc::QWeights& b
   if (!qc::is_float(w.out)) throw InputError("weight_only_gemm: dtype must be a float format");
   (void)qc::gemm_shape(w.a.shape(), w.b.shape, w.b_layout);
   return w;
+}
+
+// conv2d: `weight` is a Weights (integer values dequantized with their parameters) or a float array
+// (used exactly).
+qc::Conv2dOp make_conv2d(const py::handle& input, const py::handle& weight, const py::handle& bias,
+                         const py::handle& dtype, const py::handle& layout, const std::vector<std::int64_t>& stride,
+                         const std::vector<std::int64_t>& padding, const std::vector<std::int64_t>& dilation,
+                         std::int64_t groups) {
+  qc::Conv2dOp c;
+  c.input = to_tensor(input, std::nullopt, "conv2d: input");
+  if (!qc::is_float(c.input.dtype())) throw InputError("conv2d: the input is a float tensor");
+  if (py::isinstance<qc::QWeights>(weight)) {
+    c.weight = weight.cast<qc::QWeights>();
+    if (!c.weight.packing && qc::is_float(c.weight.values.dtype()))
+      throw InputError("conv2d: float weights are used exactly: pass the float array itself, not Weights");
+  } else {
+    c.weight.values = to_tensor(weight, std::nullopt, "conv2d: weight");
+    if (!qc::is_float(c.weight.values.dtype()))
+      throw InputError("conv2d: integer weights need their parameters: pass qconform.Weights(values, scale=...)");
+    c.weight.shape = c.weight.values.shape();
+  }
+  c.layout = enum_arg<qc::ConvLayout>(layout, "layout");
+  if (stride.size() != 2 || padding.size() != 4 || dilation.size() != 2)
+    throw InputError("conv2d: stride (h, w), padding (top, left, bottom, right), dilation (h, w)");
+  c.geometry = qc::Conv2dGeometry{stride[0],  stride[1],   padding[0],  padding[1], padding[2],
+                                  padding[3], dilation[0], dilation[1], groups};
+  c.bias = optional_tensor(bias, std::nullopt, "conv2d: bias");
+  if (c.bias && !qc::is_float(c.bias->dtype())) throw InputError("conv2d: the bias is a float tensor");
+  c.out = dtype_arg(dtype, "conv2d: dtype");
+  if (!qc::is_float(c.out)) throw InputError("conv2d: dtype must be a float format");
+  (void)qc::resolve_conv2d(c.input.shape(), c.layout, qc::logical_shape(c.weight), c.geometry);
+  return c;
 }
 
 }  // namespace
@@ -654,6 +687,33 @@ void bind_oracle(py::module_& m) {
        labels_doc)
           .c_str());
   m.def(
+      "conv2d",
+      [](const py::handle& input, const py::handle& weight, const py::handle& bias, const py::handle& dtype,
+         const py::handle& policy, const py::handle& layout, const std::vector<std::int64_t>& stride,
+         const std::vector<std::int64_t>& padding, const std::vector<std::int64_t>& dilation, std::int64_t groups,
+         const py::handle& labels, const py::handle& exact) {
+        const qc::Conv2dOp op = make_conv2d(input, weight, bias, dtype, layout, stride, padding, dilation, groups);
+        const qc::Spec spec = spec_arg(policy);
+        const ExactForm form = exact_arg(exact);
+        qc::FloatConv2dResult r;
+        {
+          py::gil_scoped_release release;
+          r = qc::conv2d(op, qc::weight_only_policy(spec));
+        }
+        auto shared = std::make_shared<qc::FloatConv2dResult>(std::move(r));
+        return oracle_result(std::move(shared->y), &shared->labels, label_form(labels), form, [&](std::int64_t i) {
+          return exact_value(shared->exact[static_cast<std::size_t>(i)], form);
+        });
+      },
+      py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("dtype") = "f32",
+      py::arg("spec") = "onnx", py::arg("layout") = "nchw", py::arg("stride") = std::vector<std::int64_t>{1, 1},
+      py::arg("padding") = std::vector<std::int64_t>{0, 0, 0, 0}, py::arg("dilation") = std::vector<std::int64_t>{1, 1},
+      py::arg("groups") = 1, py::arg("labels") = false, py::arg("exact") = false,
+      (std::string("2-D convolution with a float input: float weights (an array, used exactly) or integer Weights "
+                   "dequantized with their parameters (weight-only); the exact sum correctly rounded into `dtype`.") +
+       labels_doc)
+          .c_str());
+  m.def(
       "pack_int4",
       [](const py::handle& values, const py::handle& dtype, const py::handle& packing) {
         const qc::Tensor v = integer_values(values, "pack_int4: values");
@@ -735,6 +795,12 @@ qc::WeightOnlyGemmOp make_weight_only_op(const py::handle& a, const qc::QWeights
                                          const py::handle& dtype, const py::handle& b_layout,
                                          const py::handle& a_dtype) {
   return make_weight_only(a, b, bias, dtype, b_layout, a_dtype);
+}
+qc::Conv2dOp make_conv2d_op(const py::handle& input, const py::handle& weight, const py::handle& bias,
+                            const py::handle& dtype, const py::handle& layout, const std::vector<std::int64_t>& stride,
+                            const std::vector<std::int64_t>& padding, const std::vector<std::int64_t>& dilation,
+                            std::int64_t groups) {
+  return make_conv2d(input, weight, bias, dtype, layout, stride, padding, dilation, groups);
 }
 qc::RequantizeOp make_requantize_op(const py::handle& acc, const py::handle& input_scale,
                                     const py::handle& weight_scale, const py::handle& output_scale,

@@ -343,8 +343,9 @@ qc::OpRequest op_arg(const py::handle& h) {
   if (py::isinstance<qc::QConv2dOp>(h)) return h.cast<qc::QConv2dOp>();
   if (py::isinstance<qc::WeightOnlyGemmOp>(h)) return h.cast<qc::WeightOnlyGemmOp>();
   if (py::isinstance<qc::ChooseQParamsOp>(h)) return h.cast<qc::ChooseQParamsOp>();
+  if (py::isinstance<qc::Conv2dOp>(h)) return h.cast<qc::Conv2dOp>();
   throw InputError(
-      "expected an op (QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp, "
+      "expected an op (QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp, Conv2dOp, "
       "ChooseQParamsOp) or "
       "a Case, got " +
       type_name(h));

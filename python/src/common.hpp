@@ -174,6 +174,10 @@ qc::QConv2dOp make_qconv2d_op(const qc::ActivationOperand& input, const qc::QWei
 qc::WeightOnlyGemmOp make_weight_only_op(const py::handle& a, const qc::QWeights& b, const py::handle& bias,
                                          const py::handle& dtype, const py::handle& b_layout,
                                          const py::handle& a_dtype);
+qc::Conv2dOp make_conv2d_op(const py::handle& input, const py::handle& weight, const py::handle& bias,
+                            const py::handle& dtype, const py::handle& layout, const std::vector<std::int64_t>& stride,
+                            const std::vector<std::int64_t>& padding, const std::vector<std::int64_t>& dilation,
+                            std::int64_t groups);
 qc::RequantizeOp make_requantize_op(const py::handle& acc, const py::handle& input_scale,
                                     const py::handle& weight_scale, const py::handle& output_scale,
                                     const py::handle& zero_point, const py::handle& dtype, const py::handle& axis,

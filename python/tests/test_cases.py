@@ -41,6 +41,12 @@ def one_case_of_each_kind():
         qconform.Case("weight_only", qconform.WeightOnlyGemmOp(np.array([[0.5, -1.0, 0.1]], np.float32),
                                                                qconform.Weights(np.array([[1], [2], [3]], np.int8), scale=0.5)),
                       expect="dot_product"),
+        qconform.Case("conv2d_weight_only", qconform.Conv2dOp(np.arange(18, dtype=np.float32).reshape(1, 2, 3, 3) / 4,
+                                                              conv_w, groups=2, padding=(1, 1, 1, 1)),
+                      expect="dot_product"),
+        qconform.Case("qgemm_batched_b", qconform.QGemmOp(qconform.Activation(np.array([[[1, 2, 3]]], np.int8), scale=1.0),
+                                                          qconform.Weights(np.arange(6, dtype=np.int8).reshape(2, 3, 1),
+                                                                           scale=0.5))),
     ]
 
 

@@ -371,6 +371,30 @@ TEST(CaseWriter, WeightOnlyGemmWithMigraphxPackingAndBias) {
   round_trip({c}, "wo.json");
 }
 
+TEST(CaseWriter, Conv2dFloatAndWeightOnlyRoundTrip) {
+  Conv2dOp f;
+  f.input = floats(DType::f16, {1, 2, 3, 3}, {0.5, -1, 2, 0.25, 3, -0.0, 1.5, 4, -2, 1, 1, 1, 2, 2, 2, 3, 3, 3});
+  f.layout = ConvLayout::nhwc;  // [1, 2, 3, 3] read as N, H, W, C: 3 channels
+  f.weight.values = floats(DType::f32, {2, 3, 1, 2}, {1, -1, 0.5, 2, 0.25, -4, 1, 1, 2, 2, 3, 3});
+  f.weight.shape = f.weight.values.shape();
+  f.bias = floats(DType::f32, {2}, {0.5, -0.5});
+  f.geometry = Conv2dGeometry{1, 2, 1, 0, 0, 1, 1, 1, 1};
+  f.out = DType::f16;
+  Conv2dOp w = f;  // the weight-only form: i4 weights packed, per output channel
+  const Tensor q = ints(DType::i4, {2, 3, 1, 2}, {1, -2, 3, -4, 5, -6, 7, -8, 0, 1, 2, 3});
+  w.weight.format = DType::i4;
+  w.weight.packing = migraphx_int4_packing();
+  w.weight.shape = q.shape();
+  w.weight.values = pack_int4(q, DType::i4, *w.weight.packing);
+  w.weight.params.scales = {0.5, 0.25};
+  w.weight.params.zero_points = {0, 1};
+  w.weight.params.axis = 0;
+  Case cf = make_case("float_conv", f, preset("onnx")), cw = make_case("weight_only_conv", w, preset("onnx"));
+  cf.expect["*"] = {Expectation::Kind::dot_product, 0};
+  cw.expect["*"] = {Expectation::Kind::dot_product, 0};
+  round_trip({cf, cw}, "conv2d.json");
+}
+
 TEST(CaseWriter, EveryPresetRoundTripsAsItsName) {
   for (const Spec& s : presets()) {
     SCOPED_TRACE(s.name);

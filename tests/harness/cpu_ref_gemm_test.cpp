@@ -366,7 +366,7 @@ TEST(CpuRefPipelines, TheSuitesStatementsHoldWithTheHandDerivedOutputs) {
       EXPECT_EQ(c.backends.at(0).agreements.at(k).status, AgreementStatus::holds) << c.id;
     }
   }
-  EXPECT_EQ(statements, 7);
+  EXPECT_EQ(statements, 9);  // 7, and the 3x3 QDQ chain's same_outputs_as and differs_from
   // Fused FC: one rounding. Lowered through the (0.3, 0) intermediate: two, and elements 0, 7 and
   // 11 move by one LSB.
   EXPECT_EQ(out.at("fc_fused"), (std::vector<double>{11, -47, -50, 14, -47, 2, 84, 63, -22, -69, -61, -38}));
@@ -391,6 +391,15 @@ TEST(CpuRefPipelines, TheSuitesStatementsHoldWithTheHandDerivedOutputs) {
   EXPECT_EQ(out.at("u8s8_rewrite_conv"), out.at("s8s8_conv"));
   EXPECT_EQ(out.at("u8s8_rewrite_gemm"), out.at("s8s8_gemm"));
   EXPECT_EQ(out.at("qdq_conv1x1_float"), out.at("qconv_then_dequantize"));
+  // The 3x3 chain: exact with power-of-two scales (the case's description); with an input scale of
+  // 0.05, 33 of 75 elements apart (derived with plain loops in python/tests/test_conv2d.py).
+  EXPECT_EQ(out.at("qdq3x3_conv_float"), out.at("qconv3x3_then_dequantize"));
+  const std::vector<double>& f = out.at("qdq3x3_s005_conv_float");
+  const std::vector<double>& q = out.at("qconv3x3_s005_then_dequantize");
+  ASSERT_EQ(f.size(), 75u);
+  int apart = 0;
+  for (std::size_t i = 0; i < f.size(); ++i) apart += f[i] != q[i] ? 1 : 0;
+  EXPECT_EQ(apart, 33);
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ namespace {
 
 const char* const kGpuPresets[] = {"gpu-div", "gpu-recip", "gpu-f16", "gpu-fma", "gpu-nofma", "gpu-roundf"};
 
-Spec preset(const std::string& n) {
+Spec gpu_preset(const std::string& n) {
   auto s = find_preset(n);
   EXPECT_TRUE(s.has_value()) << n;
   return s.value_or(Spec{});
@@ -24,17 +24,17 @@ Spec preset(const std::string& n) {
 
 std::int64_t quant(const std::string& p, double x, double s, std::int64_t zp, DType out, DType xt = DType::f32,
                    DType st = DType::f32) {
-  return quantize_element(x, xt, s, st, zp, out, preset(p).quantize_for(xt)).q;
+  return quantize_element(x, xt, s, st, zp, out, gpu_preset(p).quantize_for(xt)).q;
 }
 
 std::uint32_t dequant_f32_bits(const std::string& p, std::int64_t q, double s, std::int64_t zp) {
   return static_cast<std::uint32_t>(
-      dequantize_element(q, DType::i8, s, DType::f32, zp, DType::f32, preset(p).dequantize).bits);
+      dequantize_element(q, DType::i8, s, DType::f32, zp, DType::f32, gpu_preset(p).dequantize).bits);
 }
 
 TEST(GpuPresets, ExistWithSourcesAndTheSharedIntegerStage) {
   for (const char* n : kGpuPresets) {
-    const Spec s = preset(n);
+    const Spec s = gpu_preset(n);
     EXPECT_GE(s.sources.size(), 3u) << n;
     EXPECT_EQ(s.accumulation, Accumulation::int32_wrap) << n;
     EXPECT_EQ(s.zero_points, ZeroPointCorrection::compensate) << n;
@@ -64,7 +64,7 @@ TEST(GpuPresets, HalfArithmeticOnlyForHalfScales) {
   // (0.2999267578125 * 4096 = 1228.5 exactly, a tie to the even 1228). In f32 it is exact.
   const double s_half = 0.0999755859375;
   auto dq = [&](const std::string& p) {
-    const auto bits = dequantize_element(4, DType::i8, s_half, DType::f16, 1, DType::f32, preset(p).dequantize).bits;
+    const auto bits = dequantize_element(4, DType::i8, s_half, DType::f16, 1, DType::f32, gpu_preset(p).dequantize).bits;
     return float_bits_to_double(DType::f32, bits);
   };
   EXPECT_EQ(dq("gpu-f16"), 0.2998046875);
@@ -74,9 +74,9 @@ TEST(GpuPresets, HalfArithmeticOnlyForHalfScales) {
 TEST(GpuPresets, HalfVariantStatesOrtCudasElementwiseRecipe) {
   // ORT CUDA divides in the scale's type and multiplies in the output type (RoundStd<half>,
   // DequantizeLinearKernel); gpu-f16 is the same recipe, with its own GEMM integer stage.
-  EXPECT_EQ(preset("gpu-f16").quantize, preset("ort-cuda").quantize);
-  EXPECT_EQ(preset("gpu-f16").dequantize, preset("ort-cuda").dequantize);
-  EXPECT_EQ(preset("gpu-f16").requantize, preset("gpu-div").requantize);
+  EXPECT_EQ(gpu_preset("gpu-f16").quantize, gpu_preset("ort-cuda").quantize);
+  EXPECT_EQ(gpu_preset("gpu-f16").dequantize, gpu_preset("ort-cuda").dequantize);
+  EXPECT_EQ(gpu_preset("gpu-f16").requantize, gpu_preset("gpu-div").requantize);
 }
 
 TEST(GpuPresets, ContractionOnAgainstOff) {
@@ -106,7 +106,7 @@ TEST(GpuPresets, RoundfTiesAwayInQuantizeAndRequantize) {
   EXPECT_EQ(quant("gpu-roundf", -2.5, 1, 0, DType::i8), -3);
   // Requantize acc = 5 with multiplier (1 * 1) / 2 = 0.5 in f32: 2.5 -> 2 (even) or 3 (away), + zp 1.
   auto rq = [](const std::string& p) {
-    return requantize_element(5, RequantizeScales{1, 1, 2, DType::f32}, 1, DType::i8, preset(p).requantize).q;
+    return requantize_element(5, RequantizeScales{1, 1, 2, DType::f32}, 1, DType::i8, gpu_preset(p).requantize).q;
   };
   EXPECT_EQ(rq("gpu-div"), 3);
   EXPECT_EQ(rq("gpu-roundf"), 4);
@@ -129,12 +129,12 @@ TEST(GpuPresets, NanRules) {
 TEST(GpuPresets, RequantizeEpilogueClampsInFloatBeforeRounding) {
   // acc = 1000, multiplier 0.25: 250 is clamped in float to 127 - zp = 117 before rounding, + zp 10 = 127.
   EXPECT_EQ(
-      requantize_element(1000, RequantizeScales{0.5, 0.5, 1, DType::f32}, 10, DType::i8, preset("gpu-div").requantize)
+      requantize_element(1000, RequantizeScales{0.5, 0.5, 1, DType::f32}, 10, DType::i8, gpu_preset("gpu-div").requantize)
           .q,
       127);
   // The same below the range: acc = -1000 gives -250, clamped to -128 - 10 = -138, + 10 = -128.
   EXPECT_EQ(
-      requantize_element(-1000, RequantizeScales{0.5, 0.5, 1, DType::f32}, 10, DType::i8, preset("gpu-div").requantize)
+      requantize_element(-1000, RequantizeScales{0.5, 0.5, 1, DType::f32}, 10, DType::i8, gpu_preset("gpu-div").requantize)
           .q,
       -128);
 }

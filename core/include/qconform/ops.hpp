@@ -220,7 +220,7 @@ std::string_view name(WeightLayout l);
 
 struct QGemmOp {
   ActivationOperand a;  // [batch..., M, K]
-  QWeights b;           // [K, N] or [N, K] by b_layout
+  QWeights b;           // [batch..., K, N] or [batch..., N, K] by b_layout (batch: batched_gemm_shape)
   WeightLayout b_layout = WeightLayout::k_by_n;
   std::optional<Tensor> bias;  // [N]: i32 (scale s_a*s_b[n], added to the accumulator) or float (added to v)
   OutputStage output;
@@ -234,6 +234,26 @@ struct GemmShape {
   Shape out_shape;
 };
 GemmShape gemm_shape(const Shape& a, const Shape& b, WeightLayout layout);
+
+// A GEMM whose B may have leading batch dimensions too (qgemm; weight_only_gemm and every 2-D
+// consumer use gemm_shape, which rejects them). The batch dimensions of A [a..., M, K] and B
+// [b..., K, N] broadcast as numpy.matmul does (ONNX MatMul, QLinearMatMul and MatMulInteger follow
+// it): aligned from the right, each pair equal or one of them 1, a missing one counting as 1.
+// The output is [broadcast batch..., M, N] = `batches` batches of `m` rows; `rows` = batches * m.
+// Output batch i reads A's batch a_batch[i] and B's matrix b_batch[i] (flat over each operand's
+// own batch dimensions). For a 2-D B this is gemm_shape: A's batch folds into rows, b_batch is 0.
+struct BatchedGemmShape : GemmShape {
+  Shape batch;                        // the output's batch dimensions
+  std::int64_t batches = 1, m = 0;    // product of `batch`; rows of one batch (M)
+  std::vector<std::int64_t> a_batch;  // [batches]
+  std::vector<std::int64_t> b_batch;  // [batches]
+  bool batched_b = false;             // B has batch dimensions (rank > 2)
+
+  std::int64_t a_row(std::int64_t r) const { return a_batch[static_cast<std::size_t>(r / m)] * m + r % m; }
+  std::int64_t b_matrix(std::int64_t r) const { return b_batch[static_cast<std::size_t>(r / m)]; }
+};
+// Throws InputError when K differs or the batch dimensions do not broadcast.
+BatchedGemmShape batched_gemm_shape(const Shape& a, const Shape& b, WeightLayout layout);
 
 // ---- 2-D convolution (oracles/qconv2d.hpp: layouts, geometry, padding conventions) --------------
 
@@ -302,6 +322,21 @@ struct WeightOnlyGemmOp {
   DType out = DType::f32;      // a float format
 };
 
+// ---- 2-D convolution with float activations (oracles/conv2d.hpp) ------------------------------
+
+// A float input convolved with float weights (the k x k float convolution: ONNX Conv) or with
+// integer weights dequantized by their parameters (the weight-only / hybrid convolution: StableHLO's
+// hybrid convolution), + an optional float bias; the exact sum rounded once into `out`.
+struct Conv2dOp {
+  Tensor input;  // float [N, C, H, W] or [N, H, W, C] (f32, f16, bf16, f64), used exactly
+  ConvLayout layout = ConvLayout::nchw;
+  QWeights weight;             // OIHW: float values used exactly (params ignored), or i8/u8/i4/u4 values (or packed
+                               // int4) dequantized with params per tensor or per output channel (axis 0)
+  std::optional<Tensor> bias;  // float [OC]
+  Conv2dGeometry geometry;     // padded taps are the real 0
+  DType out = DType::f32;      // a float format
+};
+
 // ---- Requantize (oracles/requantize.hpp) -------------------------------------------------------
 
 struct RequantizeParams {
@@ -349,9 +384,10 @@ struct ChooseQParamsOp {
 };
 
 // QGemmOp and QConv2dOp: the full quantized paths. WeightOnlyGemmOp: float activations times
-// dequantized weights.
-using OpRequest =
-    std::variant<QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp, ChooseQParamsOp>;
+// dequantized weights. Conv2dOp: a float convolution (float or dequantized weights).
+// ChooseQParamsOp: parameters chosen from a profile.
+using OpRequest = std::variant<QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp, Conv2dOp,
+                               ChooseQParamsOp>;
 
 std::string_view op_name(const OpRequest& op);
 // The op's main input (the tensor whose elements the outputs correspond to).

@@ -52,6 +52,7 @@ class ClientBackend : public qc::Backend {
   static bool is_8bit(qc::DType t) { return t == qc::DType::i8 || t == qc::DType::u8; }
 
   static qc::Availability supports_gemm(const qc::QGemmOp& g) {
+    if (qc::logical_shape(g.b).size() != 2) return {false, "qgemm: B is one 2-D matrix (no batched B)"};
     const bool float_a = g.a.values.dtype() == qc::DType::f32;
     if (!float_a && !is_8bit(g.a.values.dtype())) return {false, "qgemm: A is f32, i8 or u8"};
     if (float_a && !is_8bit(g.a.format)) return {false, "qgemm: A quantizes to i8 or u8"};
