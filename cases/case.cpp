@@ -601,14 +601,30 @@ DType output_dtype(const json& j, const Where& w, std::optional<DType> fallback 
   return dtype(j["output_dtype"], w, "output_dtype");
 }
 
+// ONNX QuantizeLinear/DequantizeLinear: a float8 zero point must be 0.
+void require_float8_zero_points(const QuantParams& p, const Where& w) {
+  for (std::size_t i = 0; i < p.zero_points.size(); ++i)
+    if (p.zero_points[i] != 0)
+      w.fail("zero_point", "a float8 zero point must be 0 (ONNX), got " + std::to_string(p.zero_points[i]));
+}
+
 OpRequest load_quantize(const json& j, const Where& w) {
   QuantizeOp q;
   if (!j.contains("input")) w.fail("input", "missing");
   q.x = load_input(j["input"], j, w);
   q.out = output_dtype(j, w);
-  if (!is_int(q.out)) w.fail("output_dtype", "quantize needs an integer output format");
+  const bool float8 = q.out == DType::f8e4m3fn || q.out == DType::f8e5m2;
+  if (!is_int(q.out) && !float8)
+    w.fail("output_dtype", "quantize needs an integer or float8 (f8e4m3fn, f8e5m2) output format");
   if (!is_float(q.x.dtype()) && q.x.dtype() != DType::i32) w.fail("input.dtype", "quantize needs a float or i32 input");
+  if (float8 && !is_float(q.x.dtype())) w.fail("input.dtype", "quantize to float8 needs a float input");
+  if (j.contains("saturate")) {
+    if (!float8) w.fail("saturate", "only a float8 output saturates or not (ONNX's attribute)");
+    if (!j["saturate"].is_boolean()) w.fail("saturate", "expected true or false, got " + j["saturate"].dump());
+    q.saturate = j["saturate"].get<bool>();
+  }
   q.params = load_quant_params(j, q.x.shape(), q.out, w);
+  if (float8) require_float8_zero_points(q.params, w);
   return q;
 }
 
@@ -616,10 +632,13 @@ OpRequest load_dequantize(const json& j, const Where& w) {
   DequantizeOp d;
   if (!j.contains("input")) w.fail("input", "missing");
   d.q = load_input(j["input"], j, w);
-  if (!is_int(d.q.dtype())) w.fail("input.dtype", "dequantize needs an integer input");
+  const bool float8 = d.q.dtype() == DType::f8e4m3fn || d.q.dtype() == DType::f8e5m2;
+  if (!is_int(d.q.dtype()) && !float8)
+    w.fail("input.dtype", "dequantize needs an integer or float8 (f8e4m3fn, f8e5m2) input");
   d.out = output_dtype(j, w, DType::f32);
   if (!is_float(d.out)) w.fail("output_dtype", "dequantize needs a float output format");
   d.params = load_quant_params(j, d.q.shape(), d.q.dtype(), w);
+  if (float8) require_float8_zero_points(d.params, w);
   return d;
 }
 
@@ -908,6 +927,7 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
   std::set<std::string> fields = {"name",         "description", "op",          "spec",       "input",
                                   "output_dtype", "expect",      "scale_dtype", "zero_point", "axis"};
   if (op == "quantize" || op == "dequantize") fields.insert({"scale", "block_size"});
+  if (op == "quantize") fields.insert("saturate");
   if (op == "requantize") fields.insert({"input_scale", "weight_scale", "output_scale"});
   if (op == "qgemm") fields = {"name", "description", "op", "spec", "expect", "a", "b", "bias", "output"};
   if (op == "weight_only_gemm")

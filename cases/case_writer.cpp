@@ -217,6 +217,7 @@ void op_json(json& c, const QuantizeOp& q, const Spec&, const Writer& o) {
   c["input"] = operand_json(q.x, "input", o);
   params_json(c, q.params);
   c["output_dtype"] = name(q.out);
+  if (!q.saturate && is_float(q.out)) c["saturate"] = false;
 }
 
 void op_json(json& c, const DequantizeOp& d, const Spec&, const Writer& o) {

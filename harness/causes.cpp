@@ -333,7 +333,7 @@ RequantizeParams gathered_params(const RequantizeParams& p, const Shape& shape, 
 // tensor). nullopt for GEMM and convolution, whose outputs share their inputs.
 std::optional<OpRequest> gathered(const OpRequest& op, const std::vector<std::int64_t>& idx) {
   if (const auto* q = std::get_if<QuantizeOp>(&op))
-    return QuantizeOp{gather(q->x, idx), gathered_params(q->params, q->x.shape(), idx), q->out};
+    return QuantizeOp{gather(q->x, idx), gathered_params(q->params, q->x.shape(), idx), q->out, q->saturate};
   if (const auto* d = std::get_if<DequantizeOp>(&op))
     return DequantizeOp{gather(d->q, idx), gathered_params(d->params, d->q.shape(), idx), d->out};
   if (const auto* r = std::get_if<RequantizeOp>(&op))

@@ -1,6 +1,7 @@
 #include "harness/evaluate.hpp"
 
 #include "oracles/dequantize.hpp"
+#include "oracles/fp8.hpp"
 #include "oracles/quantize.hpp"
 
 #include <cmath>
@@ -17,8 +18,47 @@ std::string describe_value(double v) {
 
 namespace {
 
+// Float8 outputs (oracles/fp8.hpp): the spec's quantize policy gives the quotient's order, compute
+// format and rounding; the op gives `saturate`.
+Reference evaluate_quantize_float8(const QuantizeOp& op, const QuantizePolicy& pol) {
+  QuantizeResult r = quantize_to_float8(op.x, op.params, op.out, op.saturate, pol);
+  Reference ref{std::move(r.q), std::move(r.labels), std::move(r.specified), std::nullopt, {}, {}};
+  QuantizePolicy exact_policy = pol;
+  exact_policy.compute = ComputeFormat{ComputeFormat::Kind::exact, 0};
+  exact_policy.rounding = RoundingMode::rne;
+  ref.correctly_rounded = quantize_to_float8(op.x, op.params, op.out, op.saturate, exact_policy, false).q;
+  ref.describe = [op = std::make_shared<const QuantizeOp>(op), pol](std::int64_t i, ElementDiff& d) {
+    const std::int64_t k = ParamIndexer(op->params, op->x.shape())(i);
+    const double x = op->x.get_double(i);
+    d.input = describe_value(x);
+    const Float8QuantizeElement e =
+        quantize_to_float8_element(x, op->x.dtype(), op->params.scales[static_cast<std::size_t>(k)],
+                                   op->params.scale_dtype, op->out, op->saturate, pol);
+    d.exact = to_string(e.exact) + " (x / s)";
+  };
+  return ref;
+}
+
+Reference evaluate_dequantize_float8(const DequantizeOp& op, const DequantizePolicy& pol) {
+  DequantizeResult r = dequantize_from_float8(op.q, op.params, op.out, pol);
+  Reference ref{
+      std::move(r.y), std::move(r.labels), SpecifiedMask(static_cast<std::size_t>(op.q.size())), std::nullopt, {}, {}};
+  DequantizePolicy exact_policy{DequantizeOrder::sub_int_then_mul, ComputeFormat{ComputeFormat::Kind::exact, 0}};
+  ref.correctly_rounded = dequantize_from_float8(op.q, op.params, op.out, exact_policy, false).y;
+  ref.describe = [op = std::make_shared<const DequantizeOp>(op), pol](std::int64_t i, ElementDiff& d) {
+    const std::int64_t k = ParamIndexer(op->params, op->q.shape())(i);
+    d.input = describe_value(op->q.get_double(i));
+    const DequantizeElement e =
+        dequantize_from_float8_element(op->q.bits(i), op->q.dtype(), op->params.scales[static_cast<std::size_t>(k)],
+                                       op->params.scale_dtype, op->out, pol);
+    d.exact = to_string(e.exact);
+  };
+  return ref;
+}
+
 Reference evaluate_quantize(const QuantizeOp& op, const Spec& spec) {
   const QuantizePolicy& pol = spec.quantize_for(op.x.dtype());
+  if (is_float8(op.out)) return evaluate_quantize_float8(op, pol);
   QuantizeResult r = quantize(op.x, op.params, op.out, pol);
   Reference ref{std::move(r.q), std::move(r.labels), std::move(r.specified), std::nullopt, {}, {}};
   ref.describe = [op = std::make_shared<const QuantizeOp>(op), pol](std::int64_t i, ElementDiff& d) {
@@ -33,6 +73,7 @@ Reference evaluate_quantize(const QuantizeOp& op, const Spec& spec) {
 }
 
 Reference evaluate_dequantize(const DequantizeOp& op, const Spec& spec) {
+  if (is_float8(op.q.dtype())) return evaluate_dequantize_float8(op, spec.dequantize);
   DequantizeResult r = dequantize(op.q, op.params, op.out, spec.dequantize);
   Reference ref{
       std::move(r.y), std::move(r.labels), SpecifiedMask(static_cast<std::size_t>(op.q.size())), std::nullopt, {}, {}};

@@ -5,6 +5,7 @@
 #include "harness/evaluate.hpp"
 #include "harness/runner.hpp"
 #include "oracles/dequantize.hpp"
+#include "oracles/fp8.hpp"
 #include "qconform/error.hpp"
 #include "qconform/qparams.hpp"
 
@@ -168,6 +169,15 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
       Overloaded{
           [&](const QuantizeOp& o) {
             const std::int64_t k = ParamIndexer(o.params, o.x.shape())(i);
+            if (is_float8(o.out)) {
+              Float8QuantizeElement e = quantize_to_float8_element(
+                  o.x.get_double(i), o.x.dtype(), o.params.scales[static_cast<std::size_t>(k)], o.params.scale_dtype,
+                  o.out, o.saturate, spec.quantize_for(o.x.dtype()), true);
+              d.steps = std::move(e.steps);
+              d.value.set_bits(0, e.bits);
+              label = e.label;
+              return;
+            }
             QuantizeElement e = quantize_element(o.x.get_double(i), o.x.dtype(),
                                                  o.params.scales[static_cast<std::size_t>(k)], o.params.scale_dtype,
                                                  o.params.zero_point(k), o.out, spec.quantize_for(o.x.dtype()), true);
@@ -178,6 +188,15 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
           },
           [&](const DequantizeOp& o) {
             const std::int64_t k = ParamIndexer(o.params, o.q.shape())(i);
+            if (is_float8(o.q.dtype())) {
+              DequantizeElement e =
+                  dequantize_from_float8_element(o.q.bits(i), o.q.dtype(), o.params.scales[static_cast<std::size_t>(k)],
+                                                 o.params.scale_dtype, o.out, spec.dequantize, true);
+              d.steps = std::move(e.steps);
+              d.value.set_bits(0, e.bits);
+              label = e.label;
+              return;
+            }
             DequantizeElement e =
                 dequantize_element(o.q.get_int(i), o.q.dtype(), o.params.scales[static_cast<std::size_t>(k)],
                                    o.params.scale_dtype, o.params.zero_point(k), o.out, spec.dequantize, true);
@@ -229,7 +248,8 @@ std::vector<std::string> element_inputs(const OpRequest& op, const Spec& spec, s
                  [&](const QuantizeOp& o) {
                    lines.push_back("x" + coords_text(i, o.x.shape()) + " = " + value_text(o.x, i) + " (" +
                                    std::string(name(o.x.dtype())) + ")");
-                   lines.push_back(params_text(o.params, o.x.shape(), i) + ", to " + std::string(name(o.out)));
+                   lines.push_back(params_text(o.params, o.x.shape(), i) + ", to " + std::string(name(o.out)) +
+                                   (is_float8(o.out) ? (o.saturate ? " (saturate)" : " (no saturation)") : ""));
                  },
                  [&](const DequantizeOp& o) {
                    lines.push_back("q" + coords_text(i, o.q.shape()) + " = " + value_text(o.q, i) + " (" +

@@ -1,5 +1,6 @@
 #include "backends/cpu_ref/cpu_ref.hpp"
 
+#include "backends/cpu_ref/float8.hpp"
 #include "backends/cpu_ref/formats.hpp"
 #include "backends/cpu_ref/linear.hpp"
 #include "qconform/error.hpp"
@@ -328,6 +329,8 @@ Availability CpuRefBackend::supports(const OpRequest& op) const {
         q->params.scale_dtype == DType::f8e5m2)
       return {false, "cpu-ref quantizes with f64, f32, f16 or bf16 scales only"};
     if (info(q->out).bits == 32) return {false, "cpu-ref does not quantize to i32"};
+    if (is_float(q->out) && q->out != DType::f8e4m3fn && q->out != DType::f8e5m2)
+      return {false, "cpu-ref quantizes to integers or float8 only"};
     return {};
   }
   if (const auto* d = std::get_if<DequantizeOp>(&op)) {
@@ -349,12 +352,14 @@ Availability CpuRefBackend::supports(const OpRequest& op) const {
 
 Tensor CpuRefBackend::run(const OpRequest& op) {
   const cpu_ref::Numerics& n = *numerics_;
-  if (const auto* d = std::get_if<DequantizeOp>(&op)) return cpu_ref::dequantize_linear(*d, n);
+  if (const auto* d = std::get_if<DequantizeOp>(&op))
+    return is_float(d->q.dtype()) ? cpu_ref::dequantize_float8(*d, n) : cpu_ref::dequantize_linear(*d, n);
   if (const auto* r = std::get_if<RequantizeOp>(&op)) return cpu_ref::requantize(*r, n);
   if (const auto* g = std::get_if<QGemmOp>(&op)) return cpu_ref::run_qgemm(*g, n);
   if (const auto* c = std::get_if<QConv2dOp>(&op)) return cpu_ref::run_qconv2d(*c, n);
   if (const auto* wo = std::get_if<WeightOnlyGemmOp>(&op)) return cpu_ref::run_weight_only(*wo);
-  return cpu_ref::quantize_linear(std::get<QuantizeOp>(op), n);
+  const auto& q = std::get<QuantizeOp>(op);
+  return is_float(q.out) ? cpu_ref::quantize_float8(q, n) : cpu_ref::quantize_linear(q, n);
 }
 
 }  // namespace qc

@@ -88,7 +88,10 @@ json op_json(Encoder& e, const OpRequest& op) {
   struct Visitor {
     Encoder& e;
     json operator()(const QuantizeOp& o) const {
-      return {{"x", e.tensor(o.x)}, {"params", params_json(o.params)}, {"out", std::string(name(o.out))}};
+      return {{"x", e.tensor(o.x)},
+              {"params", params_json(o.params)},
+              {"out", std::string(name(o.out))},
+              {"saturate", o.saturate}};
     }
     json operator()(const DequantizeOp& o) const {
       return {{"q", e.tensor(o.q)}, {"params", params_json(o.params)}, {"out", std::string(name(o.out))}};
@@ -340,7 +343,12 @@ OpRequest decode_op(const std::string& text, std::vector<Tensor> tensors) {
   if (j.is_discarded() || !j.is_object()) throw InputError("request: the op is not a JSON object");
   Decoder d(std::move(tensors));
   const std::string op = d.str(j, "op", "");
-  if (op == "quantize") return QuantizeOp{d.tensor(j, "x", ""), d.params(j, "params", ""), d.dtype(j, "out", "")};
+  if (op == "quantize") {
+    QuantizeOp q{d.tensor(j, "x", ""), d.params(j, "params", ""), d.dtype(j, "out", "")};
+    // Absent in requests from before float8 outputs: ONNX's default.
+    if (const auto it = j.find("saturate"); it != j.end() && it->is_boolean()) q.saturate = it->get<bool>();
+    return q;
+  }
   if (op == "dequantize") return DequantizeOp{d.tensor(j, "q", ""), d.params(j, "params", ""), d.dtype(j, "out", "")};
   if (op == "requantize") {
     RequantizeOp r;

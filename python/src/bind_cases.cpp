@@ -279,20 +279,28 @@ void bind_cases(py::module_& m) {
   quantize
       .def(py::init([](const py::handle& x, const py::handle& scale, const py::handle& zero_point,
                        const py::handle& dtype, const py::handle& axis, std::int64_t block_size,
-                       const py::handle& scale_dtype, const py::handle& input_dtype) {
+                       const py::handle& scale_dtype, const py::handle& input_dtype, bool saturate) {
              qc::QuantizeOp op;
              op.x = to_tensor(x, optional_dtype_arg(input_dtype, "QuantizeOp: input_dtype"), "QuantizeOp: x");
              if (!qc::is_float(op.x.dtype()) && op.x.dtype() != DType::i32)
                throw InputError("QuantizeOp: x must hold float (or i32) values");
              op.out = dtype_arg(dtype, "QuantizeOp: dtype");
-             if (!qc::is_int(op.out)) throw InputError("QuantizeOp: dtype must be an integer format");
+             const bool float8 = op.out == DType::f8e4m3fn || op.out == DType::f8e5m2;
+             if (!qc::is_int(op.out) && !float8)
+               throw InputError("QuantizeOp: dtype must be an integer or float8 (f8e4m3fn, f8e5m2) format");
+             if (float8 && !qc::is_float(op.x.dtype())) throw InputError("QuantizeOp: float8 needs float x");
+             op.saturate = saturate;
              op.params =
                  quant_params(scale, zero_point, axis, block_size, scale_dtype, op.x.shape(), op.out, "QuantizeOp");
+             if (float8)
+               for (std::int64_t z : op.params.zero_points)
+                 if (z != 0) throw InputError("QuantizeOp: a float8 zero point must be 0 (ONNX)");
              return op;
            }),
            py::arg("x"), py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "i8",
            py::arg("axis") = py::none(), py::arg("block_size") = 0, py::arg("scale_dtype") = "f32",
-           py::arg("input_dtype") = py::none())
+           py::arg("input_dtype") = py::none(), py::arg("saturate") = true)
+      .def_readonly("saturate", &qc::QuantizeOp::saturate, "float8 outputs: ONNX's saturate attribute")
       .def_property_readonly("x", [](py::object self) { return view(self.cast<qc::QuantizeOp&>().x, self); })
       .def_readonly("params", &qc::QuantizeOp::params)
       .def_readonly("dtype", &qc::QuantizeOp::out)
@@ -311,11 +319,16 @@ void bind_cases(py::module_& m) {
                        const py::handle& scale_dtype, const py::handle& input_dtype) {
              qc::DequantizeOp op;
              op.q = to_tensor(q, optional_dtype_arg(input_dtype, "DequantizeOp: input_dtype"), "DequantizeOp: q");
-             if (!qc::is_int(op.q.dtype())) throw InputError("DequantizeOp: q must hold integers");
+             const bool float8 = op.q.dtype() == DType::f8e4m3fn || op.q.dtype() == DType::f8e5m2;
+             if (!qc::is_int(op.q.dtype()) && !float8)
+               throw InputError("DequantizeOp: q must hold integers or float8 codes");
              op.out = dtype_arg(dtype, "DequantizeOp: dtype");
              if (!qc::is_float(op.out)) throw InputError("DequantizeOp: dtype must be a float format");
              op.params = quant_params(scale, zero_point, axis, block_size, scale_dtype, op.q.shape(), op.q.dtype(),
                                       "DequantizeOp");
+             if (float8)
+               for (std::int64_t z : op.params.zero_points)
+                 if (z != 0) throw InputError("DequantizeOp: a float8 zero point must be 0 (ONNX)");
              return op;
            }),
            py::arg("q"), py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "f32",

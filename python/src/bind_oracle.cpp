@@ -6,6 +6,7 @@
 #include "harness/evaluate.hpp"
 #include "oracles/choose_qparams.hpp"
 #include "oracles/dequantize.hpp"
+#include "oracles/fp8.hpp"
 #include "oracles/int4.hpp"
 #include "oracles/qconv2d.hpp"
 #include "oracles/qgemm.hpp"
@@ -211,19 +212,33 @@ py::dict sweep_quantize(const py::handle& scale, const py::handle& zero_point, c
 py::object quantize(const py::handle& x, const py::handle& scale, const py::handle& zero_point, const py::handle& dtype,
                     const py::handle& policy, const py::handle& axis, std::int64_t block_size,
                     const py::handle& scale_dtype, const py::handle& input_dtype, const py::handle& labels_arg,
-                    const py::handle& exact) {
+                    const py::handle& exact, bool saturate) {
   const LabelForm labels = label_form(labels_arg);
   qc::QuantizeOp op;
   op.x = to_tensor(x, optional_dtype_arg(input_dtype, "quantize: input_dtype"), "quantize: x");
   if (!qc::is_float(op.x.dtype()) && op.x.dtype() != DType::i32)
     throw InputError("quantize: x must hold float (or i32) values, got " + std::string(qc::name(op.x.dtype())));
   op.out = dtype_arg(dtype, "quantize: dtype");
-  if (!qc::is_int(op.out)) throw InputError("quantize: dtype must be an integer format");
+  if (!qc::is_int(op.out) && !qc::is_float8(op.out))
+    throw InputError("quantize: dtype must be an integer or float8 (f8e4m3fn, f8e5m2) format");
   op.params = quant_params(scale, zero_point, axis, block_size, scale_dtype, op.x.shape(), op.out, "quantize");
   const qc::Spec spec = spec_arg(policy);
   const qc::QuantizePolicy pol = spec.quantize_for(op.x.dtype());
   const ExactForm form = exact_arg(exact);
   qc::QuantizeResult r;
+  if (qc::is_float8(op.out)) {  // float8 codes as uint8 bits; the exact value is x / s
+    {
+      py::gil_scoped_release release;
+      r = qc::quantize_to_float8(op.x, op.params, op.out, saturate, pol, labels != LabelForm::none);
+    }
+    const qc::ParamIndexer index(op.params, op.x.shape());
+    return oracle_result(std::move(r.q), &r.labels, labels, form, [&](std::int64_t i) {
+      const qc::Float8QuantizeElement e = qc::quantize_to_float8_element(
+          op.x.get_double(i), op.x.dtype(), op.params.scales[static_cast<std::size_t>(index(i))], op.params.scale_dtype,
+          op.out, saturate, pol);
+      return exact_value(e.exact, form);
+    });
+  }
   {
     py::gil_scoped_release release;
     r = qc::quantize(op.x, op.params, op.out, pol, qc::OraclePath::fast, labels != LabelForm::none);
@@ -245,14 +260,28 @@ py::object dequantize(const py::handle& q, const py::handle& scale, const py::ha
   const LabelForm labels = label_form(labels_arg);
   qc::DequantizeOp op;
   op.q = to_tensor(q, optional_dtype_arg(input_dtype, "dequantize: input_dtype"), "dequantize: q");
-  if (!qc::is_int(op.q.dtype()))
-    throw InputError("dequantize: q must hold integers, got " + std::string(qc::name(op.q.dtype())));
+  if (!qc::is_int(op.q.dtype()) && !qc::is_float8(op.q.dtype()))
+    throw InputError("dequantize: q must hold integers or float8 codes (input_dtype=\"f8e4m3fn\" or \"f8e5m2\"), got " +
+                     std::string(qc::name(op.q.dtype())));
   op.out = dtype_arg(dtype, "dequantize: dtype");
   if (!qc::is_float(op.out)) throw InputError("dequantize: dtype must be a float format");
   op.params = quant_params(scale, zero_point, axis, block_size, scale_dtype, op.q.shape(), op.q.dtype(), "dequantize");
   const qc::Spec spec = spec_arg(policy);
   const ExactForm form = exact_arg(exact);
   qc::DequantizeResult r;
+  if (qc::is_float8(op.q.dtype())) {
+    {
+      py::gil_scoped_release release;
+      r = qc::dequantize_from_float8(op.q, op.params, op.out, spec.dequantize, labels != LabelForm::none);
+    }
+    const qc::ParamIndexer index(op.params, op.q.shape());
+    return oracle_result(std::move(r.y), &r.labels, labels, form, [&](std::int64_t i) {
+      const qc::DequantizeElement e = qc::dequantize_from_float8_element(
+          op.q.bits(i), op.q.dtype(), op.params.scales[static_cast<std::size_t>(index(i))], op.params.scale_dtype,
+          op.out, spec.dequantize);
+      return exact_value(e.exact, form);
+    });
+  }
   {
     py::gil_scoped_release release;
     r = qc::dequantize(op.q, op.params, op.out, spec.dequantize, qc::OraclePath::fast, labels != LabelForm::none);
@@ -539,9 +568,11 @@ void bind_oracle(py::module_& m) {
   m.def("quantize", &quantize, py::arg("x"), py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "i8",
         py::arg("spec") = "onnx", py::arg("axis") = py::none(), py::arg("block_size") = 0,
         py::arg("scale_dtype") = "f32", py::arg("input_dtype") = py::none(), py::arg("labels") = false,
-        py::arg("exact") = false,
-        (std::string("QuantizeLinear under a policy, exactly: float x -> integers of `dtype`. Scales are rounded "
-                     "into scale_dtype; the exact value is what the policy hands to its final rounding.") +
+        py::arg("exact") = false, py::arg("saturate") = true,
+        (std::string("QuantizeLinear under a policy, exactly: float x -> integers of `dtype`, or float8 codes "
+                     "(dtype f8e4m3fn/f8e5m2, as uint8 bits; zero_point 0; `saturate` is ONNX's attribute). Scales "
+                     "are rounded into scale_dtype; the exact value is what the policy hands to its final rounding "
+                     "(x / s for float8).") +
          labels_doc)
             .c_str());
   m.def("sweep_quantize", &sweep_quantize, py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "i8",
@@ -556,7 +587,8 @@ void bind_oracle(py::module_& m) {
         py::arg("scale_dtype") = "f32", py::arg("input_dtype") = py::none(), py::arg("labels") = false,
         py::arg("exact") = false,
         (std::string("DequantizeLinear under a policy, exactly: integers q -> floats of `dtype` (bf16 as uint16 "
-                     "bits). The exact value is (q - zp) * s.") +
+                     "bits), or float8 codes (input_dtype f8e4m3fn/f8e5m2, uint8 bits; zero_point 0). The exact value "
+                     "is (q - zp) * s.") +
          labels_doc)
             .c_str());
   m.def(

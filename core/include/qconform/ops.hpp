@@ -315,14 +315,16 @@ struct RequantizeParams {
 
 // ---- Requests ----------------------------------------------------------------------------------
 
-// y = QuantizeLinear(x): float (or int32) x -> integer y.
+// y = QuantizeLinear(x): float (or int32) x -> integer y, or float x -> float8 y (f8e4m3fn,
+// f8e5m2; zero points 0; oracles/fp8.hpp).
 struct QuantizeOp {
   Tensor x;
   QuantParams params;
   DType out = DType::i8;
+  bool saturate = true;  // float8 outputs only: ONNX's `saturate` attribute (overflow to +-max, else inf/NaN)
 };
 
-// y = DequantizeLinear(q): integer q -> float y.
+// y = DequantizeLinear(q): integer q (or float8 q, zero points 0) -> float y.
 struct DequantizeOp {
   Tensor q;
   QuantParams params;
