@@ -268,6 +268,26 @@ void op_json(json& c, const WeightOnlyGemmOp& w, const Spec&, const Writer& o) {
   c["output_dtype"] = name(w.out);
 }
 
+void mx_blocking_json(json& c, const MxBlocking& b) {
+  c["format"] = name(b.format);
+  c["axis"] = b.axis;
+  c["block_size"] = b.block_size;
+  if (b.global_scale) c["global_scale"] = *b.global_scale;
+}
+
+void op_json(json& c, const MxQuantizeOp& q, const Spec&, const Writer& o) {
+  c["input"] = operand_json(q.x, "input", o);
+  mx_blocking_json(c, q.blocking);
+  if (q.blocking.format != MxFormat::nvfp4) c["scale_rule"] = name(q.scale_rule);
+  c["rounding"] = name(q.element_rounding);
+}
+
+void op_json(json& c, const MxDequantizeOp& d, const Spec&, const Writer& o) {
+  c["input"] = operand_json(d.elements, "input", o);
+  c["scales"] = operand_json(d.scales, "scales", o);
+  mx_blocking_json(c, d.blocking);
+}
+
 }  // namespace
 
 json expectation_to_json(const Expectation& e) {

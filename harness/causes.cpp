@@ -270,6 +270,7 @@ std::optional<int> channel_axis(const OpRequest& op) {
   }
   if (const auto* g = std::get_if<QGemmOp>(&op)) return static_cast<int>(g->a.values.shape().size()) - 1;  // N
   if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return static_cast<int>(w->a.shape().size()) - 1;
+  if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op)) return std::nullopt;
   const auto& c = std::get<QConv2dOp>(op);
   return c.layout == ConvLayout::nchw ? 1 : 3;
 }

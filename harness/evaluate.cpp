@@ -2,6 +2,7 @@
 
 #include "oracles/dequantize.hpp"
 #include "oracles/fp8.hpp"
+#include "oracles/mx.hpp"
 #include "oracles/quantize.hpp"
 
 #include <cmath>
@@ -53,6 +54,38 @@ Reference evaluate_dequantize_float8(const DequantizeOp& op, const DequantizePol
                                        op->params.scale_dtype, op->out, pol);
     d.exact = to_string(e.exact);
   };
+  return ref;
+}
+
+// MX / NVFP4 (oracles/mx.hpp): the rules are the op's (format, scale rule, element rounding); the
+// spec has no say. An element's description names its block's scale code.
+Reference evaluate_mx_quantize(const MxQuantizeOp& op) {
+  MxQuantizeResult r = mx_quantize(op);
+  Reference ref{
+      std::move(r.y), std::move(r.labels), SpecifiedMask(static_cast<std::size_t>(op.x.size())), std::nullopt, {}, {}};
+  auto codes = std::make_shared<const MxQuantizeResult>(
+      MxQuantizeResult{{}, std::move(r.elements), std::move(r.scales), r.global_scale, {}});
+  ref.describe = [op = std::make_shared<const MxQuantizeOp>(op), codes](std::int64_t i, ElementDiff& d) {
+    QuantParams blocks;
+    blocks.axis = op->blocking.axis;
+    blocks.block_size = op->blocking.block_size;
+    const std::int64_t k = ParamIndexer(blocks, op->x.shape())(i);
+    d.input = describe_value(op->x.get_double(i));
+    d.exact = "element code " + std::to_string(codes->elements.bits(i)) + ", block " + std::to_string(k) +
+              " scale code " + std::to_string(codes->scales.bits(k)) +
+              (codes->global_scale ? ", global scale " + describe_value(*codes->global_scale) : "");
+  };
+  return ref;
+}
+
+Reference evaluate_mx_dequantize(const MxDequantizeOp& op) {
+  Tensor y = mx_dequantize(op);
+  Reference ref{std::move(y),
+                std::vector<Label>(static_cast<std::size_t>(op.elements.size()), Label::clear),
+                SpecifiedMask(static_cast<std::size_t>(op.elements.size())),
+                std::nullopt,
+                {},
+                {}};
   return ref;
 }
 
@@ -192,6 +225,8 @@ Reference evaluate(const OpRequest& op, const Spec& spec) {
       return linear_reference(qconv2d(o, qgemm_policy(spec, o.input.values.dtype(), LinearOp::conv)), o.output.format);
     }
     Reference operator()(const WeightOnlyGemmOp& o) const { return evaluate_weight_only(o, spec); }
+    Reference operator()(const MxQuantizeOp& o) const { return evaluate_mx_quantize(o); }
+    Reference operator()(const MxDequantizeOp& o) const { return evaluate_mx_dequantize(o); }
   };
   return std::visit(Visitor{spec}, op);
 }

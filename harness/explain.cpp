@@ -6,6 +6,7 @@
 #include "harness/runner.hpp"
 #include "oracles/dequantize.hpp"
 #include "oracles/fp8.hpp"
+#include "oracles/mx.hpp"
 #include "qconform/error.hpp"
 #include "qconform/qparams.hpp"
 
@@ -226,6 +227,32 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
             set_value(d.value, r.y, i);
             label = r.labels[k];
           },
+          [&](const MxQuantizeOp& o) {
+            const MxQuantizeResult r = mx_quantize(o);
+            QuantParams blocks;
+            blocks.axis = o.blocking.axis;
+            blocks.block_size = o.blocking.block_size;
+            const std::int64_t k = ParamIndexer(blocks, o.x.shape())(i);
+            const ExactFloat y = decode_float(DType::f32, r.y.bits(i));
+            d.steps.push_back(
+                {"block " + std::to_string(k) + " scale (" + std::string(name(o.blocking.format)) +
+                     (o.blocking.format == MxFormat::nvfp4 ? ", E4M3"
+                                                           : ", E8M0 rule " + std::string(name(o.scale_rule))) +
+                     ")",
+                 "code " + std::to_string(r.scales.bits(k)), y, y, ""});
+            d.steps.push_back({"element (" + std::string(name(o.element_rounding)) + ", saturating)",
+                               "code " + std::to_string(r.elements.bits(i)), y, y,
+                               "the element times its scale, in f32"});
+            set_value(d.value, r.y, i);
+            label = r.labels[static_cast<std::size_t>(i)];
+          },
+          [&](const MxDequantizeOp& o) {
+            const Tensor y = mx_dequantize(o);
+            const ExactFloat v = decode_float(DType::f32, y.bits(i));
+            d.steps.push_back({"element code x scale code, rounded once to f32",
+                               "code " + std::to_string(o.elements.bits(i)), v, v, ""});
+            set_value(d.value, y, i);
+          },
       },
       op);
   d.label = std::string(name(label));
@@ -288,6 +315,16 @@ std::vector<std::string> element_inputs(const OpRequest& op, const Spec& spec, s
                      lines.push_back("  ... and " + std::to_string(g.depth - static_cast<std::int64_t>(max_terms)) +
                                      " more terms");
                    if (o.bias) lines.push_back("bias of column " + std::to_string(n) + " = " + value_text(*o.bias, n));
+                 },
+                 [&](const MxQuantizeOp& o) {
+                   lines.push_back("x" + coords_text(i, o.x.shape()) + " = " + value_text(o.x, i) + " (" +
+                                   std::string(name(o.x.dtype())) + "), " + std::string(name(o.blocking.format)) +
+                                   " blocks of " + std::to_string(o.blocking.block_size) + " along axis " +
+                                   std::to_string(o.blocking.axis));
+                 },
+                 [&](const MxDequantizeOp& o) {
+                   lines.push_back("element code" + coords_text(i, o.elements.shape()) + " = " +
+                                   std::to_string(o.elements.bits(i)) + ", " + std::string(name(o.blocking.format)));
                  },
              },
              op);

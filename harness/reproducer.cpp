@@ -300,6 +300,8 @@ OpUnit unit_op(const OpRequest& op, std::int64_t index) {
     return gemm_unit(
         *w, index, [](const WeightOnlyGemmOp& o) -> const Tensor& { return o.a; },
         [w](WeightOnlyGemmOp& u, const Box& b) { u.a = crop(w->a, b); }, false);
+  // An MX/NVFP4 element depends on its whole block (and NVFP4's on the tensor's amax): the op as it is.
+  if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op)) return {op, index};
   return conv_unit(std::get<QConv2dOp>(op), index);
 }
 

@@ -30,6 +30,8 @@ std::string granularity_of(const OpRequest& op) {
   if (const auto* g = std::get_if<QGemmOp>(&op)) return "weights " + std::string(name(g->b.params.granularity()));
   if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op))
     return "weights " + std::string(name(w->b.params.granularity()));
+  if (const auto* m = std::get_if<MxQuantizeOp>(&op)) return "blocks of " + std::to_string(m->blocking.block_size);
+  if (const auto* m = std::get_if<MxDequantizeOp>(&op)) return "blocks of " + std::to_string(m->blocking.block_size);
   return "weights " + std::string(name(std::get<QConv2dOp>(op).weight.params.granularity()));
 }
 

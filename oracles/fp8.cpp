@@ -66,6 +66,10 @@ Float8QuantizeElement quantize_to_float8_element(double xd, DType x_dtype, doubl
   // The one cast into float8: ties to even whatever the policy's integer rounding (a float cast, ONNX
   // Cast), overflow by ONNX Cast's float8 table (saturate=1 to +-max, saturate=0 to inf or NaN).
   e.bits = encode_float(out, e.quotient, RoundingMode::rne, saturate ? Overflow::saturate : Overflow::ieee);
+  // e4m3fn's NaN from an overflow keeps the value's sign (ORT float8.h Float8E4M3FN(float, saturate):
+  // the sign bit first, then 0x7F), where a NaN input gives the canonical NaN.
+  if (!e.quotient.is_nan() && e.quotient.negative && std::isnan(float_bits_to_double(out, e.bits)))
+    e.bits |= sign_mask(info(out).fl);
   e.y = decode_float(out, e.bits);
   e.label = float8_label(e.exact, e.y, out);
   if (trace)

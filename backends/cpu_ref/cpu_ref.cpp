@@ -3,6 +3,7 @@
 #include "backends/cpu_ref/float8.hpp"
 #include "backends/cpu_ref/formats.hpp"
 #include "backends/cpu_ref/linear.hpp"
+#include "backends/cpu_ref/mx.hpp"
 #include "qconform/error.hpp"
 
 #include <boost/multiprecision/cpp_int.hpp>
@@ -324,6 +325,7 @@ std::string CpuRefBackend::claim() const { return std::string(numerics_->preset)
 Availability CpuRefBackend::supports(const OpRequest& op) const {
   const cpu_ref::Numerics& n = *numerics_;
   if (const auto* wo = std::get_if<WeightOnlyGemmOp>(&op)) return cpu_ref::supports_weight_only(*wo);
+  if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op)) return {};
   if (const auto* q = std::get_if<QuantizeOp>(&op)) {
     if (!is_float(q->params.scale_dtype) || q->params.scale_dtype == DType::f8e4m3fn ||
         q->params.scale_dtype == DType::f8e5m2)
@@ -358,6 +360,8 @@ Tensor CpuRefBackend::run(const OpRequest& op) {
   if (const auto* g = std::get_if<QGemmOp>(&op)) return cpu_ref::run_qgemm(*g, n);
   if (const auto* c = std::get_if<QConv2dOp>(&op)) return cpu_ref::run_qconv2d(*c, n);
   if (const auto* wo = std::get_if<WeightOnlyGemmOp>(&op)) return cpu_ref::run_weight_only(*wo);
+  if (const auto* m = std::get_if<MxQuantizeOp>(&op)) return cpu_ref::mx_quantize(*m);
+  if (const auto* m = std::get_if<MxDequantizeOp>(&op)) return cpu_ref::mx_dequantize(*m);
   const auto& q = std::get<QuantizeOp>(op);
   return is_float(q.out) ? cpu_ref::quantize_float8(q, n) : cpu_ref::quantize_linear(q, n);
 }

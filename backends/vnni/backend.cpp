@@ -757,7 +757,8 @@ Availability VnniBackend::supports(const OpRequest& op) const {
   if (const auto* q = std::get_if<QuantizeOp>(&op)) return check_quantize(*q);
   if (const auto* d = std::get_if<DequantizeOp>(&op)) return check_dequantize(*d);
   if (const auto* r = std::get_if<RequantizeOp>(&op)) return check_requantize(*r);
-  return check_weight_only(std::get<WeightOnlyGemmOp>(op));
+  if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return check_weight_only(*w);
+  return {false, std::string(op_name(op)) + ": the x86 kernels have no MX/NVFP4 block-scaled formats"};
 }
 
 Tensor VnniBackend::run(const OpRequest& op) {

@@ -84,6 +84,13 @@ json geometry_json(const Conv2dGeometry& g) {
           {"groups", g.groups}};
 }
 
+json blocking_json(const MxBlocking& b) {
+  return {{"format", std::string(name(b.format))},
+          {"axis", b.axis},
+          {"block_size", b.block_size},
+          {"global_scale", b.global_scale ? json(*b.global_scale) : json(nullptr)}};
+}
+
 json op_json(Encoder& e, const OpRequest& op) {
   struct Visitor {
     Encoder& e;
@@ -127,6 +134,16 @@ json op_json(Encoder& e, const OpRequest& op) {
               {"b_layout", std::string(name(o.b_layout))},
               {"bias", e.optional_tensor(o.bias)},
               {"out", std::string(name(o.out))}};
+    }
+    json operator()(const MxQuantizeOp& o) const {
+      return {{"x", e.tensor(o.x)},
+              {"blocking", blocking_json(o.blocking)},
+              {"scale_rule", std::string(name(o.scale_rule))},
+              {"rounding", std::string(name(o.element_rounding))}};
+    }
+    json operator()(const MxDequantizeOp& o) const {
+      return {
+          {"elements", e.tensor(o.elements)}, {"scales", e.tensor(o.scales)}, {"blocking", blocking_json(o.blocking)}};
     }
   };
   json j = std::visit(Visitor{e}, op);
@@ -392,8 +409,25 @@ OpRequest decode_op(const std::string& text, std::vector<Tensor> tensors) {
     w.out = d.dtype(j, "out", "");
     return w;
   }
+  if (op == "mx_quantize" || op == "mx_dequantize") {
+    const json& b = d.at(j, "blocking", "");
+    MxBlocking blocking;
+    blocking.format = d.enumerated<MxFormat>(b, "format", "blocking.");
+    blocking.axis = static_cast<int>(d.integer(b, "axis", "blocking."));
+    blocking.block_size = d.integer(b, "block_size", "blocking.");
+    if (!d.at(b, "global_scale", "blocking.").is_null())
+      blocking.global_scale = d.number(b, "global_scale", "blocking.");
+    if (op == "mx_dequantize") return MxDequantizeOp{d.tensor(j, "elements", ""), d.tensor(j, "scales", ""), blocking};
+    MxQuantizeOp q;
+    q.x = d.tensor(j, "x", "");
+    q.blocking = blocking;
+    q.scale_rule = d.enumerated<MxScaleRule>(j, "scale_rule", "");
+    q.element_rounding = d.enumerated<RoundingMode>(j, "rounding", "");
+    return q;
+  }
   throw InputError("request: unknown op '" + op +
-                   "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm)");
+                   "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm, mx_quantize, "
+                   "mx_dequantize)");
 }
 
 }  // namespace qc::wire

@@ -162,6 +162,9 @@ class XnnpackBackend : public qc::Backend {
     if (const auto* r = std::get_if<qc::RequantizeOp>(&op)) return supports_requantize(*r);
     if (const auto* g = std::get_if<qc::QGemmOp>(&op)) return supports_gemm(*g);
     if (const auto* c = std::get_if<qc::QConv2dOp>(&op)) return supports_conv(*c);
+    if (!std::holds_alternative<qc::WeightOnlyGemmOp>(op))
+      return {false, std::string(qc::op_name(op)) + ": XNNPACK " QCONFORM_XNNPACK_VERSION
+                                                    " has no MX/NVFP4 block-scaled operators"};
     return {false, "weight_only_gemm: XNNPACK " QCONFORM_XNNPACK_VERSION
                    " has no float-activation x integer-weight operator (no qd8/qc4w in this version)"};
   }

@@ -151,18 +151,24 @@ const qc::Tensor& main_input(const qc::RequantizeOp& o) { return o.acc; }
 const qc::Tensor& main_input(const qc::QGemmOp& o) { return o.a.values; }
 const qc::Tensor& main_input(const qc::QConv2dOp& o) { return o.input.values; }
 const qc::Tensor& main_input(const qc::WeightOnlyGemmOp& o) { return o.a; }
+const qc::Tensor& main_input(const qc::MxQuantizeOp& o) { return o.x; }
+const qc::Tensor& main_input(const qc::MxDequantizeOp& o) { return o.elements; }
 std::string kind_of(const qc::QuantizeOp&) { return "quantize"; }
 std::string kind_of(const qc::DequantizeOp&) { return "dequantize"; }
 std::string kind_of(const qc::RequantizeOp&) { return "requantize"; }
 std::string kind_of(const qc::QGemmOp&) { return "qgemm"; }
 std::string kind_of(const qc::QConv2dOp&) { return "qconv2d"; }
 std::string kind_of(const qc::WeightOnlyGemmOp&) { return "weight_only_gemm"; }
+std::string kind_of(const qc::MxQuantizeOp&) { return "mx_quantize"; }
+std::string kind_of(const qc::MxDequantizeOp&) { return "mx_dequantize"; }
 DType output_of(const qc::QuantizeOp& o) { return o.out; }
 DType output_of(const qc::DequantizeOp& o) { return o.out; }
 DType output_of(const qc::RequantizeOp& o) { return o.out; }
 DType output_of(const qc::QGemmOp& o) { return o.output.format; }
 DType output_of(const qc::QConv2dOp& o) { return o.output.format; }
 DType output_of(const qc::WeightOnlyGemmOp& o) { return o.out; }
+DType output_of(const qc::MxQuantizeOp&) { return DType::f32; }
+DType output_of(const qc::MxDequantizeOp&) { return DType::f32; }
 
 // Properties every op class has: its kind, main input and output format.
 template <class Op, class Class>
@@ -416,6 +422,36 @@ void bind_cases(py::module_& m) {
                              })
       .def_readonly("dtype", &qc::WeightOnlyGemmOp::out);
   common_op_properties<qc::WeightOnlyGemmOp>(wo);
+
+  py::class_<qc::MxQuantizeOp> mxq(m, "MxQuantizeOp", "OCP MX v1.0 / NVFP4 quantize-dequantize: floats -> f32 values.");
+  mxq.def(py::init(&make_mx_quantize_op), py::arg("x"), py::arg("format"), py::arg("axis") = -1,
+          py::arg("block_size") = 0, py::arg("scale_rule") = "floor", py::arg("rounding") = "rne",
+          py::arg("global_scale") = py::none())
+      .def_property_readonly("x", [](py::object self) { return view(self.cast<qc::MxQuantizeOp&>().x, self); })
+      .def_property_readonly("format",
+                             [](const qc::MxQuantizeOp& o) { return std::string(qc::name(o.blocking.format)); })
+      .def_property_readonly("axis", [](const qc::MxQuantizeOp& o) { return o.blocking.axis; })
+      .def_property_readonly("block_size", [](const qc::MxQuantizeOp& o) { return o.blocking.block_size; })
+      .def_property_readonly("global_scale", [](const qc::MxQuantizeOp& o) { return o.blocking.global_scale; })
+      .def_property_readonly("scale_rule",
+                             [](const qc::MxQuantizeOp& o) { return std::string(qc::name(o.scale_rule)); })
+      .def_property_readonly("rounding",
+                             [](const qc::MxQuantizeOp& o) { return std::string(qc::name(o.element_rounding)); });
+  common_op_properties<qc::MxQuantizeOp>(mxq);
+
+  py::class_<qc::MxDequantizeOp> mxd(m, "MxDequantizeOp", "The f32 values of MX / NVFP4 element and scale codes.");
+  mxd.def(py::init(&make_mx_dequantize_op), py::arg("elements"), py::arg("scales"), py::arg("format"),
+          py::arg("axis") = -1, py::arg("block_size") = 0, py::arg("global_scale") = py::none())
+      .def_property_readonly("elements",
+                             [](py::object self) { return view(self.cast<qc::MxDequantizeOp&>().elements, self); })
+      .def_property_readonly("scales",
+                             [](py::object self) { return view(self.cast<qc::MxDequantizeOp&>().scales, self); })
+      .def_property_readonly("format",
+                             [](const qc::MxDequantizeOp& o) { return std::string(qc::name(o.blocking.format)); })
+      .def_property_readonly("axis", [](const qc::MxDequantizeOp& o) { return o.blocking.axis; })
+      .def_property_readonly("block_size", [](const qc::MxDequantizeOp& o) { return o.blocking.block_size; })
+      .def_property_readonly("global_scale", [](const qc::MxDequantizeOp& o) { return o.blocking.global_scale; });
+  common_op_properties<qc::MxDequantizeOp>(mxd);
 
   // ---- Cases --------------------------------------------------------------------------------
   py::class_<qc::Case, std::shared_ptr<qc::Case>>(m, "Case",

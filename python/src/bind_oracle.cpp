@@ -8,6 +8,7 @@
 #include "oracles/dequantize.hpp"
 #include "oracles/fp8.hpp"
 #include "oracles/int4.hpp"
+#include "oracles/mx.hpp"
 #include "oracles/qconv2d.hpp"
 #include "oracles/qgemm.hpp"
 #include "oracles/quantize.hpp"
@@ -592,6 +593,40 @@ void bind_oracle(py::module_& m) {
          labels_doc)
             .c_str());
   m.def(
+      "mx_quantize",
+      [](const py::handle& x, const std::string& format, int axis, std::int64_t block_size,
+         const std::string& scale_rule, const std::string& rounding, const py::handle& global_scale, bool codes) {
+        const qc::MxQuantizeOp op =
+            make_mx_quantize_op(x, format, axis, block_size, scale_rule, rounding, global_scale);
+        qc::MxQuantizeResult r;
+        {
+          py::gil_scoped_release release;
+          r = qc::mx_quantize(op);
+        }
+        if (!codes) return py::object(to_numpy(std::move(r.y)));
+        return py::object(py::make_tuple(to_numpy(std::move(r.y)), to_numpy(std::move(r.elements)),
+                                         to_numpy(std::move(r.scales)),
+                                         r.global_scale ? py::object(py::float_(*r.global_scale)) : py::none()));
+      },
+      py::arg("x"), py::arg("format"), py::arg("axis") = -1, py::arg("block_size") = 0, py::arg("scale_rule") = "floor",
+      py::arg("rounding") = "rne", py::arg("global_scale") = py::none(), py::arg("codes") = false,
+      "An OCP MX v1.0 or NVFP4 quantize-dequantize (docs/numerics.md \"Block-scaled formats\"): each element's "
+      "value in the format, as f32. format: mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4, mxint8, nvfp4; "
+      "blocks of block_size (default 32, NVFP4 16) along axis; scale_rule floor (OCP), ceil, even, rceil; "
+      "rounding rne (OCP) or rna (microxcaling). With codes=True: (values, element codes, scale codes, global "
+      "scale).");
+  m.def(
+      "mx_dequantize",
+      [](const py::handle& elements, const py::handle& scales, const std::string& format, int axis,
+         std::int64_t block_size, const py::handle& global_scale) {
+        const qc::MxDequantizeOp op = make_mx_dequantize_op(elements, scales, format, axis, block_size, global_scale);
+        return to_numpy(qc::mx_dequantize(op));
+      },
+      py::arg("elements"), py::arg("scales"), py::arg("format"), py::arg("axis") = -1, py::arg("block_size") = 0,
+      py::arg("global_scale") = py::none(),
+      "The f32 values of MX/NVFP4 codes: element codes (uint8, one per element) times their block's scale code "
+      "(uint8: E8M0, 0xFF NaN; NVFP4: E4M3 times global_scale), rounded once.");
+  m.def(
       "requantize",
       [](const py::handle& acc, const py::handle& input_scale, const py::handle& weight_scale,
          const py::handle& output_scale, const py::handle& zero_point, const py::handle& dtype,
@@ -763,6 +798,46 @@ qc::QConv2dOp make_qconv2d_op(const qc::ActivationOperand& input, const qc::QWei
                               const py::handle& padding_value) {
   return make_qconv2d(input, weight, bias, output, layout, stride, padding, dilation, groups, padding_value);
 }
+template <class E>
+E mx_enum(const std::string& v, const char* what) {
+  if (const auto e = qc::table_parse<E>(v)) return *e;
+  throw InputError(std::string(what) + ": unknown value '" + v + "' (" + qc::table_names<E>() + ")");
+}
+
+qc::MxBlocking mx_blocking(const std::string& format, int axis, std::int64_t block_size, const py::handle& global_scale,
+                           const std::string& where) {
+  qc::MxBlocking b;
+  b.format = mx_enum<qc::MxFormat>(format, (where + ": format").c_str());
+  b.axis = axis;
+  b.block_size = block_size > 0 ? block_size : b.format == qc::MxFormat::nvfp4 ? 16 : 32;
+  if (!global_scale.is_none()) b.global_scale = global_scale.cast<double>();
+  return b;
+}
+
+qc::MxQuantizeOp make_mx_quantize_op(const py::handle& x, const std::string& format, int axis, std::int64_t block_size,
+                                     const std::string& scale_rule, const std::string& rounding,
+                                     const py::handle& global_scale) {
+  qc::MxQuantizeOp op;
+  op.x = to_tensor(x, std::nullopt, "mx_quantize: x");
+  op.blocking = mx_blocking(format, axis, block_size, global_scale, "mx_quantize");
+  op.scale_rule = mx_enum<qc::MxScaleRule>(scale_rule, "mx_quantize: scale_rule");
+  const auto m = qc::parse_rounding_mode(rounding);
+  if (!m) throw InputError("mx_quantize: rounding: unknown rounding mode '" + rounding + "'");
+  op.element_rounding = *m;
+  (void)qc::mx_scale_shape(op.blocking, op.x.shape());  // checks the axis and the global scale
+  return op;
+}
+
+qc::MxDequantizeOp make_mx_dequantize_op(const py::handle& elements, const py::handle& scales,
+                                         const std::string& format, int axis, std::int64_t block_size,
+                                         const py::handle& global_scale) {
+  qc::MxDequantizeOp op;
+  op.elements = to_tensor(elements, DType::u8, "mx_dequantize: elements");
+  op.scales = to_tensor(scales, DType::u8, "mx_dequantize: scales");
+  op.blocking = mx_blocking(format, axis, block_size, global_scale, "mx_dequantize");
+  return op;
+}
+
 qc::WeightOnlyGemmOp make_weight_only_op(const py::handle& a, const qc::QWeights& b, const py::handle& bias,
                                          const py::handle& dtype, const py::handle& b_layout,
                                          const py::handle& a_dtype) {

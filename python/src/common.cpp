@@ -342,8 +342,11 @@ qc::OpRequest op_arg(const py::handle& h) {
   if (py::isinstance<qc::QGemmOp>(h)) return h.cast<qc::QGemmOp>();
   if (py::isinstance<qc::QConv2dOp>(h)) return h.cast<qc::QConv2dOp>();
   if (py::isinstance<qc::WeightOnlyGemmOp>(h)) return h.cast<qc::WeightOnlyGemmOp>();
+  if (py::isinstance<qc::MxQuantizeOp>(h)) return h.cast<qc::MxQuantizeOp>();
+  if (py::isinstance<qc::MxDequantizeOp>(h)) return h.cast<qc::MxDequantizeOp>();
   throw InputError(
-      "expected an op (QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp) or "
+      "expected an op (QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp, MxQuantizeOp, "
+      "MxDequantizeOp) or "
       "a Case, got " +
       type_name(h));
 }

@@ -174,6 +174,12 @@ qc::QConv2dOp make_qconv2d_op(const qc::ActivationOperand& input, const qc::QWei
 qc::WeightOnlyGemmOp make_weight_only_op(const py::handle& a, const qc::QWeights& b, const py::handle& bias,
                                          const py::handle& dtype, const py::handle& b_layout,
                                          const py::handle& a_dtype);
+qc::MxQuantizeOp make_mx_quantize_op(const py::handle& x, const std::string& format, int axis, std::int64_t block_size,
+                                     const std::string& scale_rule, const std::string& rounding,
+                                     const py::handle& global_scale);
+qc::MxDequantizeOp make_mx_dequantize_op(const py::handle& elements, const py::handle& scales,
+                                         const std::string& format, int axis, std::int64_t block_size,
+                                         const py::handle& global_scale);
 qc::RequantizeOp make_requantize_op(const py::handle& acc, const py::handle& input_scale,
                                     const py::handle& weight_scale, const py::handle& output_scale,
                                     const py::handle& zero_point, const py::handle& dtype, const py::handle& axis,
