@@ -586,6 +586,10 @@ function build(ort, op, dir) {
     case 'weight_only_gemm':
       return refuse('not mapped: ORT\'s weight-only GEMM is com.microsoft MatMulNBits (4-bit blocked weights in its ' +
                     'own packing), which this runner does not build');
+    case 'mx_quantize':
+    case 'mx_dequantize':
+      return refuse('ORT 1.30 has no OCP MX or NVFP4 block-scaled operators (and onnxruntime-node no float4/float8 ' +
+                    'tensor type)');
     default:
       return refuse('unknown op ' + op.op);
   }
