@@ -5,6 +5,7 @@
 #include "cases/generators.hpp"
 #include "oracles/choose_qparams.hpp"
 #include "oracles/int4.hpp"
+#include "oracles/mx.hpp"
 #include "qconform/error.hpp"
 #include "qconform/npy.hpp"
 
@@ -601,14 +602,30 @@ DType output_dtype(const json& j, const Where& w, std::optional<DType> fallback 
   return dtype(j["output_dtype"], w, "output_dtype");
 }
 
+// ONNX QuantizeLinear/DequantizeLinear: a float8 zero point must be 0.
+void require_float8_zero_points(const QuantParams& p, const Where& w) {
+  for (std::size_t i = 0; i < p.zero_points.size(); ++i)
+    if (p.zero_points[i] != 0)
+      w.fail("zero_point", "a float8 zero point must be 0 (ONNX), got " + std::to_string(p.zero_points[i]));
+}
+
 OpRequest load_quantize(const json& j, const Where& w) {
   QuantizeOp q;
   if (!j.contains("input")) w.fail("input", "missing");
   q.x = load_input(j["input"], j, w);
   q.out = output_dtype(j, w);
-  if (!is_int(q.out)) w.fail("output_dtype", "quantize needs an integer output format");
+  const bool float8 = q.out == DType::f8e4m3fn || q.out == DType::f8e5m2;
+  if (!is_int(q.out) && !float8)
+    w.fail("output_dtype", "quantize needs an integer or float8 (f8e4m3fn, f8e5m2) output format");
   if (!is_float(q.x.dtype()) && q.x.dtype() != DType::i32) w.fail("input.dtype", "quantize needs a float or i32 input");
+  if (float8 && !is_float(q.x.dtype())) w.fail("input.dtype", "quantize to float8 needs a float input");
+  if (j.contains("saturate")) {
+    if (!float8) w.fail("saturate", "only a float8 output saturates or not (ONNX's attribute)");
+    if (!j["saturate"].is_boolean()) w.fail("saturate", "expected true or false, got " + j["saturate"].dump());
+    q.saturate = j["saturate"].get<bool>();
+  }
   q.params = load_quant_params(j, q.x.shape(), q.out, w);
+  if (float8) require_float8_zero_points(q.params, w);
   return q;
 }
 
@@ -616,10 +633,13 @@ OpRequest load_dequantize(const json& j, const Where& w) {
   DequantizeOp d;
   if (!j.contains("input")) w.fail("input", "missing");
   d.q = load_input(j["input"], j, w);
-  if (!is_int(d.q.dtype())) w.fail("input.dtype", "dequantize needs an integer input");
+  const bool float8 = d.q.dtype() == DType::f8e4m3fn || d.q.dtype() == DType::f8e5m2;
+  if (!is_int(d.q.dtype()) && !float8)
+    w.fail("input.dtype", "dequantize needs an integer or float8 (f8e4m3fn, f8e5m2) input");
   d.out = output_dtype(j, w, DType::f32);
   if (!is_float(d.out)) w.fail("output_dtype", "dequantize needs a float output format");
   d.params = load_quant_params(j, d.q.shape(), d.q.dtype(), w);
+  if (float8) require_float8_zero_points(d.params, w);
   return d;
 }
 
@@ -676,6 +696,82 @@ OpRequest load_choose_qparams(const json& j, const Spec& spec, const Where& w) {
     w.fail("rule", e.what());
   }
   return c;
+}
+
+Where nested(const Where& w, const std::string& key);
+
+// The blocking of an mx_quantize / mx_dequantize case: format, axis (default -1), block_size (32, or 16
+// for NVFP4) and NVFP4's global_scale.
+MxBlocking load_mx_blocking(const json& j, const Where& w) {
+  MxBlocking b;
+  if (!j.contains("format")) w.fail("format", "missing (" + table_names<MxFormat>() + ")");
+  b.format = enum_field(j, "format", MxFormat::mxfp8_e4m3, w, "MX format");
+  b.block_size = b.format == MxFormat::nvfp4 ? 16 : 32;
+  if (j.contains("axis")) b.axis = load_axis(j["axis"], w);
+  if (j.contains("block_size")) {
+    b.block_size = integer(j["block_size"], w, "block_size");
+    if (b.block_size <= 0) w.fail("block_size", "must be positive, got " + std::to_string(b.block_size));
+  }
+  if (j.contains("global_scale")) {
+    if (b.format != MxFormat::nvfp4) w.fail("global_scale", "only NVFP4 has a per-tensor scale");
+    b.global_scale = number(j["global_scale"], w, "global_scale");
+    const double g = *b.global_scale;
+    if (!(g > 0) || !std::isfinite(g) || static_cast<double>(static_cast<float>(g)) != g)
+      w.fail("global_scale", "must be a positive finite f32 value, got " + j["global_scale"].dump());
+  }
+  return b;
+}
+
+OpRequest load_mx_quantize(const json& j, const Where& w) {
+  MxQuantizeOp q;
+  if (!j.contains("input")) w.fail("input", "missing");
+  q.x = load_input(j["input"], j, w);
+  const DType t = q.x.dtype();
+  if (t != DType::f32 && t != DType::f16 && t != DType::bf16)
+    w.fail("input.dtype", "mx_quantize takes f32, f16 or bf16");
+  q.blocking = load_mx_blocking(j, w);
+  q.scale_rule = enum_field(j, "scale_rule", MxScaleRule::floor, w, "scale rule");
+  if (j.contains("scale_rule") && q.blocking.format == MxFormat::nvfp4)
+    w.fail("scale_rule", "NVFP4 derives its E4M3 scales by its own rule (docs/numerics.md)");
+  if (q.blocking.format == MxFormat::mxint8 && q.scale_rule != MxScaleRule::floor)
+    w.fail("scale_rule", "MXINT8 takes the OCP rule (floor) only");
+  q.element_rounding = enum_field(j, "rounding", RoundingMode::rne, w, "rounding");
+  if (q.element_rounding != RoundingMode::rne && q.element_rounding != RoundingMode::rna)
+    w.fail("rounding",
+           "elements round rne (OCP) or rna (microxcaling), got '" + std::string(name(q.element_rounding)) + "'");
+  try {
+    (void)mx_scale_shape(q.blocking, q.x.shape());
+  } catch (const InputError& e) {
+    w.fail("axis", e.what());
+  }
+  return q;
+}
+
+OpRequest load_mx_dequantize(const json& j, const Where& w) {
+  MxDequantizeOp d;
+  if (!j.contains("input")) w.fail("input", "missing");
+  d.elements = load_input(j["input"], j, w);
+  if (d.elements.dtype() != DType::u8) w.fail("input.dtype", "element codes are u8");
+  if (!j.contains("scales") || !j["scales"].is_object()) w.fail("scales", "missing (an operand of u8 scale codes)");
+  d.scales = load_input(j["scales"], j, nested(w, "scales"));
+  if (d.scales.dtype() != DType::u8) w.fail("scales.dtype", "scale codes are u8");
+  d.blocking = load_mx_blocking(j, w);
+  if (d.blocking.format == MxFormat::nvfp4 && !d.blocking.global_scale)
+    w.fail("global_scale", "NVFP4 needs its per-tensor scale");
+  Shape want;
+  try {
+    want = mx_scale_shape(d.blocking, d.elements.shape());
+  } catch (const InputError& e) {
+    w.fail("axis", e.what());
+  }
+  if (d.scales.shape() != want)
+    w.fail("scales.shape", "expected " + shape_str(want) + " (one code per block), got " + shape_str(d.scales.shape()));
+  const int bits = mx_element(d.blocking.format).bits;
+  for (std::int64_t i = 0; i < d.elements.size(); ++i)
+    if (d.elements.bits(i) >> bits != 0)
+      w.fail("input.data[" + std::to_string(i) + "]",
+             std::to_string(d.elements.bits(i)) + " is not a " + std::to_string(bits) + "-bit element code");
+  return d;
 }
 
 // ---- qgemm and qconv2d ------------------------------------------------------------------------
@@ -1021,6 +1117,7 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
   std::set<std::string> fields = {"name",         "description", "op",          "spec",       "input",
                                   "output_dtype", "expect",      "scale_dtype", "zero_point", "axis"};
   if (op == "quantize" || op == "dequantize") fields.insert({"scale", "block_size"});
+  if (op == "quantize") fields.insert("saturate");
   if (op == "requantize") fields.insert({"input_scale", "weight_scale", "output_scale"});
   if (op == "qgemm") fields = {"name", "description", "op", "spec", "expect", "a", "b", "bias", "output"};
   if (op == "weight_only_gemm")
@@ -1033,6 +1130,12 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
   if (op == "conv2d")
     fields = {"name", "description",  "op",     "spec",    "expect",   "input", "weight",
               "bias", "output_dtype", "stride", "padding", "dilation", "groups"};
+  if (op == "mx_quantize")
+    fields = {"name",   "description", "op",         "spec",     "expect",     "input",
+              "format", "axis",        "block_size", "rounding", "scale_rule", "global_scale"};
+  if (op == "mx_dequantize")
+    fields = {"name",   "description", "op",   "spec",       "expect",      "input",
+              "scales", "format",      "axis", "block_size", "global_scale"};
   fields.insert({"same_outputs_as", "differs_from"});
   check_fields(j, fields, w, "");
   if (j.contains("description")) {
@@ -1054,6 +1157,10 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
     c.op = load_choose_qparams(j, c.spec, w);
   else if (op == "conv2d")
     c.op = load_conv2d(j, w);
+  else if (op == "mx_quantize")
+    c.op = load_mx_quantize(j, w);
+  else if (op == "mx_dequantize")
+    c.op = load_mx_dequantize(j, w);
   else
     c.op = load_weight_only(j, w);
 
@@ -1211,10 +1318,14 @@ OperandSlot operand_slot(OpRequest& op, const std::string& field) {
           if (field == "input") s.values = &o.input;
           if (field == "weight") weights(o.weight);
           if (field == "bias") bias(o.bias);
-        } else {
+        } else if constexpr (std::is_same_v<T, WeightOnlyGemmOp>) {
           if (field == "a") s.values = &o.a;
           if (field == "b") weights(o.b);
           if (field == "bias") bias(o.bias);
+        } else if constexpr (std::is_same_v<T, MxQuantizeOp>) {
+          if (field == "input") s.values = &o.x;
+        } else if constexpr (std::is_same_v<T, MxDequantizeOp>) {
+          if (field == "input") s.values = &o.elements;
         }
       },
       op);

@@ -217,6 +217,7 @@ void op_json(json& c, const QuantizeOp& q, const Spec&, const Writer& o) {
   c["input"] = operand_json(q.x, "input", o);
   params_json(c, q.params);
   c["output_dtype"] = name(q.out);
+  if (!q.saturate && is_float(q.out)) c["saturate"] = false;
 }
 
 void op_json(json& c, const DequantizeOp& d, const Spec&, const Writer& o) {
@@ -293,6 +294,26 @@ void op_json(json& c, const Conv2dOp& v, const Spec&, const Writer& o) {
   c["dilation"] = {g.dilation_h, g.dilation_w};
   c["groups"] = g.groups;
   c["output_dtype"] = name(v.out);
+}
+
+void mx_blocking_json(json& c, const MxBlocking& b) {
+  c["format"] = name(b.format);
+  c["axis"] = b.axis;
+  c["block_size"] = b.block_size;
+  if (b.global_scale) c["global_scale"] = *b.global_scale;
+}
+
+void op_json(json& c, const MxQuantizeOp& q, const Spec&, const Writer& o) {
+  c["input"] = operand_json(q.x, "input", o);
+  mx_blocking_json(c, q.blocking);
+  if (q.blocking.format != MxFormat::nvfp4) c["scale_rule"] = name(q.scale_rule);
+  c["rounding"] = name(q.element_rounding);
+}
+
+void op_json(json& c, const MxDequantizeOp& d, const Spec&, const Writer& o) {
+  c["input"] = operand_json(d.elements, "input", o);
+  c["scales"] = operand_json(d.scales, "scales", o);
+  mx_blocking_json(c, d.blocking);
 }
 
 }  // namespace

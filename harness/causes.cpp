@@ -273,6 +273,7 @@ std::optional<int> channel_axis(const OpRequest& op) {
   if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return static_cast<int>(w->a.shape().size()) - 1;
   if (std::holds_alternative<ChooseQParamsOp>(op)) return std::nullopt;
   if (const auto* f = std::get_if<Conv2dOp>(&op)) return f->layout == ConvLayout::nchw ? 1 : 3;
+  if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op)) return std::nullopt;
   const auto& c = std::get<QConv2dOp>(op);
   return c.layout == ConvLayout::nchw ? 1 : 3;
 }
@@ -336,7 +337,7 @@ RequantizeParams gathered_params(const RequantizeParams& p, const Shape& shape, 
 // tensor). nullopt for GEMM and convolution, whose outputs share their inputs.
 std::optional<OpRequest> gathered(const OpRequest& op, const std::vector<std::int64_t>& idx) {
   if (const auto* q = std::get_if<QuantizeOp>(&op))
-    return QuantizeOp{gather(q->x, idx), gathered_params(q->params, q->x.shape(), idx), q->out};
+    return QuantizeOp{gather(q->x, idx), gathered_params(q->params, q->x.shape(), idx), q->out, q->saturate};
   if (const auto* d = std::get_if<DequantizeOp>(&op))
     return DequantizeOp{gather(d->q, idx), gathered_params(d->params, d->q.shape(), idx), d->out};
   if (const auto* r = std::get_if<RequantizeOp>(&op))

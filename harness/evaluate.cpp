@@ -2,6 +2,8 @@
 
 #include "oracles/choose_qparams.hpp"
 #include "oracles/dequantize.hpp"
+#include "oracles/fp8.hpp"
+#include "oracles/mx.hpp"
 #include "oracles/quantize.hpp"
 
 #include <cmath>
@@ -18,8 +20,79 @@ std::string describe_value(double v) {
 
 namespace {
 
+// Float8 outputs (oracles/fp8.hpp): the spec's quantize policy gives the quotient's order, compute
+// format and rounding; the op gives `saturate`.
+Reference evaluate_quantize_float8(const QuantizeOp& op, const QuantizePolicy& pol) {
+  QuantizeResult r = quantize_to_float8(op.x, op.params, op.out, op.saturate, pol);
+  Reference ref{std::move(r.q), std::move(r.labels), std::move(r.specified), std::nullopt, {}, {}};
+  QuantizePolicy exact_policy = pol;
+  exact_policy.compute = ComputeFormat{ComputeFormat::Kind::exact, 0};
+  exact_policy.rounding = RoundingMode::rne;
+  ref.correctly_rounded = quantize_to_float8(op.x, op.params, op.out, op.saturate, exact_policy, false).q;
+  ref.describe = [op = std::make_shared<const QuantizeOp>(op), pol](std::int64_t i, ElementDiff& d) {
+    const std::int64_t k = ParamIndexer(op->params, op->x.shape())(i);
+    const double x = op->x.get_double(i);
+    d.input = describe_value(x);
+    const Float8QuantizeElement e =
+        quantize_to_float8_element(x, op->x.dtype(), op->params.scales[static_cast<std::size_t>(k)],
+                                   op->params.scale_dtype, op->out, op->saturate, pol);
+    d.exact = to_string(e.exact) + " (x / s)";
+  };
+  return ref;
+}
+
+Reference evaluate_dequantize_float8(const DequantizeOp& op, const DequantizePolicy& pol) {
+  DequantizeResult r = dequantize_from_float8(op.q, op.params, op.out, pol);
+  Reference ref{
+      std::move(r.y), std::move(r.labels), SpecifiedMask(static_cast<std::size_t>(op.q.size())), std::nullopt, {}, {}};
+  DequantizePolicy exact_policy{DequantizeOrder::sub_int_then_mul, ComputeFormat{ComputeFormat::Kind::exact, 0}};
+  ref.correctly_rounded = dequantize_from_float8(op.q, op.params, op.out, exact_policy, false).y;
+  ref.describe = [op = std::make_shared<const DequantizeOp>(op), pol](std::int64_t i, ElementDiff& d) {
+    const std::int64_t k = ParamIndexer(op->params, op->q.shape())(i);
+    d.input = describe_value(op->q.get_double(i));
+    const DequantizeElement e =
+        dequantize_from_float8_element(op->q.bits(i), op->q.dtype(), op->params.scales[static_cast<std::size_t>(k)],
+                                       op->params.scale_dtype, op->out, pol);
+    d.exact = to_string(e.exact);
+  };
+  return ref;
+}
+
+// MX / NVFP4 (oracles/mx.hpp): the rules are the op's (format, scale rule, element rounding); the
+// spec has no say. An element's description names its block's scale code.
+Reference evaluate_mx_quantize(const MxQuantizeOp& op) {
+  MxQuantizeResult r = mx_quantize(op);
+  Reference ref{
+      std::move(r.y), std::move(r.labels), SpecifiedMask(static_cast<std::size_t>(op.x.size())), std::nullopt, {}, {}};
+  auto codes = std::make_shared<const MxQuantizeResult>(
+      MxQuantizeResult{{}, std::move(r.elements), std::move(r.scales), r.global_scale, {}});
+  ref.describe = [op = std::make_shared<const MxQuantizeOp>(op), codes](std::int64_t i, ElementDiff& d) {
+    QuantParams blocks;
+    blocks.axis = op->blocking.axis;
+    blocks.block_size = op->blocking.block_size;
+    const std::int64_t k = ParamIndexer(blocks, op->x.shape())(i);
+    d.input = describe_value(op->x.get_double(i));
+    d.exact = "element code " + std::to_string(codes->elements.bits(i)) + ", block " + std::to_string(k) +
+              " scale code " + std::to_string(codes->scales.bits(k)) +
+              (codes->global_scale ? ", global scale " + describe_value(*codes->global_scale) : "");
+  };
+  return ref;
+}
+
+Reference evaluate_mx_dequantize(const MxDequantizeOp& op) {
+  Tensor y = mx_dequantize(op);
+  Reference ref{std::move(y),
+                std::vector<Label>(static_cast<std::size_t>(op.elements.size()), Label::clear),
+                SpecifiedMask(static_cast<std::size_t>(op.elements.size())),
+                std::nullopt,
+                {},
+                {}};
+  return ref;
+}
+
 Reference evaluate_quantize(const QuantizeOp& op, const Spec& spec) {
   const QuantizePolicy& pol = spec.quantize_for(op.x.dtype());
+  if (is_float8(op.out)) return evaluate_quantize_float8(op, pol);
   QuantizeResult r = quantize(op.x, op.params, op.out, pol);
   Reference ref{std::move(r.q), std::move(r.labels), std::move(r.specified), std::nullopt, {}, {}};
   ref.describe = [op = std::make_shared<const QuantizeOp>(op), pol](std::int64_t i, ElementDiff& d) {
@@ -34,6 +107,7 @@ Reference evaluate_quantize(const QuantizeOp& op, const Spec& spec) {
 }
 
 Reference evaluate_dequantize(const DequantizeOp& op, const Spec& spec) {
+  if (is_float8(op.q.dtype())) return evaluate_dequantize_float8(op, spec.dequantize);
   DequantizeResult r = dequantize(op.q, op.params, op.out, spec.dequantize);
   Reference ref{
       std::move(r.y), std::move(r.labels), SpecifiedMask(static_cast<std::size_t>(op.q.size())), std::nullopt, {}, {}};
@@ -188,6 +262,8 @@ Reference evaluate(const OpRequest& op, const Spec& spec) {
     Reference operator()(const WeightOnlyGemmOp& o) const { return evaluate_weight_only(o, spec); }
     Reference operator()(const ChooseQParamsOp& o) const { return evaluate_choose_qparams(o); }
     Reference operator()(const Conv2dOp& o) const { return evaluate_conv2d(o, spec); }
+    Reference operator()(const MxQuantizeOp& o) const { return evaluate_mx_quantize(o); }
+    Reference operator()(const MxDequantizeOp& o) const { return evaluate_mx_dequantize(o); }
   };
   return std::visit(Visitor{spec}, op);
 }

@@ -6,6 +6,8 @@
 #include "harness/runner.hpp"
 #include "oracles/choose_qparams.hpp"
 #include "oracles/dequantize.hpp"
+#include "oracles/fp8.hpp"
+#include "oracles/mx.hpp"
 #include "qconform/error.hpp"
 #include "qconform/qparams.hpp"
 
@@ -187,6 +189,15 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
       Overloaded{
           [&](const QuantizeOp& o) {
             const std::int64_t k = ParamIndexer(o.params, o.x.shape())(i);
+            if (is_float8(o.out)) {
+              Float8QuantizeElement e = quantize_to_float8_element(
+                  o.x.get_double(i), o.x.dtype(), o.params.scales[static_cast<std::size_t>(k)], o.params.scale_dtype,
+                  o.out, o.saturate, spec.quantize_for(o.x.dtype()), true);
+              d.steps = std::move(e.steps);
+              d.value.set_bits(0, e.bits);
+              label = e.label;
+              return;
+            }
             QuantizeElement e = quantize_element(o.x.get_double(i), o.x.dtype(),
                                                  o.params.scales[static_cast<std::size_t>(k)], o.params.scale_dtype,
                                                  o.params.zero_point(k), o.out, spec.quantize_for(o.x.dtype()), true);
@@ -197,6 +208,15 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
           },
           [&](const DequantizeOp& o) {
             const std::int64_t k = ParamIndexer(o.params, o.q.shape())(i);
+            if (is_float8(o.q.dtype())) {
+              DequantizeElement e =
+                  dequantize_from_float8_element(o.q.bits(i), o.q.dtype(), o.params.scales[static_cast<std::size_t>(k)],
+                                                 o.params.scale_dtype, o.out, spec.dequantize, true);
+              d.steps = std::move(e.steps);
+              d.value.set_bits(0, e.bits);
+              label = e.label;
+              return;
+            }
             DequantizeElement e =
                 dequantize_element(o.q.get_int(i), o.q.dtype(), o.params.scales[static_cast<std::size_t>(k)],
                                    o.params.scale_dtype, o.params.zero_point(k), o.out, spec.dequantize, true);
@@ -239,6 +259,32 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
             d.value.set_double(0, v);
           },
           [&](const Conv2dOp& o) { label = conv2d_steps(o, spec, i, d); },
+          [&](const MxQuantizeOp& o) {
+            const MxQuantizeResult r = mx_quantize(o);
+            QuantParams blocks;
+            blocks.axis = o.blocking.axis;
+            blocks.block_size = o.blocking.block_size;
+            const std::int64_t k = ParamIndexer(blocks, o.x.shape())(i);
+            const ExactFloat y = decode_float(DType::f32, r.y.bits(i));
+            d.steps.push_back(
+                {"block " + std::to_string(k) + " scale (" + std::string(name(o.blocking.format)) +
+                     (o.blocking.format == MxFormat::nvfp4 ? ", E4M3"
+                                                           : ", E8M0 rule " + std::string(name(o.scale_rule))) +
+                     ")",
+                 "code " + std::to_string(r.scales.bits(k)), y, y, ""});
+            d.steps.push_back({"element (" + std::string(name(o.element_rounding)) + ", saturating)",
+                               "code " + std::to_string(r.elements.bits(i)), y, y,
+                               "the element times its scale, in f32"});
+            set_value(d.value, r.y, i);
+            label = r.labels[static_cast<std::size_t>(i)];
+          },
+          [&](const MxDequantizeOp& o) {
+            const Tensor y = mx_dequantize(o);
+            const ExactFloat v = decode_float(DType::f32, y.bits(i));
+            d.steps.push_back({"element code x scale code, rounded once to f32",
+                               "code " + std::to_string(o.elements.bits(i)), v, v, ""});
+            set_value(d.value, y, i);
+          },
       },
       op);
   d.label = std::string(name(label));
@@ -293,7 +339,8 @@ std::vector<std::string> element_inputs(const OpRequest& op, const Spec& spec, s
                  [&](const QuantizeOp& o) {
                    lines.push_back("x" + coords_text(i, o.x.shape()) + " = " + value_text(o.x, i) + " (" +
                                    std::string(name(o.x.dtype())) + ")");
-                   lines.push_back(params_text(o.params, o.x.shape(), i) + ", to " + std::string(name(o.out)));
+                   lines.push_back(params_text(o.params, o.x.shape(), i) + ", to " + std::string(name(o.out)) +
+                                   (is_float8(o.out) ? (o.saturate ? " (saturate)" : " (no saturation)") : ""));
                  },
                  [&](const DequantizeOp& o) {
                    lines.push_back("q" + coords_text(i, o.q.shape()) + " = " + value_text(o.q, i) + " (" +
@@ -358,6 +405,16 @@ std::vector<std::string> element_inputs(const OpRequest& op, const Spec& spec, s
                                    std::string(name(o.format)));
                  },
                  [&](const Conv2dOp& o) { conv2d_inputs(o, spec, i, max_terms, lines); },
+                 [&](const MxQuantizeOp& o) {
+                   lines.push_back("x" + coords_text(i, o.x.shape()) + " = " + value_text(o.x, i) + " (" +
+                                   std::string(name(o.x.dtype())) + "), " + std::string(name(o.blocking.format)) +
+                                   " blocks of " + std::to_string(o.blocking.block_size) + " along axis " +
+                                   std::to_string(o.blocking.axis));
+                 },
+                 [&](const MxDequantizeOp& o) {
+                   lines.push_back("element code" + coords_text(i, o.elements.shape()) + " = " +
+                                   std::to_string(o.elements.bits(i)) + ", " + std::string(name(o.blocking.format)));
+                 },
              },
              op);
   return lines;

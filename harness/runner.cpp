@@ -41,6 +41,8 @@ std::string granularity_of(const OpRequest& op) {
     return is_float(c->weight.values.dtype()) && !c->weight.packing
                ? "float weights"
                : "weights " + std::string(name(c->weight.params.granularity()));
+  if (const auto* m = std::get_if<MxQuantizeOp>(&op)) return "blocks of " + std::to_string(m->blocking.block_size);
+  if (const auto* m = std::get_if<MxDequantizeOp>(&op)) return "blocks of " + std::to_string(m->blocking.block_size);
   return "weights " + std::string(name(std::get<QConv2dOp>(op).weight.params.granularity()));
 }
 

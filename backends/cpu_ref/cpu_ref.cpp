@@ -1,8 +1,10 @@
 #include "backends/cpu_ref/cpu_ref.hpp"
 #include "backends/host/qparams.hpp"
 
+#include "backends/cpu_ref/float8.hpp"
 #include "backends/cpu_ref/formats.hpp"
 #include "backends/cpu_ref/linear.hpp"
+#include "backends/cpu_ref/mx.hpp"
 #include "qconform/error.hpp"
 
 #include <boost/multiprecision/cpp_int.hpp>
@@ -325,11 +327,14 @@ Availability CpuRefBackend::supports(const OpRequest& op) const {
   const cpu_ref::Numerics& n = *numerics_;
   if (const auto* wo = std::get_if<WeightOnlyGemmOp>(&op)) return cpu_ref::supports_weight_only(*wo);
   if (const auto* fc = std::get_if<Conv2dOp>(&op)) return cpu_ref::supports_conv2d(*fc);
+  if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op)) return {};
   if (const auto* q = std::get_if<QuantizeOp>(&op)) {
     if (!is_float(q->params.scale_dtype) || q->params.scale_dtype == DType::f8e4m3fn ||
         q->params.scale_dtype == DType::f8e5m2)
       return {false, "cpu-ref quantizes with f64, f32, f16 or bf16 scales only"};
     if (info(q->out).bits == 32) return {false, "cpu-ref does not quantize to i32"};
+    if (is_float(q->out) && q->out != DType::f8e4m3fn && q->out != DType::f8e5m2)
+      return {false, "cpu-ref quantizes to integers or float8 only"};
     return {};
   }
   if (const auto* d = std::get_if<DequantizeOp>(&op)) {
@@ -352,14 +357,18 @@ Availability CpuRefBackend::supports(const OpRequest& op) const {
 
 Tensor CpuRefBackend::run(const OpRequest& op) {
   const cpu_ref::Numerics& n = *numerics_;
-  if (const auto* d = std::get_if<DequantizeOp>(&op)) return cpu_ref::dequantize_linear(*d, n);
+  if (const auto* d = std::get_if<DequantizeOp>(&op))
+    return is_float(d->q.dtype()) ? cpu_ref::dequantize_float8(*d, n) : cpu_ref::dequantize_linear(*d, n);
   if (const auto* r = std::get_if<RequantizeOp>(&op)) return cpu_ref::requantize(*r, n);
   if (const auto* g = std::get_if<QGemmOp>(&op)) return cpu_ref::run_qgemm(*g, n);
   if (const auto* c = std::get_if<QConv2dOp>(&op)) return cpu_ref::run_qconv2d(*c, n);
   if (const auto* wo = std::get_if<WeightOnlyGemmOp>(&op)) return cpu_ref::run_weight_only(*wo);
   if (const auto* p = std::get_if<ChooseQParamsOp>(&op)) return host::run_choose_qparams(*p);
   if (const auto* fc = std::get_if<Conv2dOp>(&op)) return cpu_ref::run_conv2d(*fc);
-  return cpu_ref::quantize_linear(std::get<QuantizeOp>(op), n);
+  if (const auto* m = std::get_if<MxQuantizeOp>(&op)) return cpu_ref::mx_quantize(*m);
+  if (const auto* m = std::get_if<MxDequantizeOp>(&op)) return cpu_ref::mx_dequantize(*m);
+  const auto& q = std::get<QuantizeOp>(op);
+  return is_float(q.out) ? cpu_ref::quantize_float8(q, n) : cpu_ref::quantize_linear(q, n);
 }
 
 }  // namespace qc

@@ -470,6 +470,7 @@ Availability HipBackend::supports(const OpRequest& op) const {
     return {};
   }
   if (const auto* d = std::get_if<DequantizeOp>(&op)) {
+    if (!is_int(d->q.dtype())) return {false, "the hip kernels dequantize integers (no float8 inputs)"};
     if (d->out != DType::f32 && d->out != DType::f16) return {false, "the hip kernels dequantize to f32 or f16"};
     if (!is_half_or_single(d->params.scale_dtype)) return {false, "the hip kernels take f32 or f16 scales"};
     return {};

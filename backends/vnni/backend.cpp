@@ -835,7 +835,8 @@ Availability VnniBackend::supports(const OpRequest& op) const {
   if (const auto* c = std::get_if<ChooseQParamsOp>(&op)) return host::supports_choose_qparams(*c);
   if (std::holds_alternative<Conv2dOp>(op))
     return {false, "the x86 kernels run integer convolutions; a float (or weight-only) conv2d has no kernel here"};
-  return check_weight_only(std::get<WeightOnlyGemmOp>(op));
+  if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return check_weight_only(*w);
+  return {false, std::string(op_name(op)) + ": the x86 kernels have no MX/NVFP4 block-scaled formats"};
 }
 
 Tensor VnniBackend::run(const OpRequest& op) {

@@ -106,6 +106,9 @@ std::string_view name(ConvLayout l) { return table_name(l); }
 
 std::string_view name(ConvPadding p) { return table_name(p); }
 
+std::string_view name(MxFormat f) { return table_name(f); }
+std::string_view name(MxScaleRule r) { return table_name(r); }
+
 Shape Conv2dShape::output_shape() const {
   return layout == ConvLayout::nchw ? Shape{batch, out_channels, out_height, out_width}
                                     : Shape{batch, out_height, out_width, out_channels};
@@ -184,6 +187,8 @@ std::string_view op_name(const OpRequest& op) {
     std::string_view operator()(const WeightOnlyGemmOp&) const { return "weight_only_gemm"; }
     std::string_view operator()(const ChooseQParamsOp&) const { return "choose_qparams"; }
     std::string_view operator()(const Conv2dOp&) const { return "conv2d"; }
+    std::string_view operator()(const MxQuantizeOp&) const { return "mx_quantize"; }
+    std::string_view operator()(const MxDequantizeOp&) const { return "mx_dequantize"; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -198,6 +203,8 @@ const Tensor& op_input(const OpRequest& op) {
     const Tensor& operator()(const WeightOnlyGemmOp& o) const { return o.a; }
     const Tensor& operator()(const ChooseQParamsOp& o) const { return o.profile; }
     const Tensor& operator()(const Conv2dOp& o) const { return o.input; }
+    const Tensor& operator()(const MxQuantizeOp& o) const { return o.x; }
+    const Tensor& operator()(const MxDequantizeOp& o) const { return o.elements; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -212,6 +219,8 @@ DType op_output_dtype(const OpRequest& op) {
     DType operator()(const WeightOnlyGemmOp& o) const { return o.out; }
     DType operator()(const ChooseQParamsOp&) const { return DType::f64; }
     DType operator()(const Conv2dOp& o) const { return o.out; }
+    DType operator()(const MxQuantizeOp&) const { return DType::f32; }
+    DType operator()(const MxDequantizeOp&) const { return DType::f32; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -243,6 +252,8 @@ Shape op_output_shape(const OpRequest& op) {
     Shape operator()(const Conv2dOp& o) const {
       return resolve_conv2d(o.input.shape(), o.layout, logical_shape(o.weight), o.geometry).output_shape();
     }
+    Shape operator()(const MxQuantizeOp& o) const { return o.x.shape(); }
+    Shape operator()(const MxDequantizeOp& o) const { return o.elements.shape(); }
   };
   return std::visit(Visitor{}, op);
 }

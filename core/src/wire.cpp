@@ -84,11 +84,21 @@ json geometry_json(const Conv2dGeometry& g) {
           {"groups", g.groups}};
 }
 
+json blocking_json(const MxBlocking& b) {
+  return {{"format", std::string(name(b.format))},
+          {"axis", b.axis},
+          {"block_size", b.block_size},
+          {"global_scale", b.global_scale ? json(*b.global_scale) : json(nullptr)}};
+}
+
 json op_json(Encoder& e, const OpRequest& op) {
   struct Visitor {
     Encoder& e;
     json operator()(const QuantizeOp& o) const {
-      return {{"x", e.tensor(o.x)}, {"params", params_json(o.params)}, {"out", std::string(name(o.out))}};
+      return {{"x", e.tensor(o.x)},
+              {"params", params_json(o.params)},
+              {"out", std::string(name(o.out))},
+              {"saturate", o.saturate}};
     }
     json operator()(const DequantizeOp& o) const {
       return {{"q", e.tensor(o.q)}, {"params", params_json(o.params)}, {"out", std::string(name(o.out))}};
@@ -138,6 +148,16 @@ json op_json(Encoder& e, const OpRequest& op) {
               {"bias", e.optional_tensor(o.bias)},
               {"geometry", geometry_json(o.geometry)},
               {"out", std::string(name(o.out))}};
+    }
+    json operator()(const MxQuantizeOp& o) const {
+      return {{"x", e.tensor(o.x)},
+              {"blocking", blocking_json(o.blocking)},
+              {"scale_rule", std::string(name(o.scale_rule))},
+              {"rounding", std::string(name(o.element_rounding))}};
+    }
+    json operator()(const MxDequantizeOp& o) const {
+      return {
+          {"elements", e.tensor(o.elements)}, {"scales", e.tensor(o.scales)}, {"blocking", blocking_json(o.blocking)}};
     }
   };
   json j = std::visit(Visitor{e}, op);
@@ -354,7 +374,12 @@ OpRequest decode_op(const std::string& text, std::vector<Tensor> tensors) {
   if (j.is_discarded() || !j.is_object()) throw InputError("request: the op is not a JSON object");
   Decoder d(std::move(tensors));
   const std::string op = d.str(j, "op", "");
-  if (op == "quantize") return QuantizeOp{d.tensor(j, "x", ""), d.params(j, "params", ""), d.dtype(j, "out", "")};
+  if (op == "quantize") {
+    QuantizeOp q{d.tensor(j, "x", ""), d.params(j, "params", ""), d.dtype(j, "out", "")};
+    // Absent in requests from before float8 outputs: ONNX's default.
+    if (const auto it = j.find("saturate"); it != j.end() && it->is_boolean()) q.saturate = it->get<bool>();
+    return q;
+  }
   if (op == "dequantize") return DequantizeOp{d.tensor(j, "q", ""), d.params(j, "params", ""), d.dtype(j, "out", "")};
   if (op == "requantize") {
     RequantizeOp r;
@@ -416,9 +441,25 @@ OpRequest decode_op(const std::string& text, std::vector<Tensor> tensors) {
     c.out = d.dtype(j, "out", "");
     return c;
   }
+  if (op == "mx_quantize" || op == "mx_dequantize") {
+    const json& b = d.at(j, "blocking", "");
+    MxBlocking blocking;
+    blocking.format = d.enumerated<MxFormat>(b, "format", "blocking.");
+    blocking.axis = static_cast<int>(d.integer(b, "axis", "blocking."));
+    blocking.block_size = d.integer(b, "block_size", "blocking.");
+    if (!d.at(b, "global_scale", "blocking.").is_null())
+      blocking.global_scale = d.number(b, "global_scale", "blocking.");
+    if (op == "mx_dequantize") return MxDequantizeOp{d.tensor(j, "elements", ""), d.tensor(j, "scales", ""), blocking};
+    MxQuantizeOp q;
+    q.x = d.tensor(j, "x", "");
+    q.blocking = blocking;
+    q.scale_rule = d.enumerated<MxScaleRule>(j, "scale_rule", "");
+    q.element_rounding = d.enumerated<RoundingMode>(j, "rounding", "");
+    return q;
+  }
   throw InputError("request: unknown op '" + op +
                    "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm, conv2d, "
-                   "choose_qparams)");
+                   "mx_quantize, mx_dequantize, choose_qparams)");
 }
 
 }  // namespace qc::wire

@@ -751,6 +751,13 @@ class OneDnnBackend : public qc::Backend {
         "kernel arrives in 3.x); its int8 matmul needs int8 activations");
   }
 
+  void check(const qc::MxQuantizeOp&) const {
+    refuse("mx_quantize: oneDNN 2.6 has no MX/NVFP4 block-scaled data types (f4/f8 arrive in 3.x)");
+  }
+  void check(const qc::MxDequantizeOp&) const {
+    refuse("mx_dequantize: oneDNN 2.6 has no MX/NVFP4 block-scaled data types (f4/f8 arrive in 3.x)");
+  }
+
   qc::Tensor execute(const qc::QuantizeOp& q) {
     return run_reorder(engine_, quantize_spec(q.x, q.params, q.out, "quantize"), q.x, "quantize");
   }
@@ -776,6 +783,14 @@ class OneDnnBackend : public qc::Backend {
   }
   qc::Tensor execute(const qc::Conv2dOp& c) {
     check(c);  // always refuses
+    throw std::logic_error("unreachable");
+  }
+  qc::Tensor execute(const qc::MxQuantizeOp& m) {
+    check(m);  // always refuses
+    throw std::logic_error("unreachable");
+  }
+  qc::Tensor execute(const qc::MxDequantizeOp& m) {
+    check(m);  // always refuses
     throw std::logic_error("unreachable");
   }
 

@@ -588,6 +588,10 @@ function build(ort, op, dir) {
                     'own packing), which this runner does not build');
     case 'conv2d':
       return refuse('not mapped: this runner builds ORT\'s quantized operators; a float (or weight-only) Conv is not one');
+    case 'mx_quantize':
+    case 'mx_dequantize':
+      return refuse('ORT 1.30 has no OCP MX or NVFP4 block-scaled operators (and onnxruntime-node no float4/float8 ' +
+                    'tensor type)');
     default:
       return refuse('unknown op ' + op.op);
   }

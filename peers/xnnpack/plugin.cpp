@@ -166,6 +166,9 @@ class XnnpackBackend : public qc::Backend {
       return {false, "choose_qparams: not driven here (XNNPACK chooses parameters only inside its qd8 convert)"};
     if (std::holds_alternative<qc::Conv2dOp>(op))
       return {false, "conv2d: this peer runs XNNPACK's quantized operators only (no float convolution)"};
+    if (!std::holds_alternative<qc::WeightOnlyGemmOp>(op))
+      return {false, std::string(qc::op_name(op)) + ": XNNPACK " QCONFORM_XNNPACK_VERSION
+                                                    " has no MX/NVFP4 block-scaled operators"};
     return {false, "weight_only_gemm: XNNPACK " QCONFORM_XNNPACK_VERSION
                    " has no float-activation x integer-weight operator (no qd8/qc4w in this version)"};
   }

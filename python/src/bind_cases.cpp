@@ -154,6 +154,8 @@ const qc::Tensor& main_input(const qc::QConv2dOp& o) { return o.input.values; }
 const qc::Tensor& main_input(const qc::WeightOnlyGemmOp& o) { return o.a; }
 const qc::Tensor& main_input(const qc::ChooseQParamsOp& o) { return o.profile; }
 const qc::Tensor& main_input(const qc::Conv2dOp& o) { return o.input; }
+const qc::Tensor& main_input(const qc::MxQuantizeOp& o) { return o.x; }
+const qc::Tensor& main_input(const qc::MxDequantizeOp& o) { return o.elements; }
 std::string kind_of(const qc::QuantizeOp&) { return "quantize"; }
 std::string kind_of(const qc::DequantizeOp&) { return "dequantize"; }
 std::string kind_of(const qc::RequantizeOp&) { return "requantize"; }
@@ -162,6 +164,8 @@ std::string kind_of(const qc::QConv2dOp&) { return "qconv2d"; }
 std::string kind_of(const qc::WeightOnlyGemmOp&) { return "weight_only_gemm"; }
 std::string kind_of(const qc::ChooseQParamsOp&) { return "choose_qparams"; }
 std::string kind_of(const qc::Conv2dOp&) { return "conv2d"; }
+std::string kind_of(const qc::MxQuantizeOp&) { return "mx_quantize"; }
+std::string kind_of(const qc::MxDequantizeOp&) { return "mx_dequantize"; }
 DType output_of(const qc::QuantizeOp& o) { return o.out; }
 DType output_of(const qc::DequantizeOp& o) { return o.out; }
 DType output_of(const qc::RequantizeOp& o) { return o.out; }
@@ -170,6 +174,8 @@ DType output_of(const qc::QConv2dOp& o) { return o.output.format; }
 DType output_of(const qc::WeightOnlyGemmOp& o) { return o.out; }
 DType output_of(const qc::ChooseQParamsOp&) { return DType::f64; }
 DType output_of(const qc::Conv2dOp& o) { return o.out; }
+DType output_of(const qc::MxQuantizeOp&) { return DType::f32; }
+DType output_of(const qc::MxDequantizeOp&) { return DType::f32; }
 
 // Properties every op class has: its kind, main input and output format.
 template <class Op, class Class>
@@ -286,20 +292,28 @@ void bind_cases(py::module_& m) {
   quantize
       .def(py::init([](const py::handle& x, const py::handle& scale, const py::handle& zero_point,
                        const py::handle& dtype, const py::handle& axis, std::int64_t block_size,
-                       const py::handle& scale_dtype, const py::handle& input_dtype) {
+                       const py::handle& scale_dtype, const py::handle& input_dtype, bool saturate) {
              qc::QuantizeOp op;
              op.x = to_tensor(x, optional_dtype_arg(input_dtype, "QuantizeOp: input_dtype"), "QuantizeOp: x");
              if (!qc::is_float(op.x.dtype()) && op.x.dtype() != DType::i32)
                throw InputError("QuantizeOp: x must hold float (or i32) values");
              op.out = dtype_arg(dtype, "QuantizeOp: dtype");
-             if (!qc::is_int(op.out)) throw InputError("QuantizeOp: dtype must be an integer format");
+             const bool float8 = op.out == DType::f8e4m3fn || op.out == DType::f8e5m2;
+             if (!qc::is_int(op.out) && !float8)
+               throw InputError("QuantizeOp: dtype must be an integer or float8 (f8e4m3fn, f8e5m2) format");
+             if (float8 && !qc::is_float(op.x.dtype())) throw InputError("QuantizeOp: float8 needs float x");
+             op.saturate = saturate;
              op.params =
                  quant_params(scale, zero_point, axis, block_size, scale_dtype, op.x.shape(), op.out, "QuantizeOp");
+             if (float8)
+               for (std::int64_t z : op.params.zero_points)
+                 if (z != 0) throw InputError("QuantizeOp: a float8 zero point must be 0 (ONNX)");
              return op;
            }),
            py::arg("x"), py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "i8",
            py::arg("axis") = py::none(), py::arg("block_size") = 0, py::arg("scale_dtype") = "f32",
-           py::arg("input_dtype") = py::none())
+           py::arg("input_dtype") = py::none(), py::arg("saturate") = true)
+      .def_readonly("saturate", &qc::QuantizeOp::saturate, "float8 outputs: ONNX's saturate attribute")
       .def_property_readonly("x", [](py::object self) { return view(self.cast<qc::QuantizeOp&>().x, self); })
       .def_readonly("params", &qc::QuantizeOp::params)
       .def_readonly("dtype", &qc::QuantizeOp::out)
@@ -318,11 +332,16 @@ void bind_cases(py::module_& m) {
                        const py::handle& scale_dtype, const py::handle& input_dtype) {
              qc::DequantizeOp op;
              op.q = to_tensor(q, optional_dtype_arg(input_dtype, "DequantizeOp: input_dtype"), "DequantizeOp: q");
-             if (!qc::is_int(op.q.dtype())) throw InputError("DequantizeOp: q must hold integers");
+             const bool float8 = op.q.dtype() == DType::f8e4m3fn || op.q.dtype() == DType::f8e5m2;
+             if (!qc::is_int(op.q.dtype()) && !float8)
+               throw InputError("DequantizeOp: q must hold integers or float8 codes");
              op.out = dtype_arg(dtype, "DequantizeOp: dtype");
              if (!qc::is_float(op.out)) throw InputError("DequantizeOp: dtype must be a float format");
              op.params = quant_params(scale, zero_point, axis, block_size, scale_dtype, op.q.shape(), op.q.dtype(),
                                       "DequantizeOp");
+             if (float8)
+               for (std::int64_t z : op.params.zero_points)
+                 if (z != 0) throw InputError("DequantizeOp: a float8 zero point must be 0 (ONNX)");
              return op;
            }),
            py::arg("q"), py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "f32",
@@ -463,6 +482,35 @@ void bind_cases(py::module_& m) {
                              })
       .def_readonly("dtype", &qc::Conv2dOp::out);
   common_op_properties<qc::Conv2dOp>(fconv);
+  py::class_<qc::MxQuantizeOp> mxq(m, "MxQuantizeOp", "OCP MX v1.0 / NVFP4 quantize-dequantize: floats -> f32 values.");
+  mxq.def(py::init(&make_mx_quantize_op), py::arg("x"), py::arg("format"), py::arg("axis") = -1,
+          py::arg("block_size") = 0, py::arg("scale_rule") = "floor", py::arg("rounding") = "rne",
+          py::arg("global_scale") = py::none())
+      .def_property_readonly("x", [](py::object self) { return view(self.cast<qc::MxQuantizeOp&>().x, self); })
+      .def_property_readonly("format",
+                             [](const qc::MxQuantizeOp& o) { return std::string(qc::name(o.blocking.format)); })
+      .def_property_readonly("axis", [](const qc::MxQuantizeOp& o) { return o.blocking.axis; })
+      .def_property_readonly("block_size", [](const qc::MxQuantizeOp& o) { return o.blocking.block_size; })
+      .def_property_readonly("global_scale", [](const qc::MxQuantizeOp& o) { return o.blocking.global_scale; })
+      .def_property_readonly("scale_rule",
+                             [](const qc::MxQuantizeOp& o) { return std::string(qc::name(o.scale_rule)); })
+      .def_property_readonly("rounding",
+                             [](const qc::MxQuantizeOp& o) { return std::string(qc::name(o.element_rounding)); });
+  common_op_properties<qc::MxQuantizeOp>(mxq);
+
+  py::class_<qc::MxDequantizeOp> mxd(m, "MxDequantizeOp", "The f32 values of MX / NVFP4 element and scale codes.");
+  mxd.def(py::init(&make_mx_dequantize_op), py::arg("elements"), py::arg("scales"), py::arg("format"),
+          py::arg("axis") = -1, py::arg("block_size") = 0, py::arg("global_scale") = py::none())
+      .def_property_readonly("elements",
+                             [](py::object self) { return view(self.cast<qc::MxDequantizeOp&>().elements, self); })
+      .def_property_readonly("scales",
+                             [](py::object self) { return view(self.cast<qc::MxDequantizeOp&>().scales, self); })
+      .def_property_readonly("format",
+                             [](const qc::MxDequantizeOp& o) { return std::string(qc::name(o.blocking.format)); })
+      .def_property_readonly("axis", [](const qc::MxDequantizeOp& o) { return o.blocking.axis; })
+      .def_property_readonly("block_size", [](const qc::MxDequantizeOp& o) { return o.blocking.block_size; })
+      .def_property_readonly("global_scale", [](const qc::MxDequantizeOp& o) { return o.blocking.global_scale; });
+  common_op_properties<qc::MxDequantizeOp>(mxd);
 
   // ---- Cases --------------------------------------------------------------------------------
   py::class_<qc::Case, std::shared_ptr<qc::Case>>(m, "Case",

@@ -7,7 +7,9 @@
 #include "oracles/choose_qparams.hpp"
 #include "oracles/conv2d.hpp"
 #include "oracles/dequantize.hpp"
+#include "oracles/fp8.hpp"
 #include "oracles/int4.hpp"
+#include "oracles/mx.hpp"
 #include "oracles/qconv2d.hpp"
 #include "oracles/qgemm.hpp"
 #include "oracles/quantize.hpp"
@@ -212,19 +214,33 @@ py::dict sweep_quantize(const py::handle& scale, const py::handle& zero_point, c
 py::object quantize(const py::handle& x, const py::handle& scale, const py::handle& zero_point, const py::handle& dtype,
                     const py::handle& policy, const py::handle& axis, std::int64_t block_size,
                     const py::handle& scale_dtype, const py::handle& input_dtype, const py::handle& labels_arg,
-                    const py::handle& exact) {
+                    const py::handle& exact, bool saturate) {
   const LabelForm labels = label_form(labels_arg);
   qc::QuantizeOp op;
   op.x = to_tensor(x, optional_dtype_arg(input_dtype, "quantize: input_dtype"), "quantize: x");
   if (!qc::is_float(op.x.dtype()) && op.x.dtype() != DType::i32)
     throw InputError("quantize: x must hold float (or i32) values, got " + std::string(qc::name(op.x.dtype())));
   op.out = dtype_arg(dtype, "quantize: dtype");
-  if (!qc::is_int(op.out)) throw InputError("quantize: dtype must be an integer format");
+  if (!qc::is_int(op.out) && !qc::is_float8(op.out))
+    throw InputError("quantize: dtype must be an integer or float8 (f8e4m3fn, f8e5m2) format");
   op.params = quant_params(scale, zero_point, axis, block_size, scale_dtype, op.x.shape(), op.out, "quantize");
   const qc::Spec spec = spec_arg(policy);
   const qc::QuantizePolicy pol = spec.quantize_for(op.x.dtype());
   const ExactForm form = exact_arg(exact);
   qc::QuantizeResult r;
+  if (qc::is_float8(op.out)) {  // float8 codes as uint8 bits; the exact value is x / s
+    {
+      py::gil_scoped_release release;
+      r = qc::quantize_to_float8(op.x, op.params, op.out, saturate, pol, labels != LabelForm::none);
+    }
+    const qc::ParamIndexer index(op.params, op.x.shape());
+    return oracle_result(std::move(r.q), &r.labels, labels, form, [&](std::int64_t i) {
+      const qc::Float8QuantizeElement e = qc::quantize_to_float8_element(
+          op.x.get_double(i), op.x.dtype(), op.params.scales[static_cast<std::size_t>(index(i))], op.params.scale_dtype,
+          op.out, saturate, pol);
+      return exact_value(e.exact, form);
+    });
+  }
   {
     py::gil_scoped_release release;
     r = qc::quantize(op.x, op.params, op.out, pol, qc::OraclePath::fast, labels != LabelForm::none);
@@ -246,14 +262,28 @@ py::object dequantize(const py::handle& q, const py::handle& scale, const py::ha
   const LabelForm labels = label_form(labels_arg);
   qc::DequantizeOp op;
   op.q = to_tensor(q, optional_dtype_arg(input_dtype, "dequantize: input_dtype"), "dequantize: q");
-  if (!qc::is_int(op.q.dtype()))
-    throw InputError("dequantize: q must hold integers, got " + std::string(qc::name(op.q.dtype())));
+  if (!qc::is_int(op.q.dtype()) && !qc::is_float8(op.q.dtype()))
+    throw InputError("dequantize: q must hold integers or float8 codes (input_dtype=\"f8e4m3fn\" or \"f8e5m2\"), got " +
+                     std::string(qc::name(op.q.dtype())));
   op.out = dtype_arg(dtype, "dequantize: dtype");
   if (!qc::is_float(op.out)) throw InputError("dequantize: dtype must be a float format");
   op.params = quant_params(scale, zero_point, axis, block_size, scale_dtype, op.q.shape(), op.q.dtype(), "dequantize");
   const qc::Spec spec = spec_arg(policy);
   const ExactForm form = exact_arg(exact);
   qc::DequantizeResult r;
+  if (qc::is_float8(op.q.dtype())) {
+    {
+      py::gil_scoped_release release;
+      r = qc::dequantize_from_float8(op.q, op.params, op.out, spec.dequantize, labels != LabelForm::none);
+    }
+    const qc::ParamIndexer index(op.params, op.q.shape());
+    return oracle_result(std::move(r.y), &r.labels, labels, form, [&](std::int64_t i) {
+      const qc::DequantizeElement e = qc::dequantize_from_float8_element(
+          op.q.bits(i), op.q.dtype(), op.params.scales[static_cast<std::size_t>(index(i))], op.params.scale_dtype,
+          op.out, spec.dequantize);
+      return exact_value(e.exact, form);
+    });
+  }
   {
     py::gil_scoped_release release;
     r = qc::dequantize(op.q, op.params, op.out, spec.dequantize, qc::OraclePath::fast, labels != LabelForm::none);
@@ -572,9 +602,11 @@ void bind_oracle(py::module_& m) {
   m.def("quantize", &quantize, py::arg("x"), py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "i8",
         py::arg("spec") = "onnx", py::arg("axis") = py::none(), py::arg("block_size") = 0,
         py::arg("scale_dtype") = "f32", py::arg("input_dtype") = py::none(), py::arg("labels") = false,
-        py::arg("exact") = false,
-        (std::string("QuantizeLinear under a policy, exactly: float x -> integers of `dtype`. Scales are rounded "
-                     "into scale_dtype; the exact value is what the policy hands to its final rounding.") +
+        py::arg("exact") = false, py::arg("saturate") = true,
+        (std::string("QuantizeLinear under a policy, exactly: float x -> integers of `dtype`, or float8 codes "
+                     "(dtype f8e4m3fn/f8e5m2, as uint8 bits; zero_point 0; `saturate` is ONNX's attribute). Scales "
+                     "are rounded into scale_dtype; the exact value is what the policy hands to its final rounding "
+                     "(x / s for float8).") +
          labels_doc)
             .c_str());
   m.def("sweep_quantize", &sweep_quantize, py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "i8",
@@ -589,9 +621,44 @@ void bind_oracle(py::module_& m) {
         py::arg("scale_dtype") = "f32", py::arg("input_dtype") = py::none(), py::arg("labels") = false,
         py::arg("exact") = false,
         (std::string("DequantizeLinear under a policy, exactly: integers q -> floats of `dtype` (bf16 as uint16 "
-                     "bits). The exact value is (q - zp) * s.") +
+                     "bits), or float8 codes (input_dtype f8e4m3fn/f8e5m2, uint8 bits; zero_point 0). The exact value "
+                     "is (q - zp) * s.") +
          labels_doc)
             .c_str());
+  m.def(
+      "mx_quantize",
+      [](const py::handle& x, const std::string& format, int axis, std::int64_t block_size,
+         const std::string& scale_rule, const std::string& rounding, const py::handle& global_scale, bool codes) {
+        const qc::MxQuantizeOp op =
+            make_mx_quantize_op(x, format, axis, block_size, scale_rule, rounding, global_scale);
+        qc::MxQuantizeResult r;
+        {
+          py::gil_scoped_release release;
+          r = qc::mx_quantize(op);
+        }
+        if (!codes) return py::object(to_numpy(std::move(r.y)));
+        return py::object(py::make_tuple(to_numpy(std::move(r.y)), to_numpy(std::move(r.elements)),
+                                         to_numpy(std::move(r.scales)),
+                                         r.global_scale ? py::object(py::float_(*r.global_scale)) : py::none()));
+      },
+      py::arg("x"), py::arg("format"), py::arg("axis") = -1, py::arg("block_size") = 0, py::arg("scale_rule") = "floor",
+      py::arg("rounding") = "rne", py::arg("global_scale") = py::none(), py::arg("codes") = false,
+      "An OCP MX v1.0 or NVFP4 quantize-dequantize (docs/numerics.md \"Block-scaled formats\"): each element's "
+      "value in the format, as f32. format: mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4, mxint8, nvfp4; "
+      "blocks of block_size (default 32, NVFP4 16) along axis; scale_rule floor (OCP), ceil, even, rceil; "
+      "rounding rne (OCP) or rna (microxcaling). With codes=True: (values, element codes, scale codes, global "
+      "scale).");
+  m.def(
+      "mx_dequantize",
+      [](const py::handle& elements, const py::handle& scales, const std::string& format, int axis,
+         std::int64_t block_size, const py::handle& global_scale) {
+        const qc::MxDequantizeOp op = make_mx_dequantize_op(elements, scales, format, axis, block_size, global_scale);
+        return to_numpy(qc::mx_dequantize(op));
+      },
+      py::arg("elements"), py::arg("scales"), py::arg("format"), py::arg("axis") = -1, py::arg("block_size") = 0,
+      py::arg("global_scale") = py::none(),
+      "The f32 values of MX/NVFP4 codes: element codes (uint8, one per element) times their block's scale code "
+      "(uint8: E8M0, 0xFF NaN; NVFP4: E4M3 times global_scale), rounded once.");
   m.def(
       "requantize",
       [](const py::handle& acc, const py::handle& input_scale, const py::handle& weight_scale,
@@ -791,6 +858,46 @@ qc::QConv2dOp make_qconv2d_op(const qc::ActivationOperand& input, const qc::QWei
                               const py::handle& padding_value) {
   return make_qconv2d(input, weight, bias, output, layout, stride, padding, dilation, groups, padding_value);
 }
+template <class E>
+E mx_enum(const std::string& v, const char* what) {
+  if (const auto e = qc::table_parse<E>(v)) return *e;
+  throw InputError(std::string(what) + ": unknown value '" + v + "' (" + qc::table_names<E>() + ")");
+}
+
+qc::MxBlocking mx_blocking(const std::string& format, int axis, std::int64_t block_size, const py::handle& global_scale,
+                           const std::string& where) {
+  qc::MxBlocking b;
+  b.format = mx_enum<qc::MxFormat>(format, (where + ": format").c_str());
+  b.axis = axis;
+  b.block_size = block_size > 0 ? block_size : b.format == qc::MxFormat::nvfp4 ? 16 : 32;
+  if (!global_scale.is_none()) b.global_scale = global_scale.cast<double>();
+  return b;
+}
+
+qc::MxQuantizeOp make_mx_quantize_op(const py::handle& x, const std::string& format, int axis, std::int64_t block_size,
+                                     const std::string& scale_rule, const std::string& rounding,
+                                     const py::handle& global_scale) {
+  qc::MxQuantizeOp op;
+  op.x = to_tensor(x, std::nullopt, "mx_quantize: x");
+  op.blocking = mx_blocking(format, axis, block_size, global_scale, "mx_quantize");
+  op.scale_rule = mx_enum<qc::MxScaleRule>(scale_rule, "mx_quantize: scale_rule");
+  const auto m = qc::parse_rounding_mode(rounding);
+  if (!m) throw InputError("mx_quantize: rounding: unknown rounding mode '" + rounding + "'");
+  op.element_rounding = *m;
+  (void)qc::mx_scale_shape(op.blocking, op.x.shape());  // checks the axis and the global scale
+  return op;
+}
+
+qc::MxDequantizeOp make_mx_dequantize_op(const py::handle& elements, const py::handle& scales,
+                                         const std::string& format, int axis, std::int64_t block_size,
+                                         const py::handle& global_scale) {
+  qc::MxDequantizeOp op;
+  op.elements = to_tensor(elements, DType::u8, "mx_dequantize: elements");
+  op.scales = to_tensor(scales, DType::u8, "mx_dequantize: scales");
+  op.blocking = mx_blocking(format, axis, block_size, global_scale, "mx_dequantize");
+  return op;
+}
+
 qc::WeightOnlyGemmOp make_weight_only_op(const py::handle& a, const qc::QWeights& b, const py::handle& bias,
                                          const py::handle& dtype, const py::handle& b_layout,
                                          const py::handle& a_dtype) {

@@ -344,9 +344,11 @@ qc::OpRequest op_arg(const py::handle& h) {
   if (py::isinstance<qc::WeightOnlyGemmOp>(h)) return h.cast<qc::WeightOnlyGemmOp>();
   if (py::isinstance<qc::ChooseQParamsOp>(h)) return h.cast<qc::ChooseQParamsOp>();
   if (py::isinstance<qc::Conv2dOp>(h)) return h.cast<qc::Conv2dOp>();
+  if (py::isinstance<qc::MxQuantizeOp>(h)) return h.cast<qc::MxQuantizeOp>();
+  if (py::isinstance<qc::MxDequantizeOp>(h)) return h.cast<qc::MxDequantizeOp>();
   throw InputError(
       "expected an op (QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp, Conv2dOp, "
-      "ChooseQParamsOp) or "
+      "MxQuantizeOp, MxDequantizeOp, ChooseQParamsOp) or "
       "a Case, got " +
       type_name(h));
 }

@@ -178,6 +178,12 @@ qc::Conv2dOp make_conv2d_op(const py::handle& input, const py::handle& weight, c
                             const py::handle& dtype, const py::handle& layout, const std::vector<std::int64_t>& stride,
                             const std::vector<std::int64_t>& padding, const std::vector<std::int64_t>& dilation,
                             std::int64_t groups);
+qc::MxQuantizeOp make_mx_quantize_op(const py::handle& x, const std::string& format, int axis, std::int64_t block_size,
+                                     const std::string& scale_rule, const std::string& rounding,
+                                     const py::handle& global_scale);
+qc::MxDequantizeOp make_mx_dequantize_op(const py::handle& elements, const py::handle& scales,
+                                         const std::string& format, int axis, std::int64_t block_size,
+                                         const py::handle& global_scale);
 qc::RequantizeOp make_requantize_op(const py::handle& acc, const py::handle& input_scale,
                                     const py::handle& weight_scale, const py::handle& output_scale,
                                     const py::handle& zero_point, const py::handle& dtype, const py::handle& axis,

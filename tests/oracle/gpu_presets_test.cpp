@@ -12,7 +12,7 @@
 #include <string>
 
 namespace qc {
-namespace {
+namespace gpu_presets_test {  // named: a unity batch may also hold presets_test.cpp, whose helpers share these names
 
 const char* const kGpuPresets[] = {"gpu-div", "gpu-recip", "gpu-f16", "gpu-fma", "gpu-nofma", "gpu-roundf"};
 
@@ -139,5 +139,5 @@ TEST(GpuPresets, RequantizeEpilogueClampsInFloatBeforeRounding) {
       -128);
 }
 
-}  // namespace
+}  // namespace gpu_presets_test
 }  // namespace qc

@@ -337,6 +337,39 @@ struct Conv2dOp {
   DType out = DType::f32;      // a float format
 };
 
+// ---- Block-scaled formats (oracles/mx.hpp: OCP Microscaling v1.0 and NVFP4, each rule's source) --
+
+// The element format with its block scale: OCP MX v1.0 (E8M0 scale over 32 elements) and NVFP4
+// (E2M1 elements, an E4M3 scale over 16 elements, and a per-tensor f32 scale).
+enum class MxFormat : std::uint8_t { mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4, mxint8, nvfp4 };
+inline constexpr EnumEntry<MxFormat> kMxFormatTable[] = {
+    {MxFormat::mxfp8_e4m3, "mxfp8_e4m3"}, {MxFormat::mxfp8_e5m2, "mxfp8_e5m2"}, {MxFormat::mxfp6_e3m2, "mxfp6_e3m2"},
+    {MxFormat::mxfp6_e2m3, "mxfp6_e2m3"}, {MxFormat::mxfp4, "mxfp4"},           {MxFormat::mxint8, "mxint8"},
+    {MxFormat::nvfp4, "nvfp4"},
+};
+constexpr std::span<const EnumEntry<MxFormat>> enum_table(MxFormat) { return kMxFormatTable; }
+std::string_view name(MxFormat f);
+
+// How an MX block's E8M0 shared exponent is derived from the block's largest magnitude (NVFP4 has
+// its own rule, oracles/mx.hpp).
+enum class MxScaleRule : std::uint8_t { floor, ceil, even, rceil };
+inline constexpr EnumEntry<MxScaleRule> kMxScaleRuleTable[] = {
+    {MxScaleRule::floor, "floor", "floor(log2 amax) - emax_elem (OCP MX v1.0 6.3, torchao FLOOR, microxcaling)"},
+    {MxScaleRule::ceil, "ceil", "ceil(log2 amax) - emax_elem (torchao CEIL)"},
+    {MxScaleRule::even, "even", "amax rounded to the element's precision first, then floor (torchao EVEN)"},
+    {MxScaleRule::rceil, "rceil", "2^ceil(log2(amax / max_elem)), the quotient in f32 (cuBLAS, torchao RCEIL)"},
+};
+constexpr std::span<const EnumEntry<MxScaleRule>> enum_table(MxScaleRule) { return kMxScaleRuleTable; }
+std::string_view name(MxScaleRule r);
+
+// Blocks of `block_size` consecutive elements along `axis` (the last block may be short).
+struct MxBlocking {
+  MxFormat format = MxFormat::mxfp8_e4m3;
+  int axis = -1;                       // negative counts from the end
+  std::int64_t block_size = 32;        // OCP MX: 32; NVFP4: 16
+  std::optional<double> global_scale;  // NVFP4's per-tensor f32 scale (unset in quantize: amax / (448 * 6))
+};
+
 // ---- Requantize (oracles/requantize.hpp) -------------------------------------------------------
 
 struct RequantizeParams {
@@ -350,14 +383,16 @@ struct RequantizeParams {
 
 // ---- Requests ----------------------------------------------------------------------------------
 
-// y = QuantizeLinear(x): float (or int32) x -> integer y.
+// y = QuantizeLinear(x): float (or int32) x -> integer y, or float x -> float8 y (f8e4m3fn,
+// f8e5m2; zero points 0; oracles/fp8.hpp).
 struct QuantizeOp {
   Tensor x;
   QuantParams params;
   DType out = DType::i8;
+  bool saturate = true;  // float8 outputs only: ONNX's `saturate` attribute (overflow to +-max, else inf/NaN)
 };
 
-// y = DequantizeLinear(q): integer q -> float y.
+// y = DequantizeLinear(q): integer q (or float8 q, zero points 0) -> float y.
 struct DequantizeOp {
   Tensor q;
   QuantParams params;
@@ -383,11 +418,30 @@ struct ChooseQParamsOp {
   std::optional<int> axis;  // negative counts from the end
 };
 
+// y = dequantize(quantize(x)) in an MX or NVFP4 format ("fake quantization"): each element's value
+// as the format stores it (element x block scale [x global scale]), in f32. A difference in the
+// scale shows in every element of its block, a difference in one element's rounding in that element.
+struct MxQuantizeOp {
+  Tensor x;  // f32, f16 or bf16
+  MxBlocking blocking;
+  MxScaleRule scale_rule = MxScaleRule::floor;        // MX formats only
+  RoundingMode element_rounding = RoundingMode::rne;  // OCP: ties to even; microxcaling "nearest": rna
+};
+
+// y = the value of MX/NVFP4 codes, in f32: element codes (u8, one per element: the element format's
+// bits, MXINT8 as two's complement) times the block's scale (u8: E8M0, or E4M3 for NVFP4, one per
+// block along the axis) [times the global scale].
+struct MxDequantizeOp {
+  Tensor elements;
+  Tensor scales;
+  MxBlocking blocking;
+};
+
 // QGemmOp and QConv2dOp: the full quantized paths. WeightOnlyGemmOp: float activations times
-// dequantized weights. Conv2dOp: a float convolution (float or dequantized weights).
-// ChooseQParamsOp: parameters chosen from a profile.
+// dequantized weights. Conv2dOp: a float convolution (float or dequantized weights). MxQuantizeOp,
+// MxDequantizeOp: block-scaled formats. ChooseQParamsOp: parameters chosen from a profile.
 using OpRequest = std::variant<QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp, Conv2dOp,
-                               ChooseQParamsOp>;
+                               MxQuantizeOp, MxDequantizeOp, ChooseQParamsOp>;
 
 std::string_view op_name(const OpRequest& op);
 // The op's main input (the tensor whose elements the outputs correspond to).

@@ -1,0 +1,15 @@
+// cpu-ref's OCP MX v1.0 and NVFP4 quantize-dequantize and dequantize, written as the emulation
+// libraries write them (torchao mx_formats, microxcaling): the block maximum in float, the shared
+// exponent from frexp/ilogb or from the f32 bits, each element scaled to an integer significand and
+// rounded with nearbyint/round, NVFP4's steps in C++ float. It shares no code with the oracle
+// (oracles/mx.hpp, exact rationals).
+#pragma once
+
+#include "qconform/ops.hpp"
+
+namespace qc::cpu_ref {
+
+Tensor mx_quantize(const MxQuantizeOp& op);
+Tensor mx_dequantize(const MxDequantizeOp& op);
+
+}  // namespace qc::cpu_ref
