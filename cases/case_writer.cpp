@@ -247,16 +247,20 @@ void op_json(json& c, const QGemmOp& g, const Spec& spec, const Writer& o) {
   c["output"] = output_json(g.output, "output");
 }
 
+// A convolution's stride, padding, dilation and groups (qconv2d and conv2d read them alike).
+void geometry_json(json& c, const Conv2dGeometry& g) {
+  c["stride"] = {g.stride_h, g.stride_w};
+  c["padding"] = {g.pad_top, g.pad_left, g.pad_bottom, g.pad_right};
+  c["dilation"] = {g.dilation_h, g.dilation_w};
+  c["groups"] = g.groups;
+}
+
 void op_json(json& c, const QConv2dOp& v, const Spec& spec, const Writer& o) {
   c["input"] = activation_json(v.input, spec, "input", o);
   c["input"]["layout"] = name(v.layout);
   c["weight"] = weights_json(v.weight, WeightLayout::k_by_n, "weight", o);
   optional_bias(c, v.bias, o);
-  const Conv2dGeometry& g = v.geometry;
-  c["stride"] = {g.stride_h, g.stride_w};
-  c["padding"] = {g.pad_top, g.pad_left, g.pad_bottom, g.pad_right};
-  c["dilation"] = {g.dilation_h, g.dilation_w};
-  c["groups"] = g.groups;
+  geometry_json(c, v.geometry);
   c["padding_value"] = name(v.padding);
   c["output"] = output_json(v.output, "output");
 }
@@ -288,11 +292,7 @@ void op_json(json& c, const Conv2dOp& v, const Spec&, const Writer& o) {
   c["weight"] = float_weights ? operand_json(v.weight.values, "weight", o)
                               : weights_json(v.weight, WeightLayout::k_by_n, "weight", o);
   optional_bias(c, v.bias, o);
-  const Conv2dGeometry& g = v.geometry;
-  c["stride"] = {g.stride_h, g.stride_w};
-  c["padding"] = {g.pad_top, g.pad_left, g.pad_bottom, g.pad_right};
-  c["dilation"] = {g.dilation_h, g.dilation_w};
-  c["groups"] = g.groups;
+  geometry_json(c, v.geometry);
   c["output_dtype"] = name(v.out);
 }
 

@@ -1,5 +1,6 @@
 #include "oracles/mx.hpp"
 
+#include "oracles/ieee.hpp"
 #include "oracles/rounding.hpp"
 #include "qconform/error.hpp"
 #include "qconform/qparams.hpp"
