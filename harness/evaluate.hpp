@@ -17,9 +17,9 @@
 namespace qc {
 
 struct Reference {
-  Tensor expected;                      // bit for bit, under the spec
-  std::vector<Label> labels;            // per element
-  SpecifiedMask specified;              // where the spec leaves the element open
+  Tensor expected;            // bit for bit, under the spec
+  std::vector<Label> labels;  // per element
+  SpecifiedMask specified;    // where the spec leaves the element open
   // Float outputs: the exact real value correctly rounded (ties to even) into the output format,
   // so a backend's distance to the real answer is reported beside its distance to the spec.
   std::optional<Tensor> correctly_rounded;

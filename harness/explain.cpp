@@ -382,27 +382,11 @@ std::vector<std::string> element_inputs(const OpRequest& op, const Spec& spec, s
                  },
                  [&](const ChooseQParamsOp& o) {
                    // The range this element's pair was chosen from.
-                   const Shape& s = o.profile.shape();
-                   std::int64_t dim = 1, inner = o.profile.size();
-                   if (o.axis) {
-                     const int a = resolve_axis(*o.axis, o.profile.rank());
-                     dim = s[static_cast<std::size_t>(a)];
-                     inner = 1;
-                     for (std::size_t k = static_cast<std::size_t>(a) + 1; k < s.size(); ++k) inner *= s[k];
-                   }
-                   const std::int64_t c = i / 2;
-                   double lo = 0, hi = 0;
-                   bool first = true;
-                   for (std::int64_t k = 0; k < o.profile.size(); ++k)
-                     if ((k / inner) % dim == c) {
-                       const double v = o.profile.get_double(k);
-                       lo = first ? v : std::min(lo, v);
-                       hi = first ? v : std::max(hi, v);
-                       first = false;
-                     }
-                   lines.push_back("range " + std::to_string(c) + " of the profile: min " + number(lo) + ", max " +
-                                   number(hi) + " (" + std::string(name(o.profile.dtype())) + "), for " +
-                                   std::string(name(o.format)));
+                   const DynamicQParams q = choose_dynamic_qparams(o.profile, o.format, o.rule, o.axis);
+                   const auto c = static_cast<std::size_t>(i / 2);
+                   lines.push_back("range " + std::to_string(c) + " of the profile: min " + number(q.mins.at(c)) +
+                                   ", max " + number(q.maxs.at(c)) + " (" + std::string(name(o.profile.dtype())) +
+                                   "), for " + std::string(name(o.format)));
                  },
                  [&](const Conv2dOp& o) { conv2d_inputs(o, spec, i, max_terms, lines); },
                  [&](const MxQuantizeOp& o) {

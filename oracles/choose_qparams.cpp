@@ -506,6 +506,8 @@ DynamicQParams choose_dynamic_qparams(const Tensor& x, DType q, const QParamsRul
     maxs[c] = std::max(maxs[c], v);
   }
   DynamicQParams out;
+  out.mins = mins;
+  out.maxs = maxs;
   out.params.axis = axis;
   for (std::size_t c = 0; c < mins.size(); ++c) {
     // Values of f32/f16/bf16 tensors are exact in float.

@@ -71,6 +71,7 @@ QuantParams to_quant_params(const ChosenQParams& c);
 struct DynamicQParams {
   QuantParams params;                 // per tensor or per axis, scale_dtype from the rule
   std::vector<ChosenQParams> chosen;  // one per parameter index, with quantize multipliers
+  std::vector<double> mins, maxs;     // the observed range of each, before the rule extends it to 0
 };
 DynamicQParams choose_dynamic_qparams(const Tensor& x, DType q, const QParamsRule& rule,
                                       std::optional<int> axis = std::nullopt);

@@ -82,7 +82,7 @@ Tensor run_choose_qparams(const ChooseQParamsOp& op) {
   const Tensor& x = op.profile;
   std::int64_t dim = 1, inner = x.size();
   if (op.axis) {
-    const int a = *op.axis < 0 ? *op.axis + x.rank() : *op.axis;
+    const int a = resolve_axis(*op.axis, x.rank());
     dim = x.shape()[static_cast<std::size_t>(a)];
     inner = 1;
     for (std::size_t k = static_cast<std::size_t>(a) + 1; k < x.shape().size(); ++k) inner *= x.shape()[k];

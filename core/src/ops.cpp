@@ -243,7 +243,7 @@ Shape op_output_shape(const OpRequest& op) {
       if (!o.axis) return {2};
       const Shape& s = o.profile.shape();
       const int rank = static_cast<int>(s.size());
-      const int a = *o.axis < 0 ? *o.axis + rank : *o.axis;
+      const int a = resolve_axis(*o.axis, rank);
       if (a < 0 || a >= rank)
         throw InputError("choose_qparams: axis " + std::to_string(*o.axis) + " is outside the profile's rank " +
                          std::to_string(rank));

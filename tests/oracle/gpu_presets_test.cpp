@@ -64,7 +64,8 @@ TEST(GpuPresets, HalfArithmeticOnlyForHalfScales) {
   // (0.2999267578125 * 4096 = 1228.5 exactly, a tie to the even 1228). In f32 it is exact.
   const double s_half = 0.0999755859375;
   auto dq = [&](const std::string& p) {
-    const auto bits = dequantize_element(4, DType::i8, s_half, DType::f16, 1, DType::f32, gpu_preset(p).dequantize).bits;
+    const auto bits =
+        dequantize_element(4, DType::i8, s_half, DType::f16, 1, DType::f32, gpu_preset(p).dequantize).bits;
     return float_bits_to_double(DType::f32, bits);
   };
   EXPECT_EQ(dq("gpu-f16"), 0.2998046875);
@@ -128,15 +129,15 @@ TEST(GpuPresets, NanRules) {
 
 TEST(GpuPresets, RequantizeEpilogueClampsInFloatBeforeRounding) {
   // acc = 1000, multiplier 0.25: 250 is clamped in float to 127 - zp = 117 before rounding, + zp 10 = 127.
-  EXPECT_EQ(
-      requantize_element(1000, RequantizeScales{0.5, 0.5, 1, DType::f32}, 10, DType::i8, gpu_preset("gpu-div").requantize)
-          .q,
-      127);
+  EXPECT_EQ(requantize_element(1000, RequantizeScales{0.5, 0.5, 1, DType::f32}, 10, DType::i8,
+                               gpu_preset("gpu-div").requantize)
+                .q,
+            127);
   // The same below the range: acc = -1000 gives -250, clamped to -128 - 10 = -138, + 10 = -128.
-  EXPECT_EQ(
-      requantize_element(-1000, RequantizeScales{0.5, 0.5, 1, DType::f32}, 10, DType::i8, gpu_preset("gpu-div").requantize)
-          .q,
-      -128);
+  EXPECT_EQ(requantize_element(-1000, RequantizeScales{0.5, 0.5, 1, DType::f32}, 10, DType::i8,
+                               gpu_preset("gpu-div").requantize)
+                .q,
+            -128);
 }
 
 }  // namespace gpu_presets_test
