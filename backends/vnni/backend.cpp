@@ -699,6 +699,96 @@ Tensor run_weight_only(vnni::Isa isa, const WeightOnlyGemmOp& op) {
   return out;
 }
 
+// ---- Float and weight-only conv2d (vnni::float_conv2d) -----------------------------------------
+
+Availability check_conv2d(const Conv2dOp& op) {
+  if (!f32_exact(op.input.dtype())) return {false, "conv2d inputs are f32, f16 or bf16 (the convolution runs in f32)"};
+  if (!f32_exact(op.out)) return {false, "conv2d outputs are f32, f16 or bf16"};
+  if (op.bias && !f32_exact(op.bias->dtype())) return {false, "a conv2d bias is f32, f16 or bf16"};
+  const QWeights& w = op.weight;
+  if (!w.packing && is_float(w.values.dtype())) {
+    if (!f32_exact(w.values.dtype()))
+      return {false, "float weights are f32, f16 or bf16 (the convolution runs in f32)"};
+  } else {
+    if (w.packing) {
+      if (!(*w.packing == Int4Packing{}) || (w.format != DType::i4 && w.format != DType::u4))
+        return {false, "packed weights are int4 in flat order, low nibble first"};
+    } else if (!is_int(w.values.dtype()) || w.values.dtype() == DType::i32) {
+      return {false, "integer weights are 8 bits or fewer"};
+    }
+    const Granularity g = w.params.granularity();
+    if (g != Granularity::per_tensor &&
+        !(g == Granularity::per_axis && resolve_axis(*w.params.axis, static_cast<int>(logical_shape(w).size())) == 0))
+      return {false, "weight parameters are per tensor or per output channel (axis 0 of OIHW)"};
+    if (!f32_exact(w.params.scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
+    if (Availability a = check_scales(w.params.scales); !a.available) return a;
+  }
+  try {
+    const Conv2dShape cs = resolve_conv2d(op.input.shape(), op.layout, logical_shape(w), op.geometry);
+    if (op.bias && (op.bias->rank() != 1 || op.bias->size() != cs.out_channels))
+      return {false, "a conv2d bias is [OC] = [" + std::to_string(cs.out_channels) + "]"};
+  } catch (const std::exception& e) {
+    return {false, e.what()};
+  }
+  return {};
+}
+
+// The weights as f32, OIHW: float values as they are (exact: f32_exact), integer ones dequantized
+// first, fl(float(q - zp) * s), as the weight-only GEMM does (run_weight_only).
+std::vector<float> conv2d_weights_f32(const QWeights& w) {
+  const Shape& ws = logical_shape(w);
+  std::int64_t count = 1;
+  for (std::int64_t d : ws) count *= d;
+  std::vector<float> v(static_cast<std::size_t>(count));
+  if (!w.packing && is_float(w.values.dtype())) {
+    for (std::int64_t i = 0; i < count; ++i)
+      v[static_cast<std::size_t>(i)] = static_cast<float>(w.values.get_double(i));
+    return v;
+  }
+  const ParamIndexer index(w.params, ws);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::int64_t p = index(i);
+    v[static_cast<std::size_t>(i)] = static_cast<float>(weight_value(w, i) - w.params.zero_point(p)) *
+                                     static_cast<float>(w.params.scales[static_cast<std::size_t>(p)]);
+  }
+  return v;
+}
+
+Tensor run_conv2d(vnni::Isa isa, const Conv2dOp& op) {
+  const Conv2dShape cs = resolve_conv2d(op.input.shape(), op.layout, logical_shape(op.weight), op.geometry);
+  const Conv2dGeometry& g = op.geometry;
+  vnni::FloatConv2dParams p;
+  p.nchw = op.layout == ConvLayout::nchw;
+  p.batch = cs.batch;
+  p.channels = cs.channels;
+  p.height = cs.height;
+  p.width = cs.width;
+  p.out_channels = cs.out_channels;
+  p.kernel_h = cs.kernel_h;
+  p.kernel_w = cs.kernel_w;
+  p.stride_h = g.stride_h;
+  p.stride_w = g.stride_w;
+  p.pad_top = g.pad_top;
+  p.pad_left = g.pad_left;
+  p.pad_bottom = g.pad_bottom;
+  p.pad_right = g.pad_right;
+  p.dilation_h = g.dilation_h;
+  p.dilation_w = g.dilation_w;
+  p.groups = g.groups;
+  std::vector<float> x(static_cast<std::size_t>(op.input.size()));
+  for (std::int64_t i = 0; i < op.input.size(); ++i)
+    x[static_cast<std::size_t>(i)] = static_cast<float>(op.input.get_double(i));
+  const std::vector<float> w = conv2d_weights_f32(op.weight);
+  std::vector<float> bias;
+  if (op.bias)
+    for (std::int64_t oc = 0; oc < cs.out_channels; ++oc) bias.push_back(static_cast<float>(op.bias->get_double(oc)));
+  Tensor out(op.out, cs.output_shape());
+  std::vector<float> y(static_cast<std::size_t>(out.size()));
+  vnni::float_conv2d(isa, p, x.data(), w.data(), op.bias ? bias.data() : nullptr, y.data());
+  for (std::int64_t i = 0; i < out.size(); ++i) out.set_double(i, y[static_cast<std::size_t>(i)]);  // RNE into f16/bf16
+  return out;
+}
+
 // NCHW <-> NHWC: the kernels take NHWC; an NCHW request is transposed in and out (any format: the
 // element bits are moved, not converted).
 Tensor to_layout(const Tensor& t, bool to_nhwc) {
@@ -796,11 +886,14 @@ std::string VnniBackend::name() const {
 std::string VnniBackend::description() const {
   switch (isa_) {
     case vnni::Isa::vnni512:
-      return "AVX512-VNNI vpdpbusd int8 GEMM/conv, 12x32 register tile, f32 epilogue";
+      return "AVX512-VNNI vpdpbusd int8 GEMM/conv, 12x32 register tile, f32 epilogue; float and weight-only "
+             "GEMM/conv2d (im2col) one f32 FMA per term, taps ascending";
     case vnni::Isa::avxvnni:
-      return "AVX-VNNI (256-bit) vpdpbusd int8 GEMM/conv, f32 epilogue";
+      return "AVX-VNNI (256-bit) vpdpbusd int8 GEMM/conv, f32 epilogue; float and weight-only GEMM/conv2d (im2col) "
+             "one f32 FMA per term, taps ascending";
     case vnni::Isa::avx2_maddubs:
-      return "AVX2 vpmaddubsw+vpmaddwd int8 GEMM/conv (int16 pair saturation), f32 epilogue";
+      return "AVX2 vpmaddubsw+vpmaddwd int8 GEMM/conv (int16 pair saturation), f32 epilogue; float and "
+             "weight-only GEMM/conv2d (im2col) one f32 FMA per term, taps ascending";
     case vnni::Isa::scalar:
       return "portable model of the vnni512 arithmetic";
   }
@@ -833,8 +926,7 @@ Availability VnniBackend::supports(const OpRequest& op) const {
   if (const auto* r = std::get_if<RequantizeOp>(&op)) return check_requantize(*r);
   // Parameter choice is host code, as in the libraries: the same code as cpu-ref's.
   if (const auto* c = std::get_if<ChooseQParamsOp>(&op)) return host::supports_choose_qparams(*c);
-  if (std::holds_alternative<Conv2dOp>(op))
-    return {false, "the x86 kernels run integer convolutions; a float (or weight-only) conv2d has no kernel here"};
+  if (const auto* c = std::get_if<Conv2dOp>(&op)) return check_conv2d(*c);
   if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return check_weight_only(*w);
   return {false, std::string(op_name(op)) + ": the x86 kernels have no MX/NVFP4 block-scaled formats"};
 }
@@ -846,6 +938,7 @@ Tensor VnniBackend::run(const OpRequest& op) {
   if (const auto* r = std::get_if<RequantizeOp>(&op)) return run_requantize(isa_, *r);
   if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return run_weight_only(isa_, *w);
   if (const auto* c = std::get_if<ChooseQParamsOp>(&op)) return host::run_choose_qparams(*c);
+  if (const auto* c = std::get_if<Conv2dOp>(&op)) return run_conv2d(isa_, *c);
   return run_conv_any_layout(isa_, std::get<QConv2dOp>(op));
 }
 
