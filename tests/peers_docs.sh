@@ -14,10 +14,10 @@ commands=(
   'build/cli/qconform run --backend onednn --backend torch-qnnpack cases/peers -o peers-report'
   'PYTHONPATH=build/python /usr/bin/python3 -m qconform.onnx_node /usr/share/libonnx-testdata/data/node/test_* -o onnx_node.json --check'
   'build/cli/qconform run onnx_node.json --backend cpu-ref --backend onnxruntime-cpu -o onnx-node-report'
-  'ONEDNN_MAX_CPU_ISA=AVX2 build/cli/qconform run cases/peers --backend onednn --expect claim -o onednn-avx2-report'
+  'ONEDNN_MAX_CPU_ISA=AVX2 build/cli/qconform run cases/peers/peers_onednn.json --backend onednn --expect claim -o onednn-avx2-report'
 )
 # ONNX Runtime on the emulated AVX2 CPU, where the build found qemu-x86_64 (peers/CMakeLists.txt).
-emulated='QCONFORM_PEERS=build/peers/peers-x86-avx2-emulated.json build/cli/qconform run cases/peers --backend onnxruntime-cpu -o avx2-report'
+emulated='QCONFORM_PEERS=build/peers/peers-x86-avx2-emulated.json build/cli/qconform run cases/peers/peers_ort.json --backend onnxruntime-cpu -o avx2-report'
 if [[ -f "$2/peers/peers-x86-avx2-emulated.json" ]]; then
   commands+=("$emulated")
 else
