@@ -6,8 +6,11 @@
 # sanitizer report or any exception other than an input error stops a target: the input is saved as
 # build-fuzz/findings/TARGET-*, and this script exits 1. Add a fixed finding to fuzz/corpus/TARGET.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: cases npy report)
+#   scripts/fuzz.sh --build-only              (set up and build the targets; run nothing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+if [ "${1:-}" = --build-only ]; then build_only=1; shift; fi
 seconds="${1:-60}"
 shift || true
 targets=("$@")
@@ -16,6 +19,7 @@ if ((${#targets[@]} == 0)); then targets=(cases npy report); fi
 scripts/setup.sh fuzz
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
+if ((build_only)); then exit 0; fi
 
 # A case may ask for up to 2^28 elements per tensor, which is legal but would trip the fuzzer's
 # memory limit; a smaller limit keeps every input an ordinary run.
