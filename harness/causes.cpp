@@ -274,6 +274,7 @@ std::optional<int> channel_axis(const OpRequest& op) {
   if (std::holds_alternative<ChooseQParamsOp>(op)) return std::nullopt;
   if (const auto* f = std::get_if<Conv2dOp>(&op)) return f->layout == ConvLayout::nchw ? 1 : 3;
   if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op)) return std::nullopt;
+  if (std::holds_alternative<MxGemmOp>(op)) return static_cast<int>(op_output_shape(op).size()) - 1;  // N
   const auto& c = std::get<QConv2dOp>(op);
   return c.layout == ConvLayout::nchw ? 1 : 3;
 }
