@@ -73,3 +73,58 @@ def test_op_class_and_errors():
         qconform.mx_gemm(np.ones((1, 4), np.float32), np.ones((5, 1), np.float32), "mxfp4")
     with pytest.raises(ValueError, match="global_scale"):
         qconform.mx_gemm(np.ones((1, 4), np.float32), np.ones((4, 1), np.float32), "mxfp4", a_global_scale=0.5)
+
+
+class F32RunningSum(qconform.Backend):
+    """A kernel's order: the quantized values (qconform.mx_quantize, exact in f32 for MX formats) multiplied
+    and added one k at a time into an f32 accumulator. `nan_as_zero` breaks OCP 6.2's NaN."""
+
+    def __init__(self, nan_as_zero=False):
+        super().__init__()
+        self.nan_as_zero = nan_as_zero
+
+    def name(self):
+        return "py-f32-running-sum" + ("-nan0" if self.nan_as_zero else "")
+
+    def description(self):
+        return "numpy, f32 accumulation in k order"
+
+    def claim(self):
+        return "onnx"
+
+    def supports(self, op):
+        return True if op.kind == "mx_gemm" else (False, "only mx_gemm")
+
+    def run(self, op):
+        qa = qconform.mx_quantize(op.a, op.a_format, block_size=op.block_size)
+        qb = qconform.mx_quantize(op.b, op.b_format, axis=0, block_size=op.block_size)
+        if self.nan_as_zero:
+            qa, qb = np.nan_to_num(qa, nan=0.0), np.nan_to_num(qb, nan=0.0)
+        acc = np.zeros((qa.shape[0], qb.shape[1]), np.float32)
+        for k in range(qa.shape[1]):
+            acc = (acc + qa[:, k : k + 1] * qb[k : k + 1, :]).astype(np.float32)  # each product exact in f32
+        return acc
+
+
+def test_a_kernel_order_against_exact_and_the_tosa_bound():
+    # MXFP8 E4M3 x E4M3, K = 256: every product is exact in f32 (4 x 4 significant bits) but the running
+    # sum rounds, so some elements miss the correctly rounded sum; all are within the TOSA bound.
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal((16, 256)) * 3).astype(np.float32)
+    b = rng.standard_normal((256, 16)).astype(np.float32)
+    op = qconform.MxGemmOp(a, b, "mxfp8_e4m3")
+    exact = qconform.Case("exact", op, expect={"*": "exact"})
+    bound = qconform.Case("bound", op, expect={"*": "dot_product"})
+    report = qconform.run_cases([exact, bound], [F32RunningSum()])
+    assert [c.backends[0].verdict for c in report.cases] == [qconform.Verdict.FAIL, qconform.Verdict.PASS]
+    assert report.cases[0].backends[0].metrics.mismatches > 0
+
+
+def test_the_bound_requires_nan_where_a_scale_is_nan():
+    a = np.ones((2, 32), np.float32)
+    a[1, 3] = np.nan
+    b = np.ones((32, 2), np.float32)
+    case = qconform.Case("nan", qconform.MxGemmOp(a, b, "mxfp4"), expect={"*": "dot_product"})
+    report = qconform.run_cases([case], [F32RunningSum(), F32RunningSum(nan_as_zero=True)])
+    assert [r.verdict for r in report.cases[0].backends] == [qconform.Verdict.PASS, qconform.Verdict.FAIL]
+    assert "NaN scale" in report.cases[0].backends[1].reason
