@@ -774,6 +774,75 @@ OpRequest load_mx_dequantize(const json& j, const Where& w) {
   return d;
 }
 
+// ---- mx_gemm ----------------------------------------------------------------------------------
+
+Tensor load_operand_values(const json& o, const json& c, const Where& w);
+WeightLayout load_weight_layout(const json& j, const Where& w);
+std::optional<Tensor> load_bias(const json& j, const Where& cw);
+
+// An operand of an mx_gemm: float values with their MX/NVFP4 format (and NVFP4's global scale).
+MxGemmOperand load_mx_gemm_operand(const json& j, const char* side, const Where& cw) {
+  if (!j.contains(side) || !j[side].is_object()) cw.fail(side, "missing operand object");
+  const json& o = j[side];
+  const Where w = nested(cw, side);
+  check_fields(o, {"dtype", "shape", "data", "generator", "from", "format", "global_scale", "layout"}, w, "");
+  if (std::string(side) == "a" && o.contains("layout")) w.fail("layout", "only b has a layout");
+  MxGemmOperand m;
+  m.values = load_operand_values(o, j, w);
+  const DType t = m.values.dtype();
+  if (t != DType::f32 && t != DType::f16 && t != DType::bf16) w.fail("dtype", "mx_gemm operands are f32, f16 or bf16");
+  if (!o.contains("format")) w.fail("format", "missing (" + table_names<MxFormat>() + ")");
+  m.format = enum_field(o, "format", MxFormat::mxfp8_e4m3, w, "MX format");
+  if (o.contains("global_scale")) {
+    if (m.format != MxFormat::nvfp4) w.fail("global_scale", "only NVFP4 has a per-tensor scale");
+    m.global_scale = number(o["global_scale"], w, "global_scale");
+    const double g = *m.global_scale;
+    if (!(g > 0) || !std::isfinite(g) || static_cast<double>(static_cast<float>(g)) != g)
+      w.fail("global_scale", "must be a positive finite f32 value, got " + o["global_scale"].dump());
+  }
+  return m;
+}
+
+OpRequest load_mx_gemm(const json& j, const Where& w) {
+  MxGemmOp g;
+  g.a = load_mx_gemm_operand(j, "a", w);
+  g.b = load_mx_gemm_operand(j, "b", w);
+  g.b_layout = load_weight_layout(j, w);
+  const bool nvfp4 = g.a.format == MxFormat::nvfp4 || g.b.format == MxFormat::nvfp4;
+  g.block_size = nvfp4 ? 16 : 32;
+  if (j.contains("block_size")) {
+    g.block_size = integer(j["block_size"], w, "block_size");
+    if (g.block_size <= 0) w.fail("block_size", "must be positive, got " + std::to_string(g.block_size));
+  }
+  g.scale_rule = enum_field(j, "scale_rule", MxScaleRule::floor, w, "scale rule");
+  if (j.contains("scale_rule") && g.a.format == MxFormat::nvfp4 && g.b.format == MxFormat::nvfp4)
+    w.fail("scale_rule", "NVFP4 derives its E4M3 scales by its own rule (docs/numerics.md)");
+  if ((g.a.format == MxFormat::mxint8 || g.b.format == MxFormat::mxint8) && g.scale_rule != MxScaleRule::floor)
+    w.fail("scale_rule", "MXINT8 takes the OCP rule (floor) only");
+  g.element_rounding = enum_field(j, "rounding", RoundingMode::rne, w, "rounding");
+  if (g.element_rounding != RoundingMode::rne && g.element_rounding != RoundingMode::rna)
+    w.fail("rounding",
+           "elements round rne (OCP) or rna (microxcaling), got '" + std::string(name(g.element_rounding)) + "'");
+  g.bias = load_bias(j, w);
+  if (g.bias && !is_float(g.bias->dtype())) nested(w, "bias").fail("dtype", "mx_gemm bias is a float");
+  g.out = output_dtype(j, w, DType::f32);
+  if (g.out != DType::f32 && g.out != DType::f16 && g.out != DType::bf16)
+    w.fail("output_dtype", "mx_gemm outputs f32, f16 or bf16");
+  GemmShape gs;
+  try {
+    gs = gemm_shape(g.a.values.shape(), g.b.values.shape(), g.b_layout);
+  } catch (const InputError& e) {
+    w.fail("b.shape", e.what());
+  }
+  if (g.bias && (g.bias->rank() != 1 || g.bias->size() != gs.cols))
+    w.fail("bias.shape", "expected [" + std::to_string(gs.cols) + "] (N), got " + shape_str(g.bias->shape()));
+  if (g.bias)
+    for (std::int64_t n = 0; n < g.bias->size(); ++n)
+      if (!std::isfinite(g.bias->get_double(n))) w.fail("bias.data[" + std::to_string(n) + "]", "must be finite");
+  check_element_limit({gs.rows, gs.cols}, w, "b.shape", "the output " + shape_str(gs.out_shape));
+  return g;
+}
+
 // ---- qgemm and qconv2d ------------------------------------------------------------------------
 
 Where nested(const Where& w, const std::string& key) {
@@ -1136,6 +1205,9 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
   if (op == "mx_dequantize")
     fields = {"name",   "description", "op",   "spec",       "expect",      "input",
               "scales", "format",      "axis", "block_size", "global_scale"};
+  if (op == "mx_gemm")
+    fields = {"name", "description", "op",         "spec",     "expect", "a",
+              "b",    "block_size",  "scale_rule", "rounding", "bias",   "output_dtype"};
   fields.insert({"same_outputs_as", "differs_from"});
   check_fields(j, fields, w, "");
   if (j.contains("description")) {
@@ -1161,6 +1233,8 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
     c.op = load_mx_quantize(j, w);
   else if (op == "mx_dequantize")
     c.op = load_mx_dequantize(j, w);
+  else if (op == "mx_gemm")
+    c.op = load_mx_gemm(j, w);
   else
     c.op = load_weight_only(j, w);
 
@@ -1326,6 +1400,10 @@ OperandSlot operand_slot(OpRequest& op, const std::string& field) {
           if (field == "input") s.values = &o.x;
         } else if constexpr (std::is_same_v<T, MxDequantizeOp>) {
           if (field == "input") s.values = &o.elements;
+        } else if constexpr (std::is_same_v<T, MxGemmOp>) {
+          if (field == "a") s.values = &o.a.values;
+          if (field == "b") s.values = &o.b.values;
+          if (field == "bias") bias(o.bias);
         }
       },
       op);
@@ -1541,11 +1619,12 @@ Suite load_suite_text(const std::string& text, const fs::path& file) {
     c->file = s.file;
     for (const auto& [backend, e] : defaults) c->expect.try_emplace(backend, e);
     // The TOSA dot-product bounds judge a float dot product; no other op has them.
-    if (!std::holds_alternative<WeightOnlyGemmOp>(c->op) && !std::holds_alternative<Conv2dOp>(c->op))
+    if (!std::holds_alternative<WeightOnlyGemmOp>(c->op) && !std::holds_alternative<Conv2dOp>(c->op) &&
+        !std::holds_alternative<MxGemmOp>(c->op))
       for (const auto& [backend, e] : c->expect)
         if (e.kind == Expectation::Kind::dot_product)
           throw InputError(s.file + ":" + std::to_string(c->line) + ": case '" + c->name + "': field 'expect." +
-                           backend + "': dot_product applies to weight_only_gemm and conv2d cases only, not " +
+                           backend + "': dot_product applies to weight_only_gemm, conv2d and mx_gemm cases only, not " +
                            std::string(op_name(c->op)));
     s.cases.push_back(std::move(*c));
   }

@@ -316,6 +316,23 @@ void op_json(json& c, const MxDequantizeOp& d, const Spec&, const Writer& o) {
   mx_blocking_json(c, d.blocking);
 }
 
+void op_json(json& c, const MxGemmOp& g, const Spec&, const Writer& o) {
+  const auto operand = [&](const MxGemmOperand& m, const char* side) {
+    json j = operand_json(m.values, side, o);
+    j["format"] = name(m.format);
+    if (m.global_scale) j["global_scale"] = *m.global_scale;
+    return j;
+  };
+  c["a"] = operand(g.a, "a");
+  c["b"] = operand(g.b, "b");
+  c["b"]["layout"] = name(g.b_layout);
+  c["block_size"] = g.block_size;
+  if (g.a.format != MxFormat::nvfp4 || g.b.format != MxFormat::nvfp4) c["scale_rule"] = name(g.scale_rule);
+  c["rounding"] = name(g.element_rounding);
+  optional_bias(c, g.bias, o);
+  c["output_dtype"] = name(g.out);
+}
+
 }  // namespace
 
 json expectation_to_json(const Expectation& e) {

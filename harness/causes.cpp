@@ -274,6 +274,7 @@ std::optional<int> channel_axis(const OpRequest& op) {
   if (std::holds_alternative<ChooseQParamsOp>(op)) return std::nullopt;
   if (const auto* f = std::get_if<Conv2dOp>(&op)) return f->layout == ConvLayout::nchw ? 1 : 3;
   if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op)) return std::nullopt;
+  if (std::holds_alternative<MxGemmOp>(op)) return static_cast<int>(op_output_shape(op).size()) - 1;  // N
   const auto& c = std::get<QConv2dOp>(op);
   return c.layout == ConvLayout::nchw ? 1 : 3;
 }
@@ -486,10 +487,10 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
   for (const Variation& v : single_changes(spec, op))
     tally(v.cause, v.description, "single", op, v.spec, true, screen, 0);
 
-  // 2. Whole presets: the backend may simply be another implementation. Not for a weight-only GEMM,
-  // whose float accumulation order no preset fixes (and whose evaluation is whole and exact). A
-  // preset already evaluated (`known`) is weighed on its answer; when it reproduces every mismatch no
-  // other preset can do better.
+  // 2. Whole presets: the backend may simply be another implementation. Not for a weight-only GEMM
+  // or an mx_gemm, whose float accumulation order no preset fixes (and whose evaluation is whole and
+  // exact; mx_gemm's does not read the spec at all). A preset already evaluated (`known`) is weighed
+  // on its answer; when it reproduces every mismatch no other preset can do better.
   bool known_reproduces_all = false;
   if (known.spec && known.answer && known.spec->name != spec.name) {
     std::vector<std::uint8_t> same(mismatches.size());
@@ -505,7 +506,8 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
       known_reproduces_all = count == static_cast<std::int64_t>(mismatches.size());
     }
   }
-  if (!std::holds_alternative<WeightOnlyGemmOp>(op) && !std::holds_alternative<Conv2dOp>(op) && !known_reproduces_all) {
+  if (!std::holds_alternative<WeightOnlyGemmOp>(op) && !std::holds_alternative<Conv2dOp>(op) &&
+      !std::holds_alternative<MxGemmOp>(op) && !known_reproduces_all) {
     std::vector<Spec> whole = presets();
     for (Spec& p : registered_presets()) whole.push_back(std::move(p));
     const Elements preset_screen = elements(evenly(mismatches, extra_screen));

@@ -8,6 +8,7 @@
 #include "oracles/dequantize.hpp"
 #include "oracles/fp8.hpp"
 #include "oracles/mx.hpp"
+#include "oracles/mx_gemm.hpp"
 #include "qconform/error.hpp"
 #include "qconform/qparams.hpp"
 
@@ -285,6 +286,27 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
                                "code " + std::to_string(o.elements.bits(i)), v, v, ""});
             set_value(d.value, y, i);
           },
+          [&](const MxGemmOp& o) {
+            const MxGemmResult r = mx_gemm(o);
+            const auto k = static_cast<std::size_t>(i);
+            if (r.nan[k]) {
+              d.steps.push_back({"a NaN scale in row " + std::to_string(i / r.shape.cols) + " of A or column " +
+                                     std::to_string(i % r.shape.cols) + " of B (OCP MX 6.2: the dot is NaN)",
+                                 "", ExactFloat::nan(), ExactFloat::nan(), ""});
+            } else {
+              const ExactFloat v = ExactFloat::finite(r.exact[k]);
+              d.steps.push_back({"sum over " + std::to_string(r.blocks) + " block pairs of X(A) X(B) sum P(A) P(B)" +
+                                     std::string(r.nonzero_bias ? " + bias" : "") + ", exactly",
+                                 "", v, v,
+                                 "the summation order is implementation-defined (OCP MX 6.2): any value within the "
+                                 "TOSA dot-product bound " +
+                                     number(r.bound[k]) + " of the exact sum is accepted"});
+              d.steps.push_back({"round once to " + std::string(name(o.out)) + " (ties to even)", "", v,
+                                 decode_float(o.out, r.y.bits(i)), ""});
+            }
+            set_value(d.value, r.y, i);
+            label = r.labels[k];
+          },
       },
       op);
   d.label = std::string(name(label));
@@ -398,6 +420,28 @@ std::vector<std::string> element_inputs(const OpRequest& op, const Spec& spec, s
                  [&](const MxDequantizeOp& o) {
                    lines.push_back("element code" + coords_text(i, o.elements.shape()) + " = " +
                                    std::to_string(o.elements.bits(i)) + ", " + std::string(name(o.blocking.format)));
+                 },
+                 [&](const MxGemmOp& o) {
+                   const MxGemmResult r = mx_gemm(o);
+                   const std::int64_t row = i / r.shape.cols, col = i % r.shape.cols;
+                   lines.push_back("row " + std::to_string(row) + " of A (" + std::string(name(o.a.format)) +
+                                   ") times column " + std::to_string(col) + " of B (" + std::string(name(o.b.format)) +
+                                   "), " + std::to_string(r.blocks) + " blocks of " + std::to_string(r.block_size) +
+                                   " along K");
+                   if (r.nan[static_cast<std::size_t>(i)]) return;
+                   for (std::int64_t blk = 0; blk < r.blocks; ++blk) {
+                     if (static_cast<std::size_t>(blk) >= max_terms) {
+                       lines.push_back("... " + std::to_string(r.blocks - blk) + " more blocks");
+                       break;
+                     }
+                     const MxBlockDot bd = mx_gemm_block_dot(r, row, col, blk);
+                     lines.push_back("block " + std::to_string(blk) + " (k " + std::to_string(bd.k_begin) + ".." +
+                                     std::to_string(bd.k_end - 1) + "): scale codes A " +
+                                     std::to_string(bd.a_scale_code) + ", B " + std::to_string(bd.b_scale_code) +
+                                     "; X(A) X(B) sum P(A) P(B) = " + to_decimal(bd.dot, 40));
+                   }
+                   if (o.bias)
+                     lines.push_back("bias of column " + std::to_string(col) + " = " + value_text(*o.bias, col));
                  },
              },
              op);

@@ -360,6 +360,8 @@ OpUnit unit_op(const OpRequest& op, std::int64_t index) {
   if (const auto* f = std::get_if<Conv2dOp>(&op)) return float_conv_unit(*f, index);
   // An MX/NVFP4 element depends on its whole block (and NVFP4's on the tensor's amax): the op as it is.
   if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op)) return {op, index};
+  // An mx_gemm element reads whole rows of blocks (and NVFP4 the operands' amax): the op as it is.
+  if (std::holds_alternative<MxGemmOp>(op)) return {op, index};
   return conv_unit(std::get<QConv2dOp>(op), index);
 }
 

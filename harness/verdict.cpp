@@ -58,7 +58,7 @@ Judgement judge_output(const Expectation& ex, const std::string& spec_name, cons
     }
     case Expectation::Kind::dot_product: {
       if (!ref.dot_product) {
-        j.reason = "a dot_product expectation needs a dot-product op (weight_only_gemm, conv2d)";
+        j.reason = "a dot_product expectation needs a dot-product op (weight_only_gemm, conv2d, mx_gemm)";
         break;
       }
       const DotProductVerdict v = ref.dot_product(out);

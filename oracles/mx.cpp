@@ -56,8 +56,9 @@ std::uint64_t element_code(const Rational& r, bool negative, const MxElement& e)
   return sign | (field << e.mbits) | (m - (std::uint64_t{1} << e.mbits));
 }
 
-// The value of an element code (NaN/inf for E4M3's and E5M2's special codes).
-ExactFloat element_value(std::uint64_t code, MxFormat f) {
+}  // namespace
+
+ExactFloat mx_element_value(std::uint64_t code, MxFormat f) {
   const MxElement& e = mx_element(f);
   if (code >> e.bits != 0)
     throw InputError("mx_dequantize: element code " + std::to_string(code) + " has more than " +
@@ -77,6 +78,14 @@ ExactFloat element_value(std::uint64_t code, MxFormat f) {
   if (neg) v = -v;
   return ExactFloat::finite(v, neg);
 }
+
+ExactFloat mx_block_scale(std::uint64_t code, const MxBlocking& b) {
+  if (b.format == MxFormat::nvfp4)
+    return Arith::exact().mul(decode_float(DType::f8e4m3fn, code), ExactFloat::finite(Rational(*b.global_scale)));
+  return code == kE8M0Nan ? ExactFloat::nan() : ExactFloat::finite(pow2(static_cast<int>(code) + kE8M0Min));
+}
+
+namespace {
 
 // Where v lies against the element grid before the rounding: the label of an element.
 Label element_label(const Rational& v, const MxElement& e) {
@@ -310,13 +319,8 @@ Tensor mx_dequantize(const MxDequantizeOp& op) {
   const ParamIndexer block_of = block_indexer(b, op.elements.shape());
   Tensor y(DType::f32, op.elements.shape());
   for (std::int64_t i = 0; i < op.elements.size(); ++i) {
-    const ExactFloat p = element_value(op.elements.bits(i), b.format);
-    const std::uint64_t sc = op.scales.bits(block_of(i));
-    ExactFloat scale;
-    if (b.format == MxFormat::nvfp4)
-      scale = Arith::exact().mul(decode_float(DType::f8e4m3fn, sc), ExactFloat::finite(Rational(*b.global_scale)));
-    else
-      scale = sc == kE8M0Nan ? ExactFloat::nan() : ExactFloat::finite(pow2(static_cast<int>(sc) + kE8M0Min));
+    const ExactFloat p = mx_element_value(op.elements.bits(i), b.format);
+    const ExactFloat scale = mx_block_scale(op.scales.bits(block_of(i)), b);
     // The value the codes stand for, rounded once into f32.
     y.set_bits(i, encode_float(DType::f32, Arith::exact().mul(p, scale)));
   }

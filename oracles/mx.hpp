@@ -52,6 +52,13 @@ std::optional<int> mx_shared_exponent(const ExactFloat& amax, MxFormat f, MxScal
 // caller for a zero result.
 Rational mx_round_element(const Rational& v, MxFormat f, RoundingMode m);
 
+// The value of an element code (NaN/inf for E4M3's and E5M2's special codes). Throws InputError for
+// a code wider than the format.
+ExactFloat mx_element_value(std::uint64_t code, MxFormat f);
+// The value of a block's scale code: E8M0 2^(code - 127) (0xFF: NaN), or for NVFP4 the E4M3 code's
+// value times b.global_scale (which must be set).
+ExactFloat mx_block_scale(std::uint64_t code, const MxBlocking& b);
+
 struct MxQuantizeResult {
   Tensor y;                            // f32 values, shape of x
   Tensor elements;                     // u8 element codes, shape of x

@@ -327,7 +327,9 @@ Availability CpuRefBackend::supports(const OpRequest& op) const {
   const cpu_ref::Numerics& n = *numerics_;
   if (const auto* wo = std::get_if<WeightOnlyGemmOp>(&op)) return cpu_ref::supports_weight_only(*wo);
   if (const auto* fc = std::get_if<Conv2dOp>(&op)) return cpu_ref::supports_conv2d(*fc);
-  if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op)) return {};
+  if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op) ||
+      std::holds_alternative<MxGemmOp>(op))
+    return {};
   if (const auto* q = std::get_if<QuantizeOp>(&op)) {
     if (!is_float(q->params.scale_dtype) || q->params.scale_dtype == DType::f8e4m3fn ||
         q->params.scale_dtype == DType::f8e5m2)
@@ -367,6 +369,7 @@ Tensor CpuRefBackend::run(const OpRequest& op) {
   if (const auto* fc = std::get_if<Conv2dOp>(&op)) return cpu_ref::run_conv2d(*fc);
   if (const auto* m = std::get_if<MxQuantizeOp>(&op)) return cpu_ref::mx_quantize(*m);
   if (const auto* m = std::get_if<MxDequantizeOp>(&op)) return cpu_ref::mx_dequantize(*m);
+  if (const auto* m = std::get_if<MxGemmOp>(&op)) return cpu_ref::mx_gemm(*m);
   const auto& q = std::get<QuantizeOp>(op);
   return is_float(q.out) ? cpu_ref::quantize_float8(q, n) : cpu_ref::quantize_linear(q, n);
 }

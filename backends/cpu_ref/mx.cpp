@@ -114,13 +114,25 @@ double nearest_e2m1(double v, RoundingMode m) {
 
 float to_f32(double v) { return static_cast<float>(v); }  // one rounding, overflow to inf
 
-}  // namespace
+// A tensor quantized: each element's value in the element format (NaN where the block's scale or
+// NVFP4's step is not finite) and each block's scale (2^e, or NVFP4's E4M3 scale times g, exact in
+// double: 4 x 24 bits); the value the format stores is element * scale.
+struct Quantized {
+  std::vector<double> element, scale;
+  std::vector<std::int64_t> block;  // per element
+  double value(std::int64_t i) const {
+    const auto k = static_cast<std::size_t>(i);
+    return element[k] * scale[static_cast<std::size_t>(block[k])];  // exact in double
+  }
+};
 
-Tensor mx_quantize(const MxQuantizeOp& op) {
+Quantized quantize_blocks(const MxQuantizeOp& op) {
   const MxBlocking& b = op.blocking;
   const MxElem e = elem(b.format);
   std::int64_t nblocks = 0;
-  const std::vector<std::int64_t> block = block_numbers(op.x.shape(), b.axis, b.block_size, nblocks);
+  Quantized q;
+  q.block = block_numbers(op.x.shape(), b.axis, b.block_size, nblocks);
+  const std::vector<std::int64_t>& block = q.block;
   std::vector<double> amax(static_cast<std::size_t>(nblocks), 0.0);
   double tensor_amax = 0;
   for (std::int64_t i = 0; i < op.x.size(); ++i) {
@@ -130,17 +142,23 @@ Tensor mx_quantize(const MxQuantizeOp& op) {
     if (std::isnan(a) || a > tensor_amax || std::isnan(tensor_amax))
       tensor_amax = std::isnan(tensor_amax) ? tensor_amax : a;
   }
-  Tensor y(DType::f32, op.x.shape());
-  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  q.element.assign(static_cast<std::size_t>(op.x.size()), nan);
+  q.scale.assign(static_cast<std::size_t>(nblocks), nan);
   if (b.format != MxFormat::nvfp4) {
-    for (std::int64_t i = 0; i < op.x.size(); ++i) {
-      const std::optional<int> s =
-          shared_exponent(amax[static_cast<std::size_t>(block[static_cast<std::size_t>(i)])], e, op.scale_rule);
-      const double v = op.x.get_double(i);
-      const double r = s ? round_element(std::ldexp(v, -*s), e, op.element_rounding) : 0.0;
-      y.set_double(i, s ? to_f32(std::ldexp(r, *s)) : nan);
+    std::vector<std::optional<int>> shared(static_cast<std::size_t>(nblocks));
+    for (std::int64_t k = 0; k < nblocks; ++k) {
+      shared[static_cast<std::size_t>(k)] = shared_exponent(amax[static_cast<std::size_t>(k)], e, op.scale_rule);
+      if (const auto& s = shared[static_cast<std::size_t>(k)])
+        q.scale[static_cast<std::size_t>(k)] = std::ldexp(1.0, *s);
     }
-    return y;
+    for (std::int64_t i = 0; i < op.x.size(); ++i) {
+      const std::optional<int>& s = shared[static_cast<std::size_t>(block[static_cast<std::size_t>(i)])];
+      if (s)
+        q.element[static_cast<std::size_t>(i)] =
+            round_element(std::ldexp(op.x.get_double(i), -*s), e, op.element_rounding);
+    }
+    return q;
   }
   // NVFP4 as torchao's _nvfp4_quantize: every step in float.
   const float g = b.global_scale ? static_cast<float>(*b.global_scale) : static_cast<float>(tensor_amax) / 2688.0f;
@@ -152,17 +170,49 @@ Tensor mx_quantize(const MxQuantizeOp& op) {
     s8[static_cast<std::size_t>(k)] =
         static_cast<float>(float8_to_double(DType::f8e4m3fn, float8_from_double(DType::f8e4m3fn, s, true)));
     total[static_cast<std::size_t>(k)] = g * s8[static_cast<std::size_t>(k)];
+    q.scale[static_cast<std::size_t>(k)] =
+        static_cast<double>(s8[static_cast<std::size_t>(k)]) * static_cast<double>(g);
   }
   for (std::int64_t i = 0; i < op.x.size(); ++i) {
     const auto k = static_cast<std::size_t>(block[static_cast<std::size_t>(i)]);
     const float d = static_cast<float>(op.x.get_double(i)) / total[k];
-    if (!std::isfinite(d) || !std::isfinite(s8[k]) || !std::isfinite(g)) {
-      y.set_double(i, nan);
-      continue;
-    }
-    const double r = nearest_e2m1(d, op.element_rounding);
-    y.set_double(i, to_f32(r * static_cast<double>(s8[k]) * static_cast<double>(g)));  // exact in double
+    if (!std::isfinite(d) || !std::isfinite(s8[k]) || !std::isfinite(g)) continue;
+    q.element[static_cast<std::size_t>(i)] = nearest_e2m1(d, op.element_rounding);
   }
+  return q;
+}
+
+}  // namespace
+
+Tensor mx_quantize(const MxQuantizeOp& op) {
+  const Quantized q = quantize_blocks(op);
+  Tensor y(DType::f32, op.x.shape());
+  for (std::int64_t i = 0; i < op.x.size(); ++i) y.set_double(i, to_f32(q.value(i)));
+  return y;
+}
+
+// Plain loops over the quantized values (each element * its block scale, exact in double), the
+// products and their sum in long double (64-bit significand: every product of two values is exact,
+// and the sum is while it spans under 64 bits), + bias, rounded to f32 once (then to f16 / bf16).
+Tensor mx_gemm(const MxGemmOp& op) {
+  const Quantized qa = quantize_blocks(mx_gemm_quantize_request(op, MxGemmSide::a));
+  const Quantized qb = quantize_blocks(mx_gemm_quantize_request(op, MxGemmSide::b));
+  const Shape& as = op.a.values.shape();
+  const Shape& bs = op.b.values.shape();
+  const std::int64_t K = as.back(), rows = op.a.values.size() / K;
+  const bool k_by_n = op.b_layout == WeightLayout::k_by_n;
+  const std::int64_t N = k_by_n ? bs[1] : bs[0];
+  Shape out_shape(as.begin(), as.end() - 1);
+  out_shape.push_back(N);
+  Tensor y(op.out, out_shape);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t n = 0; n < N; ++n) {
+      long double acc = op.bias ? static_cast<long double>(op.bias->get_double(n)) : 0.0L;
+      for (std::int64_t k = 0; k < K; ++k)
+        acc += static_cast<long double>(qa.value(r * K + k)) *
+               static_cast<long double>(qb.value(k_by_n ? k * N + n : n * K + k));
+      y.set_double(r * N + n, static_cast<double>(static_cast<float>(acc)));
+    }
   return y;
 }
 

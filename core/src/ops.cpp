@@ -177,6 +177,19 @@ Conv2dShape resolve_conv2d(const Shape& input, ConvLayout layout, const Shape& w
   return s;
 }
 
+MxQuantizeOp mx_gemm_quantize_request(const MxGemmOp& op, MxGemmSide side) {
+  const MxGemmOperand& o = side == MxGemmSide::a ? op.a : op.b;
+  MxQuantizeOp q;
+  q.x = o.values;
+  q.blocking.format = o.format;
+  q.blocking.axis = side == MxGemmSide::a ? -1 : op.b_layout == WeightLayout::k_by_n ? 0 : 1;
+  q.blocking.block_size = op.block_size;
+  q.blocking.global_scale = o.global_scale;
+  q.scale_rule = op.scale_rule;
+  q.element_rounding = op.element_rounding;
+  return q;
+}
+
 std::string_view op_name(const OpRequest& op) {
   struct Visitor {
     std::string_view operator()(const QuantizeOp&) const { return "quantize"; }
@@ -189,6 +202,7 @@ std::string_view op_name(const OpRequest& op) {
     std::string_view operator()(const Conv2dOp&) const { return "conv2d"; }
     std::string_view operator()(const MxQuantizeOp&) const { return "mx_quantize"; }
     std::string_view operator()(const MxDequantizeOp&) const { return "mx_dequantize"; }
+    std::string_view operator()(const MxGemmOp&) const { return "mx_gemm"; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -205,6 +219,7 @@ const Tensor& op_input(const OpRequest& op) {
     const Tensor& operator()(const Conv2dOp& o) const { return o.input; }
     const Tensor& operator()(const MxQuantizeOp& o) const { return o.x; }
     const Tensor& operator()(const MxDequantizeOp& o) const { return o.elements; }
+    const Tensor& operator()(const MxGemmOp& o) const { return o.a.values; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -221,6 +236,7 @@ DType op_output_dtype(const OpRequest& op) {
     DType operator()(const Conv2dOp& o) const { return o.out; }
     DType operator()(const MxQuantizeOp&) const { return DType::f32; }
     DType operator()(const MxDequantizeOp&) const { return DType::f32; }
+    DType operator()(const MxGemmOp& o) const { return o.out; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -254,6 +270,9 @@ Shape op_output_shape(const OpRequest& op) {
     }
     Shape operator()(const MxQuantizeOp& o) const { return o.x.shape(); }
     Shape operator()(const MxDequantizeOp& o) const { return o.elements.shape(); }
+    Shape operator()(const MxGemmOp& o) const {
+      return gemm_shape(o.a.values.shape(), o.b.values.shape(), o.b_layout).out_shape;
+    }
   };
   return std::visit(Visitor{}, op);
 }

@@ -159,6 +159,21 @@ json op_json(Encoder& e, const OpRequest& op) {
       return {
           {"elements", e.tensor(o.elements)}, {"scales", e.tensor(o.scales)}, {"blocking", blocking_json(o.blocking)}};
     }
+    json operator()(const MxGemmOp& o) const {
+      const auto operand = [&](const MxGemmOperand& m) -> json {
+        return {{"values", e.tensor(m.values)},
+                {"format", std::string(name(m.format))},
+                {"global_scale", m.global_scale ? json(*m.global_scale) : json(nullptr)}};
+      };
+      return {{"a", operand(o.a)},
+              {"b", operand(o.b)},
+              {"b_layout", std::string(name(o.b_layout))},
+              {"block_size", o.block_size},
+              {"scale_rule", std::string(name(o.scale_rule))},
+              {"rounding", std::string(name(o.element_rounding))},
+              {"bias", e.optional_tensor(o.bias)},
+              {"out", std::string(name(o.out))}};
+    }
   };
   json j = std::visit(Visitor{e}, op);
   j["op"] = std::string(op_name(op));
@@ -457,9 +472,30 @@ OpRequest decode_op(const std::string& text, std::vector<Tensor> tensors) {
     q.element_rounding = d.enumerated<RoundingMode>(j, "rounding", "");
     return q;
   }
+  if (op == "mx_gemm") {
+    const auto operand = [&](const char* side) {
+      const json& o = d.at(j, side, "");
+      const std::string where = std::string(side) + ".";
+      MxGemmOperand m;
+      m.values = d.tensor(o, "values", where);
+      m.format = d.enumerated<MxFormat>(o, "format", where);
+      if (!d.at(o, "global_scale", where).is_null()) m.global_scale = d.number(o, "global_scale", where);
+      return m;
+    };
+    MxGemmOp g;
+    g.a = operand("a");
+    g.b = operand("b");
+    g.b_layout = d.layout(j);
+    g.block_size = d.integer(j, "block_size", "");
+    g.scale_rule = d.enumerated<MxScaleRule>(j, "scale_rule", "");
+    g.element_rounding = d.enumerated<RoundingMode>(j, "rounding", "");
+    g.bias = d.optional_tensor(j, "bias", "");
+    g.out = d.dtype(j, "out", "");
+    return g;
+  }
   throw InputError("request: unknown op '" + op +
                    "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm, conv2d, "
-                   "mx_quantize, mx_dequantize, choose_qparams)");
+                   "mx_quantize, mx_dequantize, choose_qparams, mx_gemm)");
 }
 
 }  // namespace qc::wire

@@ -757,6 +757,9 @@ class OneDnnBackend : public qc::Backend {
   void check(const qc::MxDequantizeOp&) const {
     refuse("mx_dequantize: oneDNN 2.6 has no MX/NVFP4 block-scaled data types (f4/f8 arrive in 3.x)");
   }
+  void check(const qc::MxGemmOp&) const {
+    refuse("mx_gemm: oneDNN 2.6 has no MX/NVFP4 block-scaled data types (f4/f8 arrive in 3.x)");
+  }
 
   qc::Tensor execute(const qc::QuantizeOp& q) {
     return run_reorder(engine_, quantize_spec(q.x, q.params, q.out, "quantize"), q.x, "quantize");
@@ -790,6 +793,10 @@ class OneDnnBackend : public qc::Backend {
     throw std::logic_error("unreachable");
   }
   qc::Tensor execute(const qc::MxDequantizeOp& m) {
+    check(m);  // always refuses
+    throw std::logic_error("unreachable");
+  }
+  qc::Tensor execute(const qc::MxGemmOp& m) {
     check(m);  // always refuses
     throw std::logic_error("unreachable");
   }

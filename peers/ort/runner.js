@@ -590,6 +590,7 @@ function build(ort, op, dir) {
       return refuse('not mapped: this runner builds ORT\'s quantized operators; a float (or weight-only) Conv is not one');
     case 'mx_quantize':
     case 'mx_dequantize':
+    case 'mx_gemm':
       return refuse('ORT 1.30 has no OCP MX or NVFP4 block-scaled operators (and onnxruntime-node no float4/float8 ' +
                     'tensor type)');
     default:

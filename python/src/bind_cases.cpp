@@ -156,6 +156,7 @@ const qc::Tensor& main_input(const qc::ChooseQParamsOp& o) { return o.profile; }
 const qc::Tensor& main_input(const qc::Conv2dOp& o) { return o.input; }
 const qc::Tensor& main_input(const qc::MxQuantizeOp& o) { return o.x; }
 const qc::Tensor& main_input(const qc::MxDequantizeOp& o) { return o.elements; }
+const qc::Tensor& main_input(const qc::MxGemmOp& o) { return o.a.values; }
 std::string kind_of(const qc::QuantizeOp&) { return "quantize"; }
 std::string kind_of(const qc::DequantizeOp&) { return "dequantize"; }
 std::string kind_of(const qc::RequantizeOp&) { return "requantize"; }
@@ -166,6 +167,7 @@ std::string kind_of(const qc::ChooseQParamsOp&) { return "choose_qparams"; }
 std::string kind_of(const qc::Conv2dOp&) { return "conv2d"; }
 std::string kind_of(const qc::MxQuantizeOp&) { return "mx_quantize"; }
 std::string kind_of(const qc::MxDequantizeOp&) { return "mx_dequantize"; }
+std::string kind_of(const qc::MxGemmOp&) { return "mx_gemm"; }
 DType output_of(const qc::QuantizeOp& o) { return o.out; }
 DType output_of(const qc::DequantizeOp& o) { return o.out; }
 DType output_of(const qc::RequantizeOp& o) { return o.out; }
@@ -176,6 +178,7 @@ DType output_of(const qc::ChooseQParamsOp&) { return DType::f64; }
 DType output_of(const qc::Conv2dOp& o) { return o.out; }
 DType output_of(const qc::MxQuantizeOp&) { return DType::f32; }
 DType output_of(const qc::MxDequantizeOp&) { return DType::f32; }
+DType output_of(const qc::MxGemmOp& o) { return o.out; }
 
 // Properties every op class has: its kind, main input and output format.
 template <class Op, class Class>
@@ -511,6 +514,32 @@ void bind_cases(py::module_& m) {
       .def_property_readonly("block_size", [](const qc::MxDequantizeOp& o) { return o.blocking.block_size; })
       .def_property_readonly("global_scale", [](const qc::MxDequantizeOp& o) { return o.blocking.global_scale; });
   common_op_properties<qc::MxDequantizeOp>(mxd);
+
+  py::class_<qc::MxGemmOp> mxg(m, "MxGemmOp",
+                               "The block-scaled GEMM: float A and B quantized into MX / NVFP4 formats along K, "
+                               "multiplied and summed exactly.");
+  mxg.def(py::init(&make_mx_gemm_op), py::arg("a"), py::arg("b"), py::arg("a_format"), py::arg("b_format") = py::none(),
+          py::arg("b_layout") = "k_by_n", py::arg("block_size") = 0, py::arg("scale_rule") = "floor",
+          py::arg("rounding") = "rne", py::arg("a_global_scale") = py::none(), py::arg("b_global_scale") = py::none(),
+          py::arg("bias") = py::none(), py::arg("dtype") = "f32")
+      .def_property_readonly("a", [](py::object self) { return view(self.cast<qc::MxGemmOp&>().a.values, self); })
+      .def_property_readonly("b", [](py::object self) { return view(self.cast<qc::MxGemmOp&>().b.values, self); })
+      .def_property_readonly("a_format", [](const qc::MxGemmOp& o) { return std::string(qc::name(o.a.format)); })
+      .def_property_readonly("b_format", [](const qc::MxGemmOp& o) { return std::string(qc::name(o.b.format)); })
+      .def_property_readonly("a_global_scale", [](const qc::MxGemmOp& o) { return o.a.global_scale; })
+      .def_property_readonly("b_global_scale", [](const qc::MxGemmOp& o) { return o.b.global_scale; })
+      .def_property_readonly("b_layout", [](const qc::MxGemmOp& o) { return std::string(qc::name(o.b_layout)); })
+      .def_property_readonly("block_size", [](const qc::MxGemmOp& o) { return o.block_size; })
+      .def_property_readonly("scale_rule", [](const qc::MxGemmOp& o) { return std::string(qc::name(o.scale_rule)); })
+      .def_property_readonly("rounding",
+                             [](const qc::MxGemmOp& o) { return std::string(qc::name(o.element_rounding)); })
+      .def_property_readonly("bias",
+                             [](py::object self) -> py::object {
+                               const auto& g = self.cast<qc::MxGemmOp&>();
+                               return g.bias ? py::object(view(*g.bias, self)) : py::object(py::none());
+                             })
+      .def_readonly("dtype", &qc::MxGemmOp::out);
+  common_op_properties<qc::MxGemmOp>(mxg);
 
   // ---- Cases --------------------------------------------------------------------------------
   py::class_<qc::Case, std::shared_ptr<qc::Case>>(m, "Case",

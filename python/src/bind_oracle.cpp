@@ -10,6 +10,7 @@
 #include "oracles/fp8.hpp"
 #include "oracles/int4.hpp"
 #include "oracles/mx.hpp"
+#include "oracles/mx_gemm.hpp"
 #include "oracles/qconv2d.hpp"
 #include "oracles/qgemm.hpp"
 #include "oracles/quantize.hpp"
@@ -660,6 +661,37 @@ void bind_oracle(py::module_& m) {
       "The f32 values of MX/NVFP4 codes: element codes (uint8, one per element) times their block's scale code "
       "(uint8: E8M0, 0xFF NaN; NVFP4: E4M3 times global_scale), rounded once.");
   m.def(
+      "mx_gemm",
+      [](const py::handle& a, const py::handle& b, const std::string& a_format, const py::handle& b_format,
+         const py::handle& b_layout, std::int64_t block_size, const std::string& scale_rule,
+         const std::string& rounding, const py::handle& a_global_scale, const py::handle& b_global_scale,
+         const py::handle& bias, const py::handle& dtype, const py::handle& labels, const py::handle& exact) {
+        const qc::MxGemmOp op = make_mx_gemm_op(a, b, a_format, b_format, b_layout, block_size, scale_rule, rounding,
+                                                a_global_scale, b_global_scale, bias, dtype);
+        const ExactForm form = exact_arg(exact);
+        qc::MxGemmResult r;
+        {
+          py::gil_scoped_release release;
+          r = qc::mx_gemm(op);
+        }
+        auto shared = std::make_shared<qc::MxGemmResult>(std::move(r));
+        return oracle_result(std::move(shared->y), &shared->labels, label_form(labels), form, [&](std::int64_t i) {
+          const auto k = static_cast<std::size_t>(i);
+          return shared->nan[k] ? exact_value(qc::ExactFloat::nan(), form) : exact_value(shared->exact[k], form);
+        });
+      },
+      py::arg("a"), py::arg("b"), py::arg("a_format"), py::arg("b_format") = py::none(), py::arg("b_layout") = "k_by_n",
+      py::arg("block_size") = 0, py::arg("scale_rule") = "floor", py::arg("rounding") = "rne",
+      py::arg("a_global_scale") = py::none(), py::arg("b_global_scale") = py::none(), py::arg("bias") = py::none(),
+      py::arg("dtype") = "f32", py::arg("labels") = false, py::arg("exact") = false,
+      (std::string("The block-scaled GEMM (docs/numerics.md \"Block-scaled GEMM\"): float A [M, K] and B [K, N] "
+                   "(or [N, K] with b_layout='n_by_k') quantized as mx_quantize does into a_format and b_format "
+                   "(default: a_format) in blocks of block_size (default 32, 16 with NVFP4) along K, every product "
+                   "summed exactly with the bias, rounded once into dtype (f32, f16, bf16). A row or column with a "
+                   "NaN scale gives NaN.") +
+       labels_doc)
+          .c_str());
+  m.def(
       "requantize",
       [](const py::handle& acc, const py::handle& input_scale, const py::handle& weight_scale,
          const py::handle& output_scale, const py::handle& zero_point, const py::handle& dtype,
@@ -895,6 +927,31 @@ qc::MxDequantizeOp make_mx_dequantize_op(const py::handle& elements, const py::h
   op.elements = to_tensor(elements, DType::u8, "mx_dequantize: elements");
   op.scales = to_tensor(scales, DType::u8, "mx_dequantize: scales");
   op.blocking = mx_blocking(format, axis, block_size, global_scale, "mx_dequantize");
+  return op;
+}
+
+qc::MxGemmOp make_mx_gemm_op(const py::handle& a, const py::handle& b, const std::string& a_format,
+                             const py::handle& b_format, const py::handle& b_layout, std::int64_t block_size,
+                             const std::string& scale_rule, const std::string& rounding,
+                             const py::handle& a_global_scale, const py::handle& b_global_scale, const py::handle& bias,
+                             const py::handle& dtype) {
+  qc::MxGemmOp op;
+  op.a.values = to_tensor(a, std::nullopt, "mx_gemm: a");
+  op.b.values = to_tensor(b, std::nullopt, "mx_gemm: b");
+  op.a.format = mx_enum<qc::MxFormat>(a_format, "mx_gemm: a_format");
+  op.b.format =
+      b_format.is_none() ? op.a.format : mx_enum<qc::MxFormat>(b_format.cast<std::string>(), "mx_gemm: b_format");
+  if (!a_global_scale.is_none()) op.a.global_scale = a_global_scale.cast<double>();
+  if (!b_global_scale.is_none()) op.b.global_scale = b_global_scale.cast<double>();
+  op.b_layout = enum_arg<qc::WeightLayout>(b_layout, "b_layout");
+  const bool nvfp4 = op.a.format == qc::MxFormat::nvfp4 || op.b.format == qc::MxFormat::nvfp4;
+  op.block_size = block_size > 0 ? block_size : nvfp4 ? 16 : 32;
+  op.scale_rule = mx_enum<qc::MxScaleRule>(scale_rule, "mx_gemm: scale_rule");
+  const auto m = qc::parse_rounding_mode(rounding);
+  if (!m) throw InputError("mx_gemm: rounding: unknown rounding mode '" + rounding + "'");
+  op.element_rounding = *m;
+  op.bias = optional_tensor(bias, std::nullopt, "mx_gemm: bias");
+  op.out = dtype_arg(dtype, "mx_gemm: dtype");
   return op;
 }
 

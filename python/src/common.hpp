@@ -184,6 +184,11 @@ qc::MxQuantizeOp make_mx_quantize_op(const py::handle& x, const std::string& for
 qc::MxDequantizeOp make_mx_dequantize_op(const py::handle& elements, const py::handle& scales,
                                          const std::string& format, int axis, std::int64_t block_size,
                                          const py::handle& global_scale);
+qc::MxGemmOp make_mx_gemm_op(const py::handle& a, const py::handle& b, const std::string& a_format,
+                             const py::handle& b_format, const py::handle& b_layout, std::int64_t block_size,
+                             const std::string& scale_rule, const std::string& rounding,
+                             const py::handle& a_global_scale, const py::handle& b_global_scale, const py::handle& bias,
+                             const py::handle& dtype);
 qc::RequantizeOp make_requantize_op(const py::handle& acc, const py::handle& input_scale,
                                     const py::handle& weight_scale, const py::handle& output_scale,
                                     const py::handle& zero_point, const py::handle& dtype, const py::handle& axis,

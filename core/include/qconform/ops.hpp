@@ -370,6 +370,17 @@ struct MxBlocking {
   std::optional<double> global_scale;  // NVFP4's per-tensor f32 scale (unset in quantize: amax / (448 * 6))
 };
 
+// One operand of a block-scaled GEMM: float values the op quantizes (mx_quantize's rules) into
+// `format`, in blocks along K.
+struct MxGemmOperand {
+  Tensor values;                           // f32, f16 or bf16
+  MxFormat format = MxFormat::mxfp8_e4m3;  // A and B may differ (mxfp8_e4m3 x mxfp4)
+  std::optional<double> global_scale;      // NVFP4's per-tensor f32 scale (unset: amax / (448 * 6))
+};
+
+// Which operand of an mx_gemm.
+enum class MxGemmSide : std::uint8_t { a, b };
+
 // ---- Requantize (oracles/requantize.hpp) -------------------------------------------------------
 
 struct RequantizeParams {
@@ -437,11 +448,31 @@ struct MxDequantizeOp {
   MxBlocking blocking;
 };
 
+// Y = A . B with A and B quantized into MX / NVFP4 formats in blocks along K (OCP MX v1.0 6.2 "Dot":
+// X(A) X(B) sum P_i(A) P_i(B) per block pair, the block dots summed), + an optional float bias [N];
+// the exact sum rounded once into `out` (oracles/mx_gemm.hpp).
+struct MxGemmOp {
+  MxGemmOperand a;  // [batch..., M, K] (the batch folds into rows)
+  MxGemmOperand b;  // [K, N] or [N, K] by b_layout
+  WeightLayout b_layout = WeightLayout::k_by_n;
+  std::int64_t block_size = 32;                       // along K, one size for both (OCP MX: 32; NVFP4: 16)
+  MxScaleRule scale_rule = MxScaleRule::floor;        // both operands' MX scales
+  RoundingMode element_rounding = RoundingMode::rne;  // both operands' elements
+  std::optional<Tensor> bias;                         // float [N]
+  DType out = DType::f32;                             // f32, f16 or bf16
+};
+
+// The mx_quantize request of one operand of an mx_gemm: its values, its format and global scale,
+// blocks of op.block_size along its K axis (A: the last; B: 0 for k_by_n, 1 for n_by_k), the op's
+// scale rule and element rounding.
+MxQuantizeOp mx_gemm_quantize_request(const MxGemmOp& op, MxGemmSide side);
+
 // QGemmOp and QConv2dOp: the full quantized paths. WeightOnlyGemmOp: float activations times
 // dequantized weights. Conv2dOp: a float convolution (float or dequantized weights). MxQuantizeOp,
-// MxDequantizeOp: block-scaled formats. ChooseQParamsOp: parameters chosen from a profile.
+// MxDequantizeOp: block-scaled formats; MxGemmOp: their GEMM. ChooseQParamsOp: parameters chosen from
+// a profile.
 using OpRequest = std::variant<QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp, Conv2dOp,
-                               MxQuantizeOp, MxDequantizeOp, ChooseQParamsOp>;
+                               MxQuantizeOp, MxDequantizeOp, ChooseQParamsOp, MxGemmOp>;
 
 std::string_view op_name(const OpRequest& op);
 // The op's main input (the tensor whose elements the outputs correspond to).
