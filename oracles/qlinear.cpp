@@ -5,6 +5,7 @@
 #include "oracles/dequantize.hpp"
 #include "oracles/ieee.hpp"
 #include "oracles/quantize.hpp"
+#include "oracles/requantize_detail.hpp"
 #include "oracles/requantize_rows.hpp"
 #include "qconform/error.hpp"
 
@@ -735,6 +736,9 @@ void requantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
     throw InputError("output: requantize scheme " + std::string(name(p.scheme)) +
                      " takes one accumulator and one multiplier; blocked quantization or a float bias is only "
                      "defined for the ideal scheme (round(v / s_out) + zp exactly)");
+  // A clip that leaves no value is the definition's error at every element: raised here once, before
+  // any fast path decides an element without looking at it.
+  if (r.y.size() > 0) (void)requantize_detail::output_range(out.format, p);
   const IntRange range = requantize_range(out.format, p);
   const bool ideal = p.scheme == RequantizeScheme::ideal;
   const std::int64_t na = static_cast<std::int64_t>(st.a_scales.size()),
