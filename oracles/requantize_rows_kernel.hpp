@@ -38,8 +38,8 @@ template <RoundingMode M>
 // Element i: the exact value is v = acc * M with M = s_a * s_b / s_out; the kernel computes
 //     t = (double(acc) * row_factor) * column_factor,   column_factor = fl(s_b / s_out),
 // three roundings of relative error at most u = 2^-53 each. The factors lie in [2^-500, 2^500] and
-// |acc| < 2^51 (the caller checks it: requantize_rows.hpp), so no product underflows or overflows and t = v (1 + d1)(1
-// + d2)(1 + d3), |di| <= u:
+// |acc| < 2^51 (run_kernel checks it), so no product underflows or overflows and
+// t = v (1 + d1)(1 + d2)(1 + d3), |di| <= u:
 //     |t - v| <= |v| ((1 + u)^3 - 1) < 3.1 u |v| < 3.2 u |t| < |t| * 2^-51 = eps / 2,  eps = |t| * 2^-50.
 // acc = 0 is settled by itself (v = 0: fraction zero, floor 0). Otherwise:
 //   |t| > 2^40: |v| > 2^39, beyond every output range of at most 32 bits plus a zero point. t is
