@@ -64,17 +64,26 @@ std::vector<std::int32_t> int32_values(const Tensor& t) {
   return v;
 }
 
-// The int32 transpose of a [K, N] matrix of T, in square tiles (each tile's reads and writes stay in
-// cache; the row-by-row transpose strides N values per write), the columns split across threads.
+// The int32 transpose of a [K, N] matrix of T, in 16 x 16 tiles: a tile's rows are widened into a
+// local buffer (contiguous reads the compiler vectorizes), then written out by columns from L1,
+// about three times faster than striding N values per element. Columns split across threads.
 template <class T>
 void transpose_widen(const T* b, std::int64_t K, std::int64_t N, std::int32_t* t) {
-  constexpr std::int64_t kTile = 64;
-  parallel_ranges((N + kTile - 1) / kTile, 4, [&](std::int64_t nt0, std::int64_t nt1) {
+  constexpr std::int64_t kTile = 16;
+  parallel_ranges((N + kTile - 1) / kTile, 16, [&](std::int64_t nt0, std::int64_t nt1) {
+    alignas(64) std::int32_t tile[kTile][kTile];
     for (std::int64_t n0 = nt0 * kTile; n0 < std::min(N, nt1 * kTile); n0 += kTile)
       for (std::int64_t k0 = 0; k0 < K; k0 += kTile) {
         const std::int64_t n1 = std::min(N, n0 + kTile), k1 = std::min(K, k0 + kTile);
-        for (std::int64_t n = n0; n < n1; ++n)
-          for (std::int64_t k = k0; k < k1; ++k) t[n * K + k] = static_cast<std::int32_t>(b[k * N + n]);
+        if (n1 - n0 < kTile || k1 - k0 < kTile) {  // an edge tile, element by element
+          for (std::int64_t n = n0; n < n1; ++n)
+            for (std::int64_t k = k0; k < k1; ++k) t[n * K + k] = static_cast<std::int32_t>(b[k * N + n]);
+          continue;
+        }
+        for (std::int64_t i = 0; i < kTile; ++i)
+          for (std::int64_t j = 0; j < kTile; ++j) tile[i][j] = static_cast<std::int32_t>(b[(k0 + i) * N + n0 + j]);
+        for (std::int64_t j = 0; j < kTile; ++j)
+          for (std::int64_t i = 0; i < kTile; ++i) t[(n0 + j) * K + k0 + i] = tile[i][j];
       }
   });
 }

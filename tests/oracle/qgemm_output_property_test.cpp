@@ -288,5 +288,46 @@ TEST(QGemmOutputProperty, EveryRowKernelBuildDecidesOnlyWhatTheDefinitionGives) 
   EXPECT_GT(decided, 400 * 96 / 2);
 }
 
+// The sums behind the output stage, for the shapes its row path sees (B given [K, N] and transposed
+// in 16 x 16 tiles, or [N, K]; full tiles and edges): each exact accumulator against the sum of
+// (a - za)(b - zb) taken here in int64 from the op's own values.
+TEST(QGemmOutputProperty, AccumulatorsAreTheExactSumsOfTheOperands) {
+  SplitMix64 rng(99);
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::int64_t M = 1 + static_cast<std::int64_t>(rng.below(20)),
+                       K = 1 + static_cast<std::int64_t>(rng.below(70)),
+                       N = 1 + static_cast<std::int64_t>(rng.below(70));
+    const bool n_by_k = rng.below(3) == 0;
+    const std::int64_t za = static_cast<std::int64_t>(rng.below(256)), zb = static_cast<std::int64_t>(rng.below(9)) - 4;
+    std::vector<std::int64_t> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * N));
+    for (auto& v : a) v = static_cast<std::int64_t>(rng.below(256));
+    for (auto& v : b) v = static_cast<std::int64_t>(rng.below(256)) - 128;
+    QGemmOp op;
+    op.a.values = ints(DType::u8, {M, K}, a);
+    op.a.params = test::per_tensor(0.5, za);
+    op.b.values = ints(DType::i8, n_by_k ? Shape{N, K} : Shape{K, N}, b);
+    op.b.format = DType::i8;
+    op.b.shape = op.b.values.shape();
+    op.b.params = test::per_tensor(0.25, zb);
+    op.b_layout = n_by_k ? WeightLayout::n_by_k : WeightLayout::k_by_n;
+    op.output = test::requant_out(4.0, 0);
+    QGemmPolicy p;
+    p.requantize.scheme = RequantizeScheme::ideal;
+    p.accumulation = Accumulation::int64;
+    const QGemmResult r = qgemm(op, p);
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t n = 0; n < N; ++n) {
+        std::int64_t sum = 0;
+        for (std::int64_t k = 0; k < K; ++k) {
+          const std::int64_t bv = b[static_cast<std::size_t>(n_by_k ? n * K + k : k * N + n)];
+          sum += (a[static_cast<std::size_t>(m * K + k)] - za) * (bv - zb);
+        }
+        ASSERT_EQ(r.exact_accumulator(m * N + n), BigInt(sum))
+            << "M " << M << " K " << K << " N " << N << (n_by_k ? " [N, K]" : " [K, N]") << ", row " << m << ", column "
+            << n;
+      }
+  }
+}
+
 }  // namespace qgemm_output_test
 }  // namespace qc
