@@ -64,14 +64,54 @@ std::vector<std::int32_t> int32_values(const Tensor& t) {
   return v;
 }
 
+// The int32 transpose of a [K, N] matrix of T, in 16 x 16 tiles: a tile's rows are widened into a
+// local buffer (contiguous reads the compiler vectorizes), then written out by columns from L1,
+// about three times faster than striding N values per element. Columns split across threads.
+template <class T>
+void transpose_widen(const T* b, std::int64_t K, std::int64_t N, std::int32_t* t) {
+  constexpr std::int64_t kTile = 16;
+  parallel_ranges((N + kTile - 1) / kTile, 16, [&](std::int64_t nt0, std::int64_t nt1) {
+    alignas(64) std::int32_t tile[kTile][kTile];
+    for (std::int64_t n0 = nt0 * kTile; n0 < std::min(N, nt1 * kTile); n0 += kTile)
+      for (std::int64_t k0 = 0; k0 < K; k0 += kTile) {
+        const std::int64_t n1 = std::min(N, n0 + kTile), k1 = std::min(K, k0 + kTile);
+        if (n1 - n0 < kTile || k1 - k0 < kTile) {  // an edge tile, element by element
+          for (std::int64_t n = n0; n < n1; ++n)
+            for (std::int64_t k = k0; k < k1; ++k) t[n * K + k] = static_cast<std::int32_t>(b[k * N + n]);
+          continue;
+        }
+        for (std::int64_t i = 0; i < kTile; ++i)
+          for (std::int64_t j = 0; j < kTile; ++j) tile[i][j] = static_cast<std::int32_t>(b[(k0 + i) * N + n0 + j]);
+        for (std::int64_t j = 0; j < kTile; ++j)
+          for (std::int64_t i = 0; i < kTile; ++i) t[(n0 + j) * K + k0 + i] = tile[i][j];
+      }
+  });
+}
+
 // B as [N, K] rows: contiguous dot products.
 std::vector<std::int32_t> transposed_b(const Tensor& b, const GemmShape& d) {
-  std::vector<std::int32_t> bt = int32_values(b);
-  if (d.b_k_axis == 1) return bt;
-  std::vector<std::int32_t> t(bt.size());
-  for (std::int64_t k = 0; k < d.depth; ++k)
-    for (std::int64_t n = 0; n < d.cols; ++n)
-      t[static_cast<std::size_t>(n * d.depth + k)] = bt[static_cast<std::size_t>(k * d.cols + n)];
+  if (d.b_k_axis == 1) return int32_values(b);
+  std::vector<std::int32_t> t(static_cast<std::size_t>(b.size()));
+  switch (b.dtype()) {
+    case DType::i8:
+    case DType::i4:
+      transpose_widen(b.data<std::int8_t>(), d.depth, d.cols, t.data());
+      break;
+    case DType::u8:
+    case DType::u4:
+      transpose_widen(b.data<std::uint8_t>(), d.depth, d.cols, t.data());
+      break;
+    case DType::i16:
+      transpose_widen(b.data<std::int16_t>(), d.depth, d.cols, t.data());
+      break;
+    case DType::u16:
+      transpose_widen(b.data<std::uint16_t>(), d.depth, d.cols, t.data());
+      break;
+    default: {
+      const std::vector<std::int32_t> v = int32_values(b);
+      transpose_widen(v.data(), d.depth, d.cols, t.data());
+    }
+  }
   return t;
 }
 
@@ -97,7 +137,7 @@ ScaledAccumulators selected_accumulators(const IntGemmProblem& p, const GemmShap
   sa.proof = acc.proof;
   const auto ES = only.size() * static_cast<std::size_t>(S);
   sa.value.resize(ES);
-  sa.a_index.resize(ES);
+  sa.a_index.resize(ES);  // one "row" of one column per selected element
   sa.b_index.resize(ES);
   sa.channel.resize(only.size());
   for (std::size_t j = 0; j < only.size(); ++j) {
@@ -127,11 +167,11 @@ ScaledAccumulators selected_elements(const ScaledAccumulators& all, const std::v
   const auto S = static_cast<std::size_t>(all.segments);
   for (std::size_t j = 0; j < only.size(); ++j) {
     const auto e = static_cast<std::size_t>(only[j]);
-    sa.channel.push_back(all.channel[e]);
+    sa.channel.push_back(static_cast<std::int32_t>(all.channel_at(only[j])));
     for (std::size_t s = 0; s < S; ++s) {
       sa.value.push_back(all.value[e * S + s]);
-      sa.a_index.push_back(all.a_index[e * S + s]);
-      sa.b_index.push_back(all.b_index[e * S + s]);
+      sa.a_index.push_back(all.a_at(only[j], static_cast<std::int64_t>(s)));
+      sa.b_index.push_back(all.b_at(only[j], static_cast<std::int64_t>(s)));
       if (const auto it = all.exact_where_different.find(static_cast<std::int64_t>(e * S + s));
           it != all.exact_where_different.end())
         sa.exact_where_different.emplace(static_cast<std::int64_t>(j * S + s), it->second);
@@ -188,11 +228,9 @@ ScaledAccumulators batched_accumulators(const QuantizedOperand& qa, const Quanti
   sa.shape = d.out_shape;
   sa.channels = N;
   sa.segments = S;
-  const auto ES = static_cast<std::size_t>(d.rows * N * S);
-  sa.value.resize(ES);
-  sa.a_index.resize(ES);
-  sa.b_index.resize(ES);
-  sa.channel.resize(static_cast<std::size_t>(d.rows * N));
+  sa.cols = N;
+  sa.rows_per_b = std::max<std::int64_t>(M, 1);  // one table of B's indices per output batch
+  sa.value.resize(static_cast<std::size_t>(d.rows * N * S));
   for (std::int64_t i = 0; i < d.batches; ++i) {
     Batch& b = batches[static_cast<std::size_t>(i)];
     if (shift) shift_signed_activations(b.a, b.za);
@@ -209,17 +247,9 @@ ScaledAccumulators batched_accumulators(const QuantizedOperand& qa, const Quanti
     merge_proof(sa.proof, acc.proof, i == 0);
     const std::int64_t e0 = i * M * N;  // the batch's first output element
     for (const auto& [key, exact] : acc.exact_where_different) sa.exact_where_different.emplace(e0 * S + key, exact);
-    for (std::int64_t r = 0; r < M; ++r)
-      for (std::int64_t n = 0; n < N; ++n) {
-        const std::int64_t e = e0 + r * N + n;
-        sa.channel[static_cast<std::size_t>(e)] = static_cast<std::int32_t>(n);
-        for (std::int64_t s = 0; s < S; ++s) {
-          const auto k = static_cast<std::size_t>(e * S + s);
-          sa.value[k] = acc.at(r, n, s);
-          sa.a_index[k] = static_cast<std::int32_t>(b.a_idx[static_cast<std::size_t>(r * S + s)]);
-          sa.b_index[k] = static_cast<std::int32_t>(b.b_idx[static_cast<std::size_t>(s * N + n)]);
-        }
-      }
+    std::copy(acc.value.begin(), acc.value.end(), sa.value.begin() + e0 * S);  // [M][N][S], in output order
+    for (const std::int64_t i : b.a_idx) sa.a_index.push_back(static_cast<std::int32_t>(i));
+    for (const std::int64_t i : b.b_idx) sa.b_index.push_back(static_cast<std::int32_t>(i));
   }
   return sa;
 }
@@ -283,23 +313,10 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vecto
   sa.value = std::move(acc.value);
   sa.exact_where_different = std::move(acc.exact_where_different);
   sa.proof = acc.proof;
-  const auto ES = sa.value.size();
-  sa.a_index.resize(ES);
-  sa.b_index.resize(ES);
-  sa.channel.resize(static_cast<std::size_t>(d.rows * d.cols));
-  parallel_ranges(d.rows, std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, d.cols * S)),
-                  [&](std::int64_t r0, std::int64_t r1) {
-                    for (std::int64_t r = r0; r < r1; ++r)
-                      for (std::int64_t n = 0; n < d.cols; ++n) {
-                        const std::int64_t e = r * d.cols + n;
-                        sa.channel[static_cast<std::size_t>(e)] = static_cast<std::int32_t>(n);
-                        for (std::int64_t s = 0; s < S; ++s) {
-                          const auto k = static_cast<std::size_t>(e * S + s);
-                          sa.a_index[k] = static_cast<std::int32_t>(a_idx[static_cast<std::size_t>(r * S + s)]);
-                          sa.b_index[k] = static_cast<std::int32_t>(b_idx[static_cast<std::size_t>(s * d.cols + n)]);
-                        }
-                      }
-                  });
+  sa.cols = d.cols;  // A's indices per row, B's per column: one table of each
+  sa.rows_per_b = std::max<std::int64_t>(d.rows, 1);
+  sa.a_index.assign(a_idx.begin(), a_idx.end());
+  sa.b_index.assign(b_idx.begin(), b_idx.end());
   return finish_output(std::move(sa), qa.params, qb.params, op.bias, op.output, policy);
 }
 

@@ -5,6 +5,8 @@
 #include "oracles/dequantize.hpp"
 #include "oracles/ieee.hpp"
 #include "oracles/quantize.hpp"
+#include "oracles/requantize_detail.hpp"
+#include "oracles/requantize_rows.hpp"
 #include "qconform/error.hpp"
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -193,9 +196,7 @@ Label float_grid_label(const Rational& v, DType out) {
 
 struct QLinearResult::State {
   std::int64_t segments = 1;
-  std::vector<std::int64_t> value;
-  std::unordered_map<std::int64_t, BigInt> exact_where_different;
-  std::vector<std::int32_t> a_index, b_index, channel;
+  ScaledAccumulators acc;  // the accumulators and the parameter indices (its shape is the output's)
   std::vector<Rational> a_scales, b_scales;
   std::vector<double> a_scale_values, b_scale_values;  // the same scales as doubles (exact)
   std::vector<std::int64_t> int_bias;                  // per channel; empty: none
@@ -205,27 +206,32 @@ struct QLinearResult::State {
 
   BigInt exact_accumulator(std::int64_t e, std::int64_t s) const {
     const std::int64_t key = e * segments + s;
-    const auto it = exact_where_different.find(key);
-    return it == exact_where_different.end() ? BigInt(value[static_cast<std::size_t>(key)]) : it->second;
+    const auto it = acc.exact_where_different.find(key);
+    return it == acc.exact_where_different.end() ? BigInt(acc.value[static_cast<std::size_t>(key)]) : it->second;
   }
   bool overflowed(std::int64_t e) const {
-    if (exact_where_different.empty()) return false;
+    if (acc.exact_where_different.empty()) return false;
     for (std::int64_t s = 0; s < segments; ++s)
-      if (exact_where_different.count(e * segments + s)) return true;
+      if (acc.exact_where_different.count(e * segments + s)) return true;
     return false;
   }
   Rational scale_product(std::int64_t e, std::int64_t s) const {
-    const auto k = static_cast<std::size_t>(e * segments + s);
-    return a_scales[static_cast<std::size_t>(a_index[k])] * b_scales[static_cast<std::size_t>(b_index[k])];
+    return a_scales[static_cast<std::size_t>(acc.a_at(e, s))] * b_scales[static_cast<std::size_t>(acc.b_at(e, s))];
   }
-  std::int64_t channel_of(std::int64_t e) const { return channel[static_cast<std::size_t>(e)]; }
+  double a_scale_value(std::int64_t e, std::int64_t s) const {
+    return a_scale_values[static_cast<std::size_t>(acc.a_at(e, s))];
+  }
+  double b_scale_value(std::int64_t e, std::int64_t s) const {
+    return b_scale_values[static_cast<std::size_t>(acc.b_at(e, s))];
+  }
+  std::int64_t channel_of(std::int64_t e) const { return acc.channel_at(e); }
   std::int64_t bias_of(std::int64_t e) const {
     return int_bias.empty() ? 0 : int_bias[static_cast<std::size_t>(channel_of(e))];
   }
   // The accumulator the output stage sees: with an int32 bias (one segment) added the accumulator's way.
-  std::int64_t policy_accumulator(std::int64_t e, std::int64_t s, Accumulation acc) const {
-    const std::int64_t v = value[static_cast<std::size_t>(e * segments + s)];
-    return int_bias.empty() ? v : add_in_accumulator(acc, v, bias_of(e));
+  std::int64_t policy_accumulator(std::int64_t e, std::int64_t s, Accumulation mode) const {
+    const std::int64_t v = acc.value[static_cast<std::size_t>(e * segments + s)];
+    return int_bias.empty() ? v : add_in_accumulator(mode, v, bias_of(e));
   }
   // ... and its exact value.
   BigInt exact_total(std::int64_t e, std::int64_t s) const { return exact_accumulator(e, s) + bias_of(e); }
@@ -254,7 +260,7 @@ Rational QLinearResult::exact_value(std::int64_t i) const {
 }
 
 std::int64_t QLinearResult::accumulator(std::int64_t i, std::int64_t s) const {
-  return state->value[static_cast<std::size_t>(i * state->segments + s)];
+  return state->acc.value[static_cast<std::size_t>(i * state->segments + s)];
 }
 BigInt QLinearResult::exact_accumulator(std::int64_t i, std::int64_t s) const { return state->exact_accumulator(i, s); }
 std::int64_t QLinearResult::segments() const { return state->segments; }
@@ -275,17 +281,26 @@ RequantizeElement requantize_real(const Rational& v_over_scale, double scale, DT
 namespace {
 
 void check_accumulators(const ScaledAccumulators& acc, const QuantParams& a, const QuantParams& b) {
-  const auto E = static_cast<std::size_t>(numel(acc.shape));
-  const auto ES = E * static_cast<std::size_t>(acc.segments);
-  if (acc.segments < 1 || acc.value.size() != ES || acc.a_index.size() != ES || acc.b_index.size() != ES ||
-      acc.channel.size() != E)
+  const std::int64_t E = numel(acc.shape), S = acc.segments;
+  if (E == 0 && S >= 1 && acc.value.empty()) return;  // no element reads an index
+  const bool rows_ok = acc.cols >= 1 && acc.rows_per_b >= 1 && E % acc.cols == 0;
+  const std::int64_t rows = rows_ok ? E / acc.cols : 0,
+                     b_tables = rows_ok ? (rows + acc.rows_per_b - 1) / acc.rows_per_b : 0;
+  if (S < 1 || !rows_ok || acc.value.size() != static_cast<std::size_t>(E * S) ||
+      acc.a_index.size() != static_cast<std::size_t>(rows * S) ||
+      acc.b_index.size() != static_cast<std::size_t>(b_tables * S * acc.cols) ||
+      (!acc.channel.empty() && acc.channel.size() != static_cast<std::size_t>(E)))
     throw InputError("finish_output: accumulator arrays do not match shape " + shape_str(acc.shape));
+  if (acc.channel.empty() && acc.cols != acc.channels && E > 0)
+    throw InputError("finish_output: the columns are not the output channels");
   for (const std::int32_t c : acc.channel)
     if (c < 0 || c >= acc.channels) throw InputError("finish_output: a channel index is out of range");
-  for (std::size_t k = 0; k < ES; ++k)
-    if (acc.a_index[k] < 0 || static_cast<std::size_t>(acc.a_index[k]) >= a.scales.size() || acc.b_index[k] < 0 ||
-        static_cast<std::size_t>(acc.b_index[k]) >= b.scales.size())
-      throw InputError("finish_output: a parameter index is out of range");
+  const auto in_range = [](const std::vector<std::int32_t>& index, std::size_t n) {
+    return std::all_of(index.begin(), index.end(),
+                       [n](std::int32_t i) { return i >= 0 && static_cast<std::size_t>(i) < n; });
+  };
+  if (!in_range(acc.a_index, a.scales.size()) || !in_range(acc.b_index, b.scales.size()))
+    throw InputError("finish_output: a parameter index is out of range");
 }
 
 std::vector<Rational> exact_scales(const QuantParams& p) {
@@ -502,9 +517,8 @@ ExactFloat dequantized_sum(const QLinearResult::State& st, std::int64_t e, const
   const std::string in = " in " + A.name();
   ExactFloat sum;
   for (std::int64_t s = 0; s < st.segments; ++s) {
-    const auto k = static_cast<std::size_t>(e * st.segments + s);
-    const Rational& sa = st.a_scales[static_cast<std::size_t>(st.a_index[k])];
-    const Rational& sb = st.b_scales[static_cast<std::size_t>(st.b_index[k])];
+    const Rational& sa = st.a_scales[static_cast<std::size_t>(st.acc.a_at(e, s))];
+    const Rational& sb = st.b_scales[static_cast<std::size_t>(st.acc.b_at(e, s))];
     const std::string seg = st.segments > 1 ? " (segment " + std::to_string(s) + ")" : "";
     const Rational acc(acc_of(s));
     const ExactFloat fa = step("float(acc)" + in + seg, to_decimal(acc), acc, A.convert(ExactFloat::finite(acc)));
@@ -533,9 +547,7 @@ void dequantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
     auto acc_of = [&](std::int64_t s) { return st.policy_accumulator(e, s, policy.accumulation); };
     const bool overflowed = st.overflowed(e);
     if (fast && !overflowed) {
-      const auto k = static_cast<std::size_t>(e);
-      const double sa = st.a_scale_values[static_cast<std::size_t>(st.a_index[k])];
-      const double sb = st.b_scale_values[static_cast<std::size_t>(st.b_index[k])];
+      const double sa = st.a_scale_value(e, 0), sb = st.b_scale_value(e, 0);
       const std::int64_t acc = acc_of(0);
       const std::optional<DoubleDouble> v = exact_product(acc, sa, sb);
       const std::optional<std::uint64_t> nearest = v ? clear_rounding(v->hi, v->lo, out) : std::nullopt;
@@ -608,6 +620,112 @@ inline void store_int(Tensor& t, std::int64_t i, std::int64_t v) {
   }
 }
 
+// ---- The ideal scheme by rows (requantize_rows.hpp) ----------------------------------------------
+
+// A scale prepare_multiplier accepts (requantize.cpp check_scale): positive, finite, exact in the
+// scale format.
+bool multiplier_accepts_scale(double s, DType dtype) {
+  return s > 0 && std::isfinite(s) && is_float(dtype) &&
+         float_bits_to_double(dtype, double_to_float_bits(dtype, s)) == s;
+}
+
+// The row kernel takes outputs laid out as rows by columns (a GEMM's; not selected elements or a
+// convolution's tables per element), a saturating clamp, an output of at most 32 bits, and scales
+// every element's definition accepts (so no definition would throw).
+bool ideal_rows_apply(const QLinearResult::State& st, const RequantizePolicy& p, DType scale_dtype) {
+  if (p.clamp == Clamp::wrap || st.acc.cols < 8 || !st.acc.channel.empty()) return false;
+  switch (st.out.format) {
+    case DType::i8:
+    case DType::u8:
+    case DType::i16:
+    case DType::u16:
+    case DType::i32:
+      break;
+    default:
+      return false;
+  }
+  const auto accepted = [&](double s) { return multiplier_accepts_scale(s, scale_dtype); };
+  return accepted(st.out.scale) && std::all_of(st.a_scale_values.begin(), st.a_scale_values.end(), accepted) &&
+         std::all_of(st.b_scale_values.begin(), st.b_scale_values.end(), accepted);
+}
+
+requantize_rows::Out row_format(DType t) {
+  switch (t) {
+    case DType::i8:
+      return requantize_rows::Out::s8;
+    case DType::u8:
+      return requantize_rows::Out::u8;
+    case DType::i16:
+      return requantize_rows::Out::s16;
+    case DType::u16:
+      return requantize_rows::Out::u16;
+    default:
+      return requantize_rows::Out::s32;  // ideal_rows_apply admits i32 as the only other format
+  }
+}
+
+// RequantizeScheme::ideal over the rows of a GEMM's output, split across the oracle's threads: per
+// row, the column factors s_b / s_out (once per B table) and the row factor s_a, the row kernel, and
+// `element` (the definition) for each element it flags. An overflowed accumulation is labelled
+// saturated, as the definition's caller labels it; its value is the held accumulator's either way.
+template <class Element>
+void ideal_rows_output(const QLinearResult::State& st, const QGemmPolicy& policy, const RequantizePolicy& p,
+                       IntRange range, QLinearResult& r, Element element) {
+  const ScaledAccumulators& acc = st.acc;
+  const std::int64_t C = acc.cols, rows = r.y.size() / C;
+  const std::int64_t keys = static_cast<std::int64_t>(st.a_scales.size() * st.b_scales.size());
+  requantize_rows::Params params;
+  params.zp = static_cast<double>(st.out.zero_point);
+  params.zp_before = p.zero_point == ZeroPointAdd::float_before_rounding;
+  params.lo = static_cast<double>(range.lo);
+  params.hi = static_cast<double>(range.hi);
+  params.mode = p.rounding;
+  const requantize_rows::Kernel kernel = requantize_rows::kernel();
+  const requantize_rows::Out format = row_format(r.y.dtype());
+  std::byte* y = r.y.bytes().data();
+  constexpr double kUnusable = std::numeric_limits<double>::quiet_NaN();  // flags every element it meets
+  const auto factor = [](double f) { return requantize_rows::usable_factor(f) ? f : kUnusable; };
+  parallel_ranges(rows, std::max<std::int64_t>(1, 8192 / C), [&](std::int64_t r0, std::int64_t r1) {
+    std::vector<double> column_factor(static_cast<std::size_t>(C));
+    std::vector<std::int64_t> biased(st.int_bias.empty() ? 0 : static_cast<std::size_t>(C));
+    std::vector<std::int64_t> q(static_cast<std::size_t>(C)),
+        code(static_cast<std::size_t>(C));       // the kernel's scratch
+    std::optional<MultiplierCache> multipliers;  // for the flagged elements' definitions
+    std::int64_t table = -1;
+    for (std::int64_t row = r0; row < r1; ++row) {
+      const std::int64_t e0 = row * C;
+      if (row / acc.rows_per_b != table) {
+        table = row / acc.rows_per_b;
+        for (std::int64_t c = 0; c < C; ++c)
+          column_factor[static_cast<std::size_t>(c)] = factor(st.b_scale_value(e0 + c, 0) / st.out.scale);
+      }
+      requantize_rows::Params row_params = params;
+      row_params.row_factor = factor(st.a_scale_value(e0, 0));
+      const std::int64_t* a = acc.value.data() + e0;
+      if (!biased.empty()) {
+        for (std::int64_t c = 0; c < C; ++c)
+          biased[static_cast<std::size_t>(c)] =
+              add_in_accumulator(policy.accumulation, a[c], st.int_bias[static_cast<std::size_t>(c)]);
+        a = biased.data();
+      }
+      const std::int64_t flagged =
+          kernel(row_params, a, column_factor.data(),
+                 {C, format, y + e0 * info(r.y.dtype()).storage_bytes, r.labels.data() + e0, q.data(), code.data()});
+      if (flagged < 0) {  // an accumulator beyond 2^51 (int64 sums): the row by definition
+        if (!multipliers) multipliers.emplace(keys);
+        for (std::int64_t c = 0; c < C; ++c) element(e0 + c, *multipliers);
+        continue;
+      }
+      if (flagged == 0) continue;
+      if (!multipliers) multipliers.emplace(keys);
+      for (std::int64_t c = 0; c < C; ++c)
+        if (code[static_cast<std::size_t>(c)] & requantize_rows::kFlagged) element(e0 + c, *multipliers);
+    }
+  });
+  for (const auto& entry : acc.exact_where_different)
+    r.labels[static_cast<std::size_t>(entry.first / st.segments)] = Label::saturated;
+}
+
 void requantized_output(const QLinearResult::State& st, const QGemmPolicy& policy, DType scale_dtype,
                         QLinearResult& r) {
   const OutputStage& out = st.out;
@@ -618,47 +736,55 @@ void requantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
     throw InputError("output: requantize scheme " + std::string(name(p.scheme)) +
                      " takes one accumulator and one multiplier; blocked quantization or a float bias is only "
                      "defined for the ideal scheme (round(v / s_out) + zp exactly)");
+  // A clip that leaves no value is the definition's error at every element: raised here once, before
+  // any fast path decides an element without looking at it.
+  if (r.y.size() > 0) (void)requantize_detail::output_range(out.format, p);
   const IntRange range = requantize_range(out.format, p);
   const bool ideal = p.scheme == RequantizeScheme::ideal;
   const std::int64_t na = static_cast<std::int64_t>(st.a_scales.size()),
                      nb = static_cast<std::int64_t>(st.b_scales.size());
   const Rational s_out(out.scale);
-  // Elements split across the oracle's threads; each thread keeps its own multipliers, formed when
-  // one of its elements first needs a (scale of A, scale of B) pair.
+  // One element by its definition (ideal_requantize_fast first, for the ideal scheme). Each thread
+  // keeps its own multipliers, formed when one of its elements first needs a (scale of A, scale of
+  // B) pair.
+  const auto element = [&](std::int64_t e, MultiplierCache& multipliers) {
+    const bool overflowed = st.overflowed(e);
+    // A RequantizeElement holds a rational (heap memory): only the elements the fast path leaves make one.
+    auto store = [&](const RequantizeElement& q) {
+      r.y.set_int(e, q.q);
+      r.labels[static_cast<std::size_t>(e)] = overflowed ? Label::saturated : q.label;
+    };
+    if (one_accumulator) {
+      const std::int32_t ai = st.acc.a_at(e, 0), bi = st.acc.b_at(e, 0);
+      const ChannelMultiplier& cm = multipliers.get(std::int64_t{ai} * nb + bi, [&] {
+        const RequantizeScales scales{st.a_scale_values[static_cast<std::size_t>(ai)],
+                                      st.b_scale_values[static_cast<std::size_t>(bi)], out.scale, scale_dtype};
+        ChannelMultiplier made{prepare_multiplier(scales, p), {}};
+        if (ideal) made.ideal = ideal_fraction(made.m.exact);
+        return made;
+      });
+      const std::int64_t acc = st.policy_accumulator(e, 0, policy.accumulation);
+      if (ideal && !overflowed) {
+        if (const auto fast = ideal_requantize_fast(acc, cm.ideal, out.zero_point, range, p)) {
+          store_int(r.y, e, fast->q);
+          r.labels[static_cast<std::size_t>(e)] = fast->label;
+          return;
+        }
+      }
+      store(requantize_element(acc, cm.m, out.zero_point, out.format, p));
+    } else {
+      const Rational v =
+          st.real_value(e, [&](std::int64_t s) { return st.policy_accumulator(e, s, policy.accumulation); });
+      store(requantize_real(v / s_out, out.scale, scale_dtype, out.zero_point, out.format, p));
+    }
+  };
+  if (ideal && one_accumulator && ideal_rows_apply(st, p, scale_dtype)) {
+    ideal_rows_output(st, policy, p, range, r, [&](std::int64_t e, MultiplierCache& m) { element(e, m); });
+    return;
+  }
   parallel_ranges(r.y.size(), 4096, [&](std::int64_t e0, std::int64_t e1) {
     MultiplierCache multipliers(na * nb);
-    for (std::int64_t e = e0; e < e1; ++e) {
-      const bool overflowed = st.overflowed(e);
-      // A RequantizeElement holds a rational (heap memory): only the elements the fast path leaves make one.
-      auto store = [&](const RequantizeElement& q) {
-        r.y.set_int(e, q.q);
-        r.labels[static_cast<std::size_t>(e)] = overflowed ? Label::saturated : q.label;
-      };
-      if (one_accumulator) {
-        const auto k = static_cast<std::size_t>(e);
-        const ChannelMultiplier& cm = multipliers.get(std::int64_t{st.a_index[k]} * nb + st.b_index[k], [&] {
-          const RequantizeScales scales{st.a_scale_values[static_cast<std::size_t>(st.a_index[k])],
-                                        st.b_scale_values[static_cast<std::size_t>(st.b_index[k])], out.scale,
-                                        scale_dtype};
-          ChannelMultiplier made{prepare_multiplier(scales, p), {}};
-          if (ideal) made.ideal = ideal_fraction(made.m.exact);
-          return made;
-        });
-        const std::int64_t acc = st.policy_accumulator(e, 0, policy.accumulation);
-        if (ideal && !overflowed) {
-          if (const auto fast = ideal_requantize_fast(acc, cm.ideal, out.zero_point, range, p)) {
-            store_int(r.y, e, fast->q);
-            r.labels[static_cast<std::size_t>(e)] = fast->label;
-            continue;
-          }
-        }
-        store(requantize_element(acc, cm.m, out.zero_point, out.format, p));
-      } else {
-        const Rational v =
-            st.real_value(e, [&](std::int64_t s) { return st.policy_accumulator(e, s, policy.accumulation); });
-        store(requantize_real(v / s_out, out.scale, scale_dtype, out.zero_point, out.format, p));
-      }
-    }
+    for (std::int64_t e = e0; e < e1; ++e) element(e, multipliers);
   });
 }
 
@@ -669,27 +795,23 @@ QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const 
   check_accumulators(acc, a, b);
   auto st = std::make_shared<QLinearResult::State>();
   st->segments = acc.segments;
-  st->value = std::move(acc.value);
-  st->exact_where_different = std::move(acc.exact_where_different);
-  st->a_index = std::move(acc.a_index);
-  st->b_index = std::move(acc.b_index);
-  st->channel = std::move(acc.channel);
+  st->acc = std::move(acc);
   st->a_scales = exact_scales(a);
   st->b_scales = exact_scales(b);
   st->a_scale_values = a.scales;
   st->b_scale_values = b.scales;
   st->scale_dtype = a.scale_dtype;
   st->out = out;
-  attach_bias(*st, acc.channels, bias, out);
+  attach_bias(*st, st->acc.channels, bias, out);
   if (out.kind == OutputKind::requantized &&
       (out.zero_point < int_min(out.format) || out.zero_point > int_max(out.format)))
     throw InputError("output: zero point " + std::to_string(out.zero_point) + " is outside " +
                      std::string(name(out.format)));
 
   QLinearResult r;
-  r.y = Tensor(out.format, acc.shape);
+  r.y = Tensor(out.format, st->acc.shape);
   r.labels.assign(static_cast<std::size_t>(r.y.size()), Label::clear);
-  r.proof = acc.proof;
+  r.proof = st->acc.proof;
   switch (out.kind) {
     case OutputKind::int32:
       int32_output(*st, policy, r);
@@ -711,7 +833,7 @@ std::vector<TraceStep> QLinearResult::trace(std::int64_t i, const QGemmPolicy& p
   const auto integer = [](const BigInt& v) { return ExactFloat::finite(Rational(v)); };
   const std::string acc_name(name(policy.accumulation));
   for (std::int64_t s = 0; s < st.segments; ++s) {
-    const std::int64_t held = st.value[static_cast<std::size_t>(i * st.segments + s)];
+    const std::int64_t held = st.acc.value[static_cast<std::size_t>(i * st.segments + s)];
     const BigInt exact = st.exact_accumulator(i, s);
     steps.push_back({"accumulate sum of (a - za) * (b - zb)" +
                          (st.segments > 1 ? " over segment " + std::to_string(s) : std::string()) + " in " + acc_name,
@@ -721,8 +843,8 @@ std::vector<TraceStep> QLinearResult::trace(std::int64_t i, const QGemmPolicy& p
   if (!st.int_bias.empty()) {
     const std::int64_t held = st.policy_accumulator(i, 0, policy.accumulation);
     steps.push_back({"+ int32 bias of channel " + std::to_string(st.channel_of(i)) + " in " + acc_name,
-                     std::to_string(st.value[static_cast<std::size_t>(i)]) + " + " + std::to_string(st.bias_of(i)),
-                     integer(BigInt(st.value[static_cast<std::size_t>(i)]) + st.bias_of(i)), integer(BigInt(held)),
+                     std::to_string(st.acc.value[static_cast<std::size_t>(i)]) + " + " + std::to_string(st.bias_of(i)),
+                     integer(BigInt(st.acc.value[static_cast<std::size_t>(i)]) + st.bias_of(i)), integer(BigInt(held)),
                      ""});
   }
   const auto acc_of = [&](std::int64_t s) { return st.policy_accumulator(i, s, policy.accumulation); };
@@ -743,10 +865,7 @@ std::vector<TraceStep> QLinearResult::trace(std::int64_t i, const QGemmPolicy& p
       const RequantizePolicy p = with_fused_clamp(policy.requantize, st.out.clamp);
       RequantizeElement q;
       if (st.segments == 1 && st.float_bias.empty()) {
-        const RequantizeScales scales{
-            st.a_scale_values[static_cast<std::size_t>(st.a_index[static_cast<std::size_t>(i)])],
-            st.b_scale_values[static_cast<std::size_t>(st.b_index[static_cast<std::size_t>(i)])], st.out.scale,
-            st.scale_dtype};
+        const RequantizeScales scales{st.a_scale_value(i, 0), st.b_scale_value(i, 0), st.out.scale, st.scale_dtype};
         q = requantize_element(acc_of(0), prepare_multiplier(scales, p, true), st.out.zero_point, st.out.format, p,
                                true);
       } else {

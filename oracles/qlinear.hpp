@@ -96,17 +96,35 @@ struct QGemmPolicy {
 // ---- The shared output stage -----------------------------------------------------------------
 
 // The integer result of a GEMM or convolution and what each accumulator is worth: output element e
-// has segments s = 0..S-1 with accumulator value[e*S + s] and scales a.scales[a_index[e*S + s]] and
-// b.scales[b_index[e*S + s]]; channel[e] indexes the bias.
+// has segments s = 0..S-1 with accumulator value[e*S + s]; its bias is channel[e] (its column when
+// `channel` is empty).
+//
+// Scales without a table per element: element e is row e / cols, column e % cols; segment s of it
+// takes A's scale a.scales[a_index[row*S + s]] and B's scale b.scales[b_index[(b_table*S + s)*cols +
+// column]] with b_table = row / rows_per_b. A GEMM gives one index per row of A and one per column
+// of B (one B table per batch of a batched B); cols = 1 and rows_per_b = 1 make both tables per
+// element, for outputs that are not rows by columns (a convolution, selected elements).
 struct ScaledAccumulators {
   Shape shape;  // output shape
   std::int64_t segments = 1;
   std::vector<std::int64_t> value;
   std::unordered_map<std::int64_t, BigInt> exact_where_different;  // keyed by e*S + s
+  std::int64_t cols = 1, rows_per_b = 1;
   std::vector<std::int32_t> a_index, b_index;
   std::vector<std::int32_t> channel;
   std::int64_t channels = 0;  // how many output channels the op has (a bias has one value each)
   AccumulationProof proof;
+
+  std::int32_t a_at(std::int64_t e, std::int64_t s) const {
+    return a_index[static_cast<std::size_t>((e / cols) * segments + s)];
+  }
+  std::int32_t b_at(std::int64_t e, std::int64_t s) const {
+    const std::int64_t row = e / cols;
+    return b_index[static_cast<std::size_t>(((row / rows_per_b) * segments + s) * cols + e % cols)];
+  }
+  std::int64_t channel_at(std::int64_t e) const {
+    return channel.empty() ? e % cols : channel[static_cast<std::size_t>(e)];
+  }
 };
 
 // What was proven about several integer GEMMs together (a convolution's groups, a batched GEMM's
