@@ -28,6 +28,36 @@ namespace qc::vnni {
 std::string_view name(ConvKOrder o) { return o == ConvKOrder::hwc ? "hwc" : "chw"; }
 std::string_view name(ConvStrategy s) { return s == ConvStrategy::implicit_gemm ? "implicit_gemm" : "im2col"; }
 
+std::pair<std::int64_t, std::int64_t> conv_output_size(const ConvGeometry& g, std::string_view who) {
+  const auto fail = [who](const std::string& what) { throw InputError(std::string(who) + ": " + what); };
+  const auto at_least = [&fail](std::int64_t v, std::int64_t min, const char* field) {
+    if (v < min) fail(std::string(field) + " = " + std::to_string(v) + " must be at least " + std::to_string(min));
+  };
+  at_least(g.batch, 1, "batch");
+  at_least(g.height, 1, "height");
+  at_least(g.width, 1, "width");
+  at_least(g.channels, 1, "channels");
+  at_least(g.out_channels, 1, "out_channels");
+  at_least(g.kernel_h, 1, "kernel_h");
+  at_least(g.kernel_w, 1, "kernel_w");
+  at_least(g.stride_h, 1, "stride_h");
+  at_least(g.stride_w, 1, "stride_w");
+  at_least(g.dilation_h, 1, "dilation_h");
+  at_least(g.dilation_w, 1, "dilation_w");
+  at_least(g.pad_top, 0, "pad_top");
+  at_least(g.pad_left, 0, "pad_left");
+  at_least(g.pad_bottom, 0, "pad_bottom");
+  at_least(g.pad_right, 0, "pad_right");
+  at_least(g.groups, 1, "groups");
+  if (g.channels % g.groups != 0 || g.out_channels % g.groups != 0)
+    fail("groups = " + std::to_string(g.groups) + " must divide channels (" + std::to_string(g.channels) +
+         ") and out_channels (" + std::to_string(g.out_channels) + ")");
+  const std::int64_t eh = g.height + g.pad_top + g.pad_bottom - g.dilation_h * (g.kernel_h - 1) - 1;
+  const std::int64_t ew = g.width + g.pad_left + g.pad_right - g.dilation_w * (g.kernel_w - 1) - 1;
+  if (eh < 0 || ew < 0) fail("the dilated kernel is larger than the padded input");
+  return {eh / g.stride_h + 1, ew / g.stride_w + 1};
+}
+
 namespace {
 
 [[noreturn]] void fail(const std::string& what) { throw InputError("vnni conv2d: " + what); }
@@ -37,37 +67,13 @@ struct ConvSizes {
 };
 
 ConvSizes resolve(const Conv2dParams& p) {
-  auto at_least = [](std::int64_t v, std::int64_t min, const char* field) {
-    if (v < min) fail(std::string(field) + " = " + std::to_string(v) + " must be at least " + std::to_string(min));
-  };
-  at_least(p.batch, 1, "batch");
-  at_least(p.height, 1, "height");
-  at_least(p.width, 1, "width");
-  at_least(p.channels, 1, "channels");
-  at_least(p.out_channels, 1, "out_channels");
-  at_least(p.kernel_h, 1, "kernel_h");
-  at_least(p.kernel_w, 1, "kernel_w");
-  at_least(p.stride_h, 1, "stride_h");
-  at_least(p.stride_w, 1, "stride_w");
-  at_least(p.dilation_h, 1, "dilation_h");
-  at_least(p.dilation_w, 1, "dilation_w");
-  at_least(p.pad_top, 0, "pad_top");
-  at_least(p.pad_left, 0, "pad_left");
-  at_least(p.pad_bottom, 0, "pad_bottom");
-  at_least(p.pad_right, 0, "pad_right");
-  at_least(p.groups, 1, "groups");
-  if (p.channels % p.groups != 0 || p.out_channels % p.groups != 0)
-    fail("groups = " + std::to_string(p.groups) + " must divide channels (" + std::to_string(p.channels) +
-         ") and out_channels (" + std::to_string(p.out_channels) + ")");
-  const std::int64_t eh = p.height + p.pad_top + p.pad_bottom - p.dilation_h * (p.kernel_h - 1) - 1;
-  const std::int64_t ew = p.width + p.pad_left + p.pad_right - p.dilation_w * (p.kernel_w - 1) - 1;
-  if (eh < 0 || ew < 0) fail("the dilated kernel is larger than the padded input");
+  const auto [oh, ow] = conv_output_size(p, "vnni conv2d");
   ConvSizes s;
   s.cg = p.channels / p.groups;
   s.ocg = p.out_channels / p.groups;
   s.k = p.kernel_h * p.kernel_w * s.cg;
-  s.oh = eh / p.stride_h + 1;
-  s.ow = ew / p.stride_w + 1;
+  s.oh = oh;
+  s.ow = ow;
   return s;
 }
 

@@ -4,47 +4,14 @@
 // the GEMM rows split across the worker threads; every output is written by one thread, so the
 // result does not depend on the thread count.
 #include "backends/vnni/vnni.hpp"
-#include "qconform/error.hpp"
 #include "qconform/parallel.hpp"
 
 #include <string>
 #include <vector>
 
 namespace qc::vnni {
-namespace {
-
-[[noreturn]] void fail(const std::string& what) { throw InputError("vnni float conv2d: " + what); }
-
-void at_least(std::int64_t v, std::int64_t min, const char* field) {
-  if (v < min) fail(std::string(field) + " = " + std::to_string(v) + " must be at least " + std::to_string(min));
-}
-
-}  // namespace
-
 std::pair<std::int64_t, std::int64_t> float_conv2d_output_size(const FloatConv2dParams& p) {
-  at_least(p.batch, 1, "batch");
-  at_least(p.channels, 1, "channels");
-  at_least(p.height, 1, "height");
-  at_least(p.width, 1, "width");
-  at_least(p.out_channels, 1, "out_channels");
-  at_least(p.kernel_h, 1, "kernel_h");
-  at_least(p.kernel_w, 1, "kernel_w");
-  at_least(p.stride_h, 1, "stride_h");
-  at_least(p.stride_w, 1, "stride_w");
-  at_least(p.dilation_h, 1, "dilation_h");
-  at_least(p.dilation_w, 1, "dilation_w");
-  at_least(p.pad_top, 0, "pad_top");
-  at_least(p.pad_left, 0, "pad_left");
-  at_least(p.pad_bottom, 0, "pad_bottom");
-  at_least(p.pad_right, 0, "pad_right");
-  at_least(p.groups, 1, "groups");
-  if (p.channels % p.groups != 0 || p.out_channels % p.groups != 0)
-    fail("groups = " + std::to_string(p.groups) + " must divide channels (" + std::to_string(p.channels) +
-         ") and out_channels (" + std::to_string(p.out_channels) + ")");
-  const std::int64_t eh = p.height + p.pad_top + p.pad_bottom - p.dilation_h * (p.kernel_h - 1) - 1;
-  const std::int64_t ew = p.width + p.pad_left + p.pad_right - p.dilation_w * (p.kernel_w - 1) - 1;
-  if (eh < 0 || ew < 0) fail("the dilated kernel is larger than the padded input");
-  return {eh / p.stride_h + 1, ew / p.stride_w + 1};
+  return conv_output_size(p, "vnni float conv2d");
 }
 
 void float_conv2d(Isa isa, const FloatConv2dParams& p, const float* input, const float* w_oihw, const float* bias,

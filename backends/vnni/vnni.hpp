@@ -219,14 +219,9 @@ void requantize(Isa isa, const std::int32_t* acc, std::size_t n, const Elementwi
 void float_gemm(Isa isa, const float* a, std::int64_t m, std::int64_t k, const float* w, std::int64_t n,
                 const float* bias, float* out);
 
-// The float convolution (conv2d: a float image with float weights, or with integer weights the
-// caller has dequantized to f32, as run_weight_only does): per group, an im2col matrix
-// [batch·OH·OW, K] with K = Cg·KH·KW in OIHW order (k = (c·KH + kh)·KW + kw; a padded tap holds the
-// real 0) times the group's weights as [K, OC/groups], by float_gemm: each output is
-// fl(fma over k ascending of x_k·w_k starting from +0) + bias[oc] in f32, a padded tap's fma adding
-// exactly nothing. Input NCHW or NHWC, output in the same layout; weights OIHW [OC, C/groups, KH, KW].
-struct FloatConv2dParams {
-  bool nchw = true;
+// A convolution's geometry (ONNX Conv): input [batch, channels, height, width] in the layout its
+// kernel takes, weights OIHW [out_channels, channels/groups, kernel_h, kernel_w].
+struct ConvGeometry {
   std::int64_t batch = 1, channels = 0, height = 0, width = 0;
   std::int64_t out_channels = 0, kernel_h = 1, kernel_w = 1;
   std::int64_t stride_h = 1, stride_w = 1;
@@ -235,7 +230,19 @@ struct FloatConv2dParams {
   std::int64_t groups = 1;
 };
 // The output's height and width, OH = (H + pads - dilation·(KH - 1) - 1) / stride + 1 (ONNX Conv);
-// InputError naming the field for a geometry no convolution has.
+// InputError "<who>: ..." naming the field for a geometry no convolution has.
+std::pair<std::int64_t, std::int64_t> conv_output_size(const ConvGeometry& g, std::string_view who);
+
+// The float convolution (conv2d: a float image with float weights, or with integer weights the
+// caller has dequantized to f32, as run_weight_only does): per group, an im2col matrix
+// [batch·OH·OW, K] with K = Cg·KH·KW in OIHW order (k = (c·KH + kh)·KW + kw; a padded tap holds the
+// real 0) times the group's weights as [K, OC/groups], by float_gemm: each output is
+// fl(fma over k ascending of x_k·w_k starting from +0) + bias[oc] in f32, a padded tap's fma adding
+// exactly nothing. Input NCHW or NHWC, output in the same layout; weights OIHW [OC, C/groups, KH, KW].
+struct FloatConv2dParams : ConvGeometry {
+  bool nchw = true;
+};
+// The output's height and width, as conv_output_size (InputError "vnni float conv2d: ...").
 std::pair<std::int64_t, std::int64_t> float_conv2d_output_size(const FloatConv2dParams& p);
 void float_conv2d(Isa isa, const FloatConv2dParams& p, const float* input, const float* w_oihw, const float* bias,
                   float* out);
@@ -254,13 +261,7 @@ enum class ConvStrategy : std::uint8_t {
 std::string_view name(ConvKOrder o);
 std::string_view name(ConvStrategy s);
 
-struct Conv2dParams {
-  std::int64_t batch = 1, height = 0, width = 0, channels = 0;  // input NHWC [batch, H, W, C]
-  std::int64_t out_channels = 0, kernel_h = 1, kernel_w = 1;    // weights OIHW [OC, C/groups, KH, KW]
-  std::int64_t stride_h = 1, stride_w = 1;
-  std::int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
-  std::int64_t dilation_h = 1, dilation_w = 1;
-  std::int64_t groups = 1;
+struct Conv2dParams : ConvGeometry {  // input NHWC [batch, H, W, C]
   ConvKOrder k_order = ConvKOrder::hwc;
   ConvStrategy strategy = ConvStrategy::implicit_gemm;
   QuantSpec quant;  // per-channel arrays over out_channels. Padded taps hold a_zero_point.
