@@ -41,7 +41,7 @@ PairedAccumulation paired_accumulation(Accumulation acc, PairRule pairs, DType a
   return {acc};
 }
 
-void shift_signed_activations(std::vector<std::int32_t>& a, std::vector<std::int64_t>& a_zero_points) {
+void shift_signed_activations(std::span<std::int32_t> a, std::vector<std::int64_t>& a_zero_points) {
   for (std::int32_t& v : a) v += 128;
   for (std::int64_t& z : a_zero_points) z += 128;
 }
@@ -146,35 +146,47 @@ void for_each_operand(const IntGemmProblem& p, bool of_a, bool subtract, F&& f) 
     }
 }
 
-// Per line and segment, the raw values' min and max (int_gemm::minmax, vectorized) minus the
-// segment's zero point; lines split across the threads, whose ranges are merged (min and max do not
-// depend on the order).
-IntRange operand_range(const IntGemmProblem& p, bool of_a, bool subtract) {
+// An operand's raw values' range and the multiplied operands' (raw minus the line's zero point in
+// each segment when `subtract`, else the raw range again), in one pass: per line and segment the
+// raw min and max (int_gemm::minmax, vectorized); lines split across the threads, whose ranges are
+// merged (min and max do not depend on the order).
+struct OperandRanges {
+  IntRange raw, multiplied;
+};
+
+OperandRanges operand_ranges(const IntGemmProblem& p, bool of_a, bool subtract) {
   const std::int64_t lines = of_a ? p.rows : p.cols, K = p.depth, S = p.segments();
   const std::int32_t* values = of_a ? p.a.data() : p.bt.data();
-  IntRange r{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
+  constexpr IntRange kNone{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
+  OperandRanges r{kNone, kNone};
   std::mutex merge;
-  parallel_ranges(lines, std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(1, K)),
-                  [&](std::int64_t i0, std::int64_t i1) {
-                    IntRange part{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
-                    for (std::int64_t i = i0; i < i1; ++i)
-                      for (std::int64_t s = 0; s < S; ++s) {
-                        const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], L = p.segment_length(s);
-                        if (L == 0) continue;
-                        const std::int32_t* x = values + i * K + k0;
-                        std::int32_t lo, hi;
-                        int_gemm::minmax(x, L, lo, hi);
-                        const std::int64_t z = !subtract ? 0
-                                               : of_a    ? p.a_zero_points[static_cast<std::size_t>(i * S + s)]
-                                                         : p.b_zero_points[static_cast<std::size_t>(s * p.cols + i)];
-                        part.lo = std::min(part.lo, lo - z);
-                        part.hi = std::max(part.hi, hi - z);
-                      }
-                    const std::lock_guard<std::mutex> lock(merge);
-                    r.lo = std::min(r.lo, part.lo);
-                    r.hi = std::max(r.hi, part.hi);
-                  });
-  if (r.lo > r.hi) r = {0, 0};  // no operands (K = 0 or no rows)
+  parallel_ranges(
+      lines, std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(1, K)),
+      [&](std::int64_t i0, std::int64_t i1) {
+        OperandRanges part{kNone, kNone};
+        for (std::int64_t i = i0; i < i1; ++i)
+          for (std::int64_t s = 0; s < S; ++s) {
+            const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], L = p.segment_length(s);
+            if (L == 0) continue;
+            const std::int32_t* x = values + i * K + k0;
+            std::int32_t lo, hi;
+            int_gemm::minmax(x, L, lo, hi);
+            const std::int64_t z = !subtract ? 0
+                                   : of_a    ? p.a_zero_points[static_cast<std::size_t>(i * S + s)]
+                                             : p.b_zero_points[static_cast<std::size_t>(s * p.cols + i)];
+            part.raw.lo = std::min<std::int64_t>(part.raw.lo, lo);
+            part.raw.hi = std::max<std::int64_t>(part.raw.hi, hi);
+            part.multiplied.lo = std::min(part.multiplied.lo, lo - z);
+            part.multiplied.hi = std::max(part.multiplied.hi, hi - z);
+          }
+        const std::lock_guard<std::mutex> lock(merge);
+        for (auto [into, from] : {std::pair{&r.raw, &part.raw}, std::pair{&r.multiplied, &part.multiplied}}) {
+          into->lo = std::min(into->lo, from->lo);
+          into->hi = std::max(into->hi, from->hi);
+        }
+      });
+  for (IntRange* x : {&r.raw, &r.multiplied})
+    if (x->lo > x->hi) *x = {0, 0};  // no operands (K = 0 or no rows)
   return r;
 }
 
@@ -229,10 +241,10 @@ Acc dot_1x1(const T* __restrict a, const T* __restrict b, std::int64_t len) {
 // of A stream past it.
 template <class T, class Acc>
 void exact_sums_rows(const IntGemmProblem& p, const Operands<T>& o, std::int64_t r_begin, std::int64_t r_end,
-                     std::vector<std::int64_t>& out);
+                     AccumulatorValues& out);
 
 template <class T, class Acc>
-void exact_sums(const IntGemmProblem& p, const Operands<T>& o, std::vector<std::int64_t>& out) {
+void exact_sums(const IntGemmProblem& p, const Operands<T>& o, AccumulatorValues& out) {
   const std::int64_t R = p.rows, N = p.cols, K = p.depth;
   const std::int64_t row_work = std::max<std::int64_t>(1, N * K);
   parallel_ranges(R, std::max<std::int64_t>(1, (std::int64_t{1} << 21) / row_work),
@@ -241,7 +253,7 @@ void exact_sums(const IntGemmProblem& p, const Operands<T>& o, std::vector<std::
 
 template <class T, class Acc>
 void exact_sums_rows(const IntGemmProblem& p, const Operands<T>& o, std::int64_t r_begin, std::int64_t r_end,
-                     std::vector<std::int64_t>& out) {
+                     AccumulatorValues& out) {
   const std::int64_t N = p.cols, K = p.depth, S = p.segments();
   const std::int64_t tile = std::max<std::int64_t>(
       4, (std::int64_t{128} * 1024) / std::max<std::int64_t>(1, K * static_cast<std::int64_t>(sizeof(T))) / 4 * 4);
@@ -271,7 +283,7 @@ void exact_sums_rows(const IntGemmProblem& p, const Operands<T>& o, std::int64_t
 }
 
 template <class T>
-void exact_sums_in(const IntGemmProblem& p, bool subtract, bool int32_loop, std::vector<std::int64_t>& out) {
+void exact_sums_in(const IntGemmProblem& p, bool subtract, bool int32_loop, AccumulatorValues& out) {
   const Operands<T> o = narrow_operands<T>(p, subtract);
   if (int32_loop)
     exact_sums<T, std::int32_t>(p, o, out);
@@ -380,10 +392,10 @@ void require_pair_operands(const IntGemmProblem& p, Accumulation acc, bool subtr
 
 // accumulation_bound over the multiplied operands' actual ranges and the longest segment, for the
 // policy's accumulator and for the two loops. Throws for int16 pairs outside u8 x s8.
-AccumulationProof prove(const IntGemmProblem& p, Accumulation acc, bool subtract) {
+AccumulationProof prove(const IntGemmProblem& p, Accumulation acc, const OperandRanges& a, const OperandRanges& b) {
   AccumulationProof proof;
-  proof.a_range = operand_range(p, true, subtract);
-  proof.b_range = operand_range(p, false, subtract);
+  proof.a_range = a.multiplied;
+  proof.b_range = b.multiplied;
   for (std::int64_t s = 0; s < p.segments(); ++s)
     proof.longest_segment = std::max(proof.longest_segment, p.segment_length(s));
   const std::int64_t L = proof.longest_segment;
@@ -498,17 +510,20 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
   out.rows = R;
   out.cols = N;
   out.segments = S;
-  out.value.assign(static_cast<std::size_t>(R * N * S), 0);
-  out.proof = prove(p, acc, subtract);
+  const OperandRanges a_ranges = operand_ranges(p, true, subtract), b_ranges = operand_ranges(p, false, subtract);
+  out.proof = prove(p, acc, a_ranges, b_ranges);
   const LoopCoverage coverage(p, acc, subtract, out.proof);
+  // Each loop below writes every sum, so only the path without one needs zeros first.
+  if (coverage.loop())
+    out.value.resize(static_cast<std::size_t>(R * N * S));
+  else
+    out.value.assign(static_cast<std::size_t>(R * N * S), 0);
 
   // 1. The exact sums of the multiplied operands (raw or zero-point-free), in the cheapest proven loop.
   if (coverage.loop()) {
     // Byte operands (u8, s8, u4, s4, raw or minus zero points) take the packed kernel; wider ones
     // the plain loops below.
-    const int_gemm::ByteOffsets bytes =
-        subtract ? int_gemm::byte_offsets(operand_range(p, true, false), operand_range(p, false, false))
-                 : int_gemm::byte_offsets(out.proof.a_range, out.proof.b_range);  // the raw ranges already
+    const int_gemm::ByteOffsets bytes = int_gemm::byte_offsets(a_ranges.raw, b_ranges.raw);
     if (bytes.ok) {
       int_gemm::exact_sums(p, subtract, bytes, int_gemm::chosen(), out.value);
     } else {

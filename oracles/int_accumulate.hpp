@@ -24,10 +24,12 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace qc {
@@ -140,6 +142,31 @@ std::string_view name(PairRule r);
 // 257: blocks [0, 129) and [129, 257), so 128 is alone and 129 pairs with 130).
 std::vector<std::int64_t> pair_block_starts(PairRule r, std::int64_t depth);
 
+// std::allocator, except that a vector's resize(n) leaves new integers uninitialized instead of
+// zeroing them: the sums' 8 MiB result (1024 x 1024) is written whole by the kernels that fill it,
+// so zeroing it first would be a pass over memory for nothing. assign(n, 0) still zeroes.
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  using value_type = T;
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;  // default-initialization: no value for an integer
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+// Accumulators [R][N][S] (IntGemmAccumulators, ScaledAccumulators).
+using AccumulatorValues = std::vector<std::int64_t, UninitializedAllocator<std::int64_t>>;
+
 // acc[r][n][s] = Σ_{k in segment s} (a[r][k] - za[r][s]) · (bt[n][k] - zb[s][n]), for R rows of A
 // ([R, K] row-major), N rows of B transposed ([N, K] row-major) and K split into segments
 // [segment_starts[s], segment_starts[s + 1]) (the last ends at K). A segment is a run of K over
@@ -171,7 +198,7 @@ struct AccumulationProof {
 
 struct IntGemmAccumulators {
   std::int64_t rows = 0, cols = 0, segments = 1;
-  std::vector<std::int64_t> value;  // [R][N][S]: what the policy's accumulator holds
+  AccumulatorValues value;  // [R][N][S]: what the policy's accumulator holds
   // Exact sums where they differ from `value` (an overflow), keyed by (r * N + n) * S + s.
   std::unordered_map<std::int64_t, BigInt> exact_where_different;
   AccumulationProof proof;
@@ -222,7 +249,7 @@ PairedAccumulation paired_accumulation(Accumulation acc, PairRule pairs, DType a
 
 // The shift itself: every raw activation and its zero point move by +128, which leaves every
 // zero-point-free product, and so the exact result, unchanged; only the pairs see the u8 bytes.
-void shift_signed_activations(std::vector<std::int32_t>& a, std::vector<std::int64_t>& a_zero_points);
+void shift_signed_activations(std::span<std::int32_t> a, std::vector<std::int64_t>& a_zero_points);
 
 // value + term with the accumulator's own addition: exact (must fit int64), int64 wrapping, int32
 // wrapping (int32_wrap and int16_pair_saturate's vpaddd), int32 saturating. Used for the zero-point

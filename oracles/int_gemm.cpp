@@ -106,6 +106,7 @@ std::vector<Piece> pieces_of(const IntGemmProblem& p, std::int64_t& packed_total
       c.packed = packed_total;
       c.packed_len = (c.len + 3) / 4 * 4;
       c.segment = s;
+      c.first = k == k0;
       packed_total += c.packed_len;
       v.push_back(c);
     }
@@ -134,7 +135,7 @@ class Packed {
 constexpr int kGenericMr = 4, kGenericNr = 16;
 
 void tile_generic(const void* av, const void* bv, std::int64_t kp, std::int64_t* c, std::int64_t rs, std::int64_t cs,
-                  int rows, int cols) {
+                  int rows, int cols, bool store) {
   const auto* a = static_cast<const std::uint8_t*>(av);
   const auto* b = static_cast<const std::int8_t*>(bv);
   std::int32_t acc[kGenericMr][kGenericNr] = {};
@@ -149,12 +150,11 @@ void tile_generic(const void* av, const void* bv, std::int64_t kp, std::int64_t*
       }
   }
   for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < cols; ++j) c[i * rs + j * cs] += acc[i][j];
+    for (int j = 0; j < cols; ++j) c[i * rs + j * cs] = (store ? 0 : c[i * rs + j * cs]) + acc[i][j];
 }
 
 template <class EA, class EB>
-void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelShape& ks,
-         std::vector<std::int64_t>& out) {
+void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelShape& ks, AccumulatorValues& out) {
   const std::int64_t R = p.rows, N = p.cols, K = p.depth, S = p.segments();
   const int mr = ks.mr, nr = ks.nr;
   std::int64_t Kp = 0;
@@ -180,7 +180,8 @@ void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelSh
                   });
 
   // Rows of panels across the threads; within one, blocks of B's panels (about 256 KiB, kept in L2)
-  // are swept by each A panel (kept in L1) piece by piece. `out` holds zeros: the tiles add into it.
+  // are swept by each A panel (kept in L1) piece by piece. A segment's first piece stores into
+  // `out`, the rest add: `out` needs no zeros beforehand.
   const std::int64_t block_n =
       std::max<std::int64_t>(1, (std::int64_t{256} * 1024) / (nr * kPieceK * static_cast<std::int64_t>(sizeof(EB))));
   const std::int64_t row_work = std::max<std::int64_t>(1, mr * N * K);
@@ -202,7 +203,7 @@ void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelSh
             const std::int64_t n0 = np * nr;
             const int cols = static_cast<int>(std::min<std::int64_t>(nr, N - n0));
             ks.kernel(a, B + np * Kp * nr + c.packed * nr, c.packed_len, out.data() + (r0 * N + n0) * S + c.segment,
-                      N * S, S, rows_here, cols);
+                      N * S, S, rows_here, cols, c.first);
           }
         }
     }
@@ -270,11 +271,14 @@ KernelShape kernel_avx2() { return kernel_generic(); }
 KernelShape kernel_avx512_vnni() { return kernel_generic(); }
 #endif
 
-void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa isa, std::vector<std::int64_t>& out) {
+void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa isa, AccumulatorValues& out) {
   if (!offsets.ok) throw InputError("int_gemm::exact_sums: the operands do not fit bytes after an offset");
   const auto size = static_cast<std::size_t>(p.rows * p.cols * p.segments());
-  if (out.size() != size) out.assign(size, 0);  // else zeros already (accumulate_gemm's fresh result)
-  if (p.rows == 0 || p.cols == 0 || p.depth == 0) return;
+  if (p.rows == 0 || p.cols == 0 || p.depth == 0) {
+    out.assign(size, 0);  // empty sums: no tile writes them
+    return;
+  }
+  out.resize(size);  // uninitialized: the tiles write every element (a segment's first piece stores)
 #if !QCONFORM_ORACLE_X86
   isa = Isa::generic;  // the x86 kernels are not built here
 #endif

@@ -59,9 +59,9 @@ ByteOffsets byte_offsets(IntRange a_raw, IntRange b_raw);
 // out[(r*N + n)*S + s] = the exact Σ over segment s of the multiplied operands (a - za)(b - zb) when
 // `subtract`, else a·b. `offsets` from byte_offsets (ok). The caller proves the sums fit int64.
 // Splits the rows across worker threads (qconform/parallel.hpp); the result does not depend on
-// their number. `out`: R*N*S zeros (accumulate_gemm's fresh result), or anything else, which is
-// replaced by R*N*S zeros first.
-void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa isa, std::vector<std::int64_t>& out);
+// their number. `out` is resized to R*N*S and every element written (the first piece of each
+// segment stores its tile, later ones add), so it needs no zeros beforehand.
+void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa isa, AccumulatorValues& out);
 
 // min and max of v[0, n) (n >= 1) with the chosen build's vector instructions (the oracle itself is
 // built for baseline x86-64, which has no packed 32-bit min/max).
@@ -73,6 +73,7 @@ void minmax(const std::int32_t* v, std::int64_t n, std::int32_t& lo, std::int32_
 // piece padded to a multiple of 4 with zeros).
 struct Piece {
   std::int64_t k0 = 0, len = 0, packed = 0, packed_len = 0, segment = 0;
+  bool first = false;  // the segment's first piece: its tiles store, the later ones add
 };
 
 // One panel to pack (int_gemm_pack.hpp): `lines` lines of src (line i at src + i*K, raw values),
@@ -92,11 +93,11 @@ struct PackJob {
 using PackFn = void (*)(const PackJob&);
 using MinMaxFn = void (*)(const std::int32_t*, std::int64_t, std::int32_t&, std::int32_t&);
 
-// One MR x NR tile over one piece: c[i*rs + j*cs] += Σ_{k < kp} a[..]·b[..] for i < rows, j < cols.
-// a: the packed A panel at the piece's start, b: the packed B panel at the piece's start; kp a
-// multiple of 4.
+// One MR x NR tile over one piece: c[i*rs + j*cs] += Σ_{k < kp} a[..]·b[..] for i < rows, j < cols
+// (= instead of += when `store`). a: the packed A panel at the piece's start, b: the packed B panel
+// at the piece's start; kp a multiple of 4.
 using TileKernel = void (*)(const void* a, const void* b, std::int64_t kp, std::int64_t* c, std::int64_t rs,
-                            std::int64_t cs, int rows, int cols);
+                            std::int64_t cs, int rows, int cols, bool store);
 
 struct KernelShape {
   int mr = 0, nr = 0;

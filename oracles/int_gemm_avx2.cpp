@@ -31,12 +31,19 @@ inline void add_8(std::int64_t* c, __m256i v) {
   _mm256_storeu_si256(p + 1, _mm256_add_epi64(_mm256_loadu_si256(p + 1), hi));
 }
 
+// Stores 8 int32 lanes as 8 int64 values at c.
+inline void store_8(std::int64_t* c, __m256i v) {
+  auto* p = reinterpret_cast<__m256i*>(c);
+  _mm256_storeu_si256(p, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)));
+  _mm256_storeu_si256(p + 1, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1)));
+}
+
 // The accumulators are named variables, not an array: GCC keeps an array of vectors in memory and
 // stores it on every step.
 #define QC_AVX2_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
 void tile(const void* av, const void* bv, std::int64_t kp, std::int64_t* c, std::int64_t rs, std::int64_t cs, int rows,
-          int cols) {
+          int cols, bool store) {
   const auto* a = static_cast<const std::int16_t*>(av);
   const auto* b = static_cast<const std::int16_t*>(bv);
 #define QC_AVX2_ZERO(i) __m256i c##i##_0 = _mm256_setzero_si256(), c##i##_1 = _mm256_setzero_si256();
@@ -56,6 +63,14 @@ void tile(const void* av, const void* bv, std::int64_t kp, std::int64_t* c, std:
 #undef QC_AVX2_STEP
   }
   if (rows == kMr && cols == kNr && cs == 1) {
+    if (store) {
+#define QC_AVX2_PUT(i)           \
+  store_8(c + (i)*rs, c##i##_0); \
+  store_8(c + (i)*rs + 8, c##i##_1);
+      QC_AVX2_ROWS(QC_AVX2_PUT)
+#undef QC_AVX2_PUT
+      return;
+    }
 #define QC_AVX2_ADD(i)         \
   add_8(c + (i)*rs, c##i##_0); \
   add_8(c + (i)*rs + 8, c##i##_1);
@@ -70,7 +85,7 @@ void tile(const void* av, const void* bv, std::int64_t kp, std::int64_t* c, std:
   QC_AVX2_ROWS(QC_AVX2_STORE)
 #undef QC_AVX2_STORE
   for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < cols; ++j) c[i * rs + j * cs] += t[i][j];
+    for (int j = 0; j < cols; ++j) c[i * rs + j * cs] = (store ? 0 : c[i * rs + j * cs]) + t[i][j];
 }
 #undef QC_AVX2_ROWS
 

@@ -35,12 +35,18 @@ inline void add_16(std::int64_t* c, __m512i v) {
   _mm512_storeu_si512(c + 8, _mm512_add_epi64(_mm512_loadu_si512(c + 8), hi));
 }
 
+// Stores 16 int32 lanes as 16 int64 values at c.
+inline void store_16(std::int64_t* c, __m512i v) {
+  _mm512_storeu_si512(c, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)));
+  _mm512_storeu_si512(c + 8, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1)));
+}
+
 // The accumulators are named variables, not an array: GCC keeps an array of vectors in memory and
 // stores it on every step.
 #define QC_VNNI_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 
 void tile(const void* av, const void* bv, std::int64_t kp, std::int64_t* c, std::int64_t rs, std::int64_t cs, int rows,
-          int cols) {
+          int cols, bool store) {
   const auto* a = static_cast<const std::uint8_t*>(av);
   const auto* b = static_cast<const std::int8_t*>(bv);
 #define QC_VNNI_ZERO(i) __m512i c##i##_0 = _mm512_setzero_si512(), c##i##_1 = _mm512_setzero_si512();
@@ -60,6 +66,14 @@ void tile(const void* av, const void* bv, std::int64_t kp, std::int64_t* c, std:
 #undef QC_VNNI_STEP
   }
   if (rows == kMr && cols == kNr && cs == 1) {
+    if (store) {
+#define QC_VNNI_PUT(i)            \
+  store_16(c + (i)*rs, c##i##_0); \
+  store_16(c + (i)*rs + 16, c##i##_1);
+      QC_VNNI_ROWS(QC_VNNI_PUT)
+#undef QC_VNNI_PUT
+      return;
+    }
 #define QC_VNNI_ADD(i)          \
   add_16(c + (i)*rs, c##i##_0); \
   add_16(c + (i)*rs + 16, c##i##_1);
@@ -74,7 +88,7 @@ void tile(const void* av, const void* bv, std::int64_t kp, std::int64_t* c, std:
   QC_VNNI_ROWS(QC_VNNI_STORE)
 #undef QC_VNNI_STORE
   for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < cols; ++j) c[i * rs + j * cs] += t[i][j];
+    for (int j = 0; j < cols; ++j) c[i * rs + j * cs] = (store ? 0 : c[i * rs + j * cs]) + t[i][j];
 }
 #undef QC_VNNI_ROWS
 

@@ -35,13 +35,17 @@ std::vector<std::int64_t> k_segment_starts(const QuantParams& a, const Shape& a_
 
 namespace {
 
+// An operand's values as int32, written whole by the loops below: no zeros first (4 MiB each at
+// 1024 x 1024).
+using Int32Values = std::vector<std::int32_t, UninitializedAllocator<std::int32_t>>;
+
 template <class T>
-void widen(const T* x, std::vector<std::int32_t>& v) {
+void widen(const T* x, Int32Values& v) {
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int32_t>(x[i]);
 }
 
-std::vector<std::int32_t> int32_values(const Tensor& t) {
-  std::vector<std::int32_t> v(static_cast<std::size_t>(t.size()));
+Int32Values int32_values(const Tensor& t) {
+  Int32Values v(static_cast<std::size_t>(t.size()));
   switch (t.dtype()) {  // the operand formats, on their own types (i4/u4 are held a value a byte)
     case DType::i8:
     case DType::i4:
@@ -89,9 +93,9 @@ void transpose_widen(const T* b, std::int64_t K, std::int64_t N, std::int32_t* t
 }
 
 // B as [N, K] rows: contiguous dot products.
-std::vector<std::int32_t> transposed_b(const Tensor& b, const GemmShape& d) {
+Int32Values transposed_b(const Tensor& b, const GemmShape& d) {
   if (d.b_k_axis == 1) return int32_values(b);
-  std::vector<std::int32_t> t(static_cast<std::size_t>(b.size()));
+  Int32Values t(static_cast<std::size_t>(b.size()));  // transpose_widen writes every element
   switch (b.dtype()) {
     case DType::i8:
     case DType::i4:
@@ -108,7 +112,7 @@ std::vector<std::int32_t> transposed_b(const Tensor& b, const GemmShape& d) {
       transpose_widen(b.data<std::uint16_t>(), d.depth, d.cols, t.data());
       break;
     default: {
-      const std::vector<std::int32_t> v = int32_values(b);
+      const Int32Values v = int32_values(b);
       transpose_widen(v.data(), d.depth, d.cols, t.data());
     }
   }
@@ -188,7 +192,7 @@ ScaledAccumulators batched_accumulators(const QuantizedOperand& qa, const Quanti
   const std::vector<std::int64_t> starts = k_segment_starts(qa.params, qa.q.shape(), qb.params, qb.q.shape(), b_k_axis);
   const auto S = static_cast<std::int64_t>(starts.size());
   const std::int64_t M = d.m, K = d.depth, N = d.cols, KN = K * N;
-  const std::vector<std::int32_t> a_all = int32_values(qa.q), b_all = int32_values(qb.q);
+  const Int32Values a_all = int32_values(qa.q), b_all = int32_values(qb.q);
   const ParamIndexer a_param(qa.params, qa.q.shape());
   const ParamIndexer b_param(qb.params, qb.q.shape());
 
@@ -266,8 +270,8 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vecto
                          op.output, policy);
   }
 
-  std::vector<std::int32_t> a = int32_values(qa.q);
-  const std::vector<std::int32_t> bt = transposed_b(qb.q, d);
+  Int32Values a = int32_values(qa.q);
+  const Int32Values bt = transposed_b(qb.q, d);
   IntGemmProblem p;
   p.rows = d.rows;
   p.cols = d.cols;

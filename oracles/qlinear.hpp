@@ -107,7 +107,7 @@ struct QGemmPolicy {
 struct ScaledAccumulators {
   Shape shape;  // output shape
   std::int64_t segments = 1;
-  std::vector<std::int64_t> value;
+  AccumulatorValues value;
   std::unordered_map<std::int64_t, BigInt> exact_where_different;  // keyed by e*S + s
   std::int64_t cols = 1, rows_per_b = 1;
   std::vector<std::int32_t> a_index, b_index;

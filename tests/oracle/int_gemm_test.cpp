@@ -88,7 +88,10 @@ BigInt slow_sum(const IntGemmProblem& p, bool subtract, std::int64_t r, std::int
 void expect_all_match(const IntGemmProblem& p, bool subtract, Isa isa, const std::string& what) {
   const int_gemm::ByteOffsets off = int_gemm::byte_offsets(p);
   ASSERT_TRUE(off.ok) << what;
-  std::vector<std::int64_t> out;
+  // exact_sums writes every element without zeroing first (a segment's first piece stores): start
+  // from a value no sum here can take (|sum| <= K * 255 * 128 < 2^40), so an element it skipped
+  // or added into would show.
+  AccumulatorValues out(static_cast<std::size_t>(p.rows * p.cols * p.segments()), std::int64_t{0x5a5a5a5a5a5a5a5a});
   int_gemm::exact_sums(p, subtract, off, isa, out);
   ASSERT_EQ(out.size(), static_cast<std::size_t>(p.rows * p.cols * p.segments()));
   int mismatches = 0;
@@ -158,7 +161,7 @@ TEST_P(IntGemmIsa, WorstCaseOperandsSpillIntoInt64) {
       EXPECT_EQ(want, BigInt(K) * a_value * -128);
       const int_gemm::ByteOffsets off = int_gemm::byte_offsets(p);
       ASSERT_TRUE(off.ok);
-      std::vector<std::int64_t> out;
+      AccumulatorValues out;
       int_gemm::exact_sums(p, true, off, GetParam(), out);
       for (const std::int64_t v : out) ASSERT_EQ(BigInt(v), want) << "K = " << K << ", a = " << a_value;
     }
@@ -170,7 +173,7 @@ TEST_P(IntGemmIsa, ThreadCountDoesNotChangeTheResult) {
   SplitMix64 rng(7);
   OwnedProblem o = random_problem(rng, 301, 129, 300, kIntGemmFormats[0], kIntGemmFormats[1], true, {0});
   const int_gemm::ByteOffsets off = int_gemm::byte_offsets(o.p);
-  std::vector<std::int64_t> one, two;
+  AccumulatorValues one, two;
   set_worker_threads(1);
   int_gemm::exact_sums(o.p, true, off, GetParam(), one);
   set_worker_threads(2);
