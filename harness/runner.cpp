@@ -43,6 +43,7 @@ std::string granularity_of(const OpRequest& op) {
                : "weights " + std::string(name(c->weight.params.granularity()));
   if (const auto* m = std::get_if<MxQuantizeOp>(&op)) return "blocks of " + std::to_string(m->blocking.block_size);
   if (const auto* m = std::get_if<MxDequantizeOp>(&op)) return "blocks of " + std::to_string(m->blocking.block_size);
+  if (std::holds_alternative<QAddOp>(op)) return "per_tensor";
   return "weights " + std::string(name(std::get<QConv2dOp>(op).weight.params.granularity()));
 }
 

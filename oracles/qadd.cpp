@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
+#include <utility>
 
 namespace qc {
 namespace qadd_impl {
@@ -110,6 +112,22 @@ void require(bool ok, const std::string& what) {
 }
 
 }  // namespace qadd_impl
+
+QAddParams qadd_params(const QAddOp& op) {
+  auto one = [](const QuantParams& q, const char* which) {
+    qadd_impl::require(q.scales.size() == 1 && q.zero_points.size() <= 1 && !q.axis && q.block_size == 0,
+                       std::string(which) + " takes one scale and zero point (per tensor)");
+    return std::pair{q.scales[0], q.zero_point(0)};
+  };
+  qadd_impl::require(op.output.kind == OutputKind::requantized && !op.output.clamp,
+                     "the output is requantized, without a fused activation");
+  QAddParams p;
+  std::tie(p.a_scale, p.a_zero_point) = one(op.a_params, "A");
+  std::tie(p.b_scale, p.b_zero_point) = one(op.b_params, "B");
+  p.out_scale = op.output.scale;
+  p.out_zero_point = op.output.zero_point;
+  return p;
+}
 
 QAddElement qadd_element(std::int64_t a, std::int64_t b, const QAddParams& p, DType out, const AddPolicy& policy,
                          bool b_scalar) {

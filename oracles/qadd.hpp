@@ -26,6 +26,7 @@
 #include "oracles/labels.hpp"
 #include "qconform/dtype.hpp"
 #include "qconform/enum_table.hpp"
+#include "qconform/ops.hpp"
 #include "qconform/rounding_mode.hpp"
 #include "qconform/tensor.hpp"
 
@@ -46,6 +47,7 @@ inline constexpr EnumEntry<AddScheme> kAddSchemeTable[] = {
 };
 constexpr std::span<const EnumEntry<AddScheme>> enum_table(AddScheme) { return kAddSchemeTable; }
 constexpr std::string_view name(AddScheme s) { return table_name(s); }
+constexpr std::string_view describe(AddScheme s) { return table_description(s); }
 
 struct AddPolicy {
   AddScheme scheme = AddScheme::ideal;
@@ -64,6 +66,9 @@ struct QAddElement {
   Rational ideal;  // (sA·(a − zA) + sB·(b − zB)) / sC + zC, exactly
   Label label = Label::clear;
 };
+
+// The parameters of a QAddOp (each operand's one scale and zero point, the output's).
+QAddParams qadd_params(const QAddOp& op);
 
 // One element; `b_scalar`: B holds one element, broadcast over a larger A (ort_mlas_avx2 folds it
 // into its constant). Throws InputError for parameters the scheme does not define (naming the

@@ -189,6 +189,7 @@ std::string_view op_name(const OpRequest& op) {
     std::string_view operator()(const Conv2dOp&) const { return "conv2d"; }
     std::string_view operator()(const MxQuantizeOp&) const { return "mx_quantize"; }
     std::string_view operator()(const MxDequantizeOp&) const { return "mx_dequantize"; }
+    std::string_view operator()(const QAddOp&) const { return "qadd"; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -205,6 +206,7 @@ const Tensor& op_input(const OpRequest& op) {
     const Tensor& operator()(const Conv2dOp& o) const { return o.input; }
     const Tensor& operator()(const MxQuantizeOp& o) const { return o.x; }
     const Tensor& operator()(const MxDequantizeOp& o) const { return o.elements; }
+    const Tensor& operator()(const QAddOp& o) const { return o.a; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -221,6 +223,7 @@ DType op_output_dtype(const OpRequest& op) {
     DType operator()(const Conv2dOp& o) const { return o.out; }
     DType operator()(const MxQuantizeOp&) const { return DType::f32; }
     DType operator()(const MxDequantizeOp&) const { return DType::f32; }
+    DType operator()(const QAddOp& o) const { return o.output.format; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -254,6 +257,7 @@ Shape op_output_shape(const OpRequest& op) {
     }
     Shape operator()(const MxQuantizeOp& o) const { return o.x.shape(); }
     Shape operator()(const MxDequantizeOp& o) const { return o.elements.shape(); }
+    Shape operator()(const QAddOp& o) const { return o.a.shape(); }  // B broadcasts over A
   };
   return std::visit(Visitor{}, op);
 }
