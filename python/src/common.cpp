@@ -346,9 +346,10 @@ qc::OpRequest op_arg(const py::handle& h) {
   if (py::isinstance<qc::Conv2dOp>(h)) return h.cast<qc::Conv2dOp>();
   if (py::isinstance<qc::MxQuantizeOp>(h)) return h.cast<qc::MxQuantizeOp>();
   if (py::isinstance<qc::MxDequantizeOp>(h)) return h.cast<qc::MxDequantizeOp>();
+  if (py::isinstance<qc::QAddOp>(h)) return h.cast<qc::QAddOp>();
   throw InputError(
       "expected an op (QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp, Conv2dOp, "
-      "MxQuantizeOp, MxDequantizeOp, ChooseQParamsOp) or "
+      "MxQuantizeOp, MxDequantizeOp, ChooseQParamsOp, QAddOp) or "
       "a Case, got " +
       type_name(h));
 }
