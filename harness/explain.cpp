@@ -283,7 +283,8 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
             const std::vector<std::int64_t> bi = qadd_broadcast_index(o.a.shape(), o.b.shape());
             const std::int64_t a = o.a.get_int(i), b = o.b.get_int(bi[static_cast<std::size_t>(i)]);
             const QAddParams p = qadd_params(o);
-            const QAddElement e = qadd_element(a, b, p, o.output.format, spec.add, o.b.size() == 1 && o.a.size() > 1);
+            const QAddElement e =
+                qadd_element(a, b, p, o.output.format, spec.add, qadd_b_folded(o.a.shape(), o.b.shape()));
             const ExactFloat v = ExactFloat::finite(e.ideal), q = ExactFloat::finite(Rational(e.q));
             d.steps.push_back({"(sA(a - zA) + sB(b - zB)) / sC + zC, exactly",
                                "a " + std::to_string(a) + ", b " + std::to_string(b), v, v, ""});

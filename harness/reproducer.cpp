@@ -362,12 +362,12 @@ OpUnit unit_op(const OpRequest& op, std::int64_t index) {
   if (const auto* f = std::get_if<Conv2dOp>(&op)) return float_conv_unit(*f, index);
   // An MX/NVFP4 element depends on its whole block (and NVFP4's on the tensor's amax): the op as it is.
   if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op)) return {op, index};
-  // qadd: the element of A and the element of B it reads. A one-element B over a larger A stays
-  // broadcast (two copies of the A element), since ort_mlas_avx2 folds such a B into its constant.
+  // qadd: the element of A and the element of B it reads. A B that ort_mlas_avx2 folds into its
+  // constant (qadd_b_folded) stays folded: two copies of the A element over a one-element B.
   if (const auto* a = std::get_if<QAddOp>(&op)) {
     QAddOp u = *a;
     const std::int64_t j = qadd_broadcast_index(a->a.shape(), a->b.shape())[static_cast<std::size_t>(index)];
-    const bool scalar_b = a->b.size() == 1 && a->a.size() > 1;
+    const bool scalar_b = qadd_b_folded(a->a.shape(), a->b.shape());
     u.a = Tensor(a->a.dtype(), Shape{scalar_b ? 2 : 1});
     for (std::int64_t k = 0; k < u.a.size(); ++k) u.a.set_int(k, a->a.get_int(index));
     u.b = Tensor(a->b.dtype(), Shape{1});

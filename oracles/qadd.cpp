@@ -156,6 +156,14 @@ QAddElement qadd_element(std::int64_t a, std::int64_t b, const QAddParams& p, DT
   return e;
 }
 
+bool qadd_b_folded(const Shape& a, const Shape& b) {
+  std::size_t d = a.size();
+  while (d > 0 && a[d - 1] == 1) --d;  // trailing 1s merge into the span
+  if (d == 0) return false;            // A has one element: one call, nothing broadcast
+  const std::size_t axis = d - 1, lead = a.size() - b.size();
+  return axis < lead || b[axis - lead] == 1;
+}
+
 std::vector<std::int64_t> qadd_broadcast_index(const Shape& a, const Shape& b) {
   qadd_impl::require(b.size() <= a.size(),
                      "B's rank " + std::to_string(b.size()) + " exceeds A's " + std::to_string(a.size()));
@@ -194,7 +202,7 @@ QAddResult qadd(const Tensor& a, const Tensor& b, const QAddParams& p, DType out
   const std::vector<std::int64_t> bi = qadd_broadcast_index(a.shape(), b.shape());
   QAddResult r;
   r.q = Tensor(out, a.shape());
-  const bool b_scalar = b.size() == 1 && a.size() > 1;
+  const bool b_scalar = qadd_b_folded(a.shape(), b.shape());
   for (std::int64_t i = 0; i < a.size(); ++i) {
     const QAddElement e =
         qadd_element(a.get_int(i), b.get_int(bi[static_cast<std::size_t>(i)]), p, out, policy, b_scalar);

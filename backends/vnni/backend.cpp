@@ -673,12 +673,13 @@ Availability check_qadd(vnni::Isa isa, const QAddOp& op) {
 
 Tensor run_qadd(vnni::Isa isa, const QAddOp& op) {
   const std::int64_t n = op.a.size();
-  const bool b_scalar = op.b.size() == 1 && n > 1;
-  std::vector<std::int32_t> a(static_cast<std::size_t>(n)), b(static_cast<std::size_t>(b_scalar ? 1 : n)),
+  std::vector<std::int32_t> a(static_cast<std::size_t>(n)), b(static_cast<std::size_t>(n)),
       q(static_cast<std::size_t>(n));
   const std::vector<std::int64_t> bi = qadd_broadcast_index(op.a.shape(), op.b.shape());
-  for (std::int64_t i = 0; i < n; ++i) a[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(op.a.get_int(i));
-  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<std::int32_t>(op.b.get_int(bi[i]));
+  for (std::int64_t i = 0; i < n; ++i) {
+    a[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(op.a.get_int(i));
+    b[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(op.b.get_int(bi[static_cast<std::size_t>(i)]));
+  }
   // MlasQLinearAddKernelAvx2Helper's constants, one f32 operation each (strict fp: no contraction).
   const float sc = static_cast<float>(op.output.scale);
   vnni::QAddParams p;
@@ -687,10 +688,20 @@ Tensor run_qadd(vnni::Isa isa, const QAddOp& op) {
   const float za = static_cast<float>(op.a_params.zero_point(0)), zb = static_cast<float>(op.b_params.zero_point(0));
   const float folded = p.ratio_a * za + p.ratio_b * zb;
   p.fixed = static_cast<float>(op.output.zero_point) - folded;
-  p.b_scalar = b_scalar;
   p.lo = static_cast<std::int32_t>(int_min(op.output.format));
   p.hi = static_cast<std::int32_t>(int_max(op.output.format));
-  vnni::qadd(isa, a.data(), b.data(), static_cast<std::size_t>(n), p, q.data());
+  p.b_scalar = qadd_b_folded(op.a.shape(), op.b.shape());
+  // ONNX Runtime's broadcast loop: one MLAS call per span of A's innermost dimension of extent > 1,
+  // B a scalar there when it does not vary along it (qadd_b_folded); otherwise one call.
+  std::int64_t span = n;
+  if (p.b_scalar)
+    for (std::size_t d = op.a.shape().size(); d-- > 0;)
+      if (op.a.shape()[d] > 1) {
+        span = op.a.shape()[d];
+        break;
+      }
+  for (std::int64_t s = 0; s < n; s += span)
+    vnni::qadd(isa, a.data() + s, b.data() + s, static_cast<std::size_t>(span), p, q.data() + s);
   Tensor y(op.output.format, op.a.shape());
   for (std::int64_t i = 0; i < n; ++i) y.set_int(i, q[static_cast<std::size_t>(i)]);
   return y;

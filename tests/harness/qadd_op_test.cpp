@@ -109,6 +109,39 @@ TEST(QAddOp, TheX86ClaimIsMlasAndItsBackendsRunIt) {
   }
 }
 
+// B [M, 1] over A [M, N]: ONNX Runtime calls MLAS once per row with that row's B as a scalar, which
+// MLAS folds into its constant (F' = fl(F + fl(b·rB)), then one FMA) instead of the two FMAs of a
+// vector B. sA = 1.5, sB = 1, sC = 3, zC = -16, a = 1, b = 48: rA = 0.5, rB = fl(1/3) =
+// 11184811·2^-25 = 1/3 + 2^-25/3, F = -16. Exact: (1.5 + 48) / 3 - 16 = 0.5, a tie: 0 (ideal).
+// Folded: fl(48·rB) = fl(16 + 2^-21) = 16 (the f32 step at 16 is 2^-19), F' = 0, fma(1, 0.5, 0) =
+// 0.5 -> 0. Vector B: fma(48, rB, -16) = 2^-21, fma(1, 0.5, 2^-21) = 0.5 + 2^-21 -> 1.
+TEST(QAddOp, AColumnBIsFoldedRowByRow) {
+  const QAddOp column =
+      make(ints(DType::i8, {2, 2}, {1, 1, 1, 1}), 1.5, 0, ints(DType::i8, {2, 1}, {48, 48}), 1, 0, DType::i8, 3, -16);
+  const QAddOp row =
+      make(ints(DType::i8, {2, 2}, {1, 1, 1, 1}), 1.5, 0, ints(DType::i8, {2}, {48, 48}), 1, 0, DType::i8, 3, -16);
+  EXPECT_TRUE(qadd_b_folded({2, 2}, {2, 1}));
+  EXPECT_FALSE(qadd_b_folded({2, 2}, {2}));
+  EXPECT_FALSE(qadd_b_folded({1, 1}, {1}));          // one element: one call, nothing broadcast
+  EXPECT_TRUE(qadd_b_folded({2, 3, 1}, {2, 1, 1}));  // trailing 1s merge into the span
+  const Spec x86 = *find_preset("x86-vnni");
+  const std::vector<std::int64_t> zeros(4, 0), ones(4, 1);
+  EXPECT_EQ(values(evaluate(column, x86).expected), zeros);
+  EXPECT_EQ(values(evaluate(row, x86).expected), ones);
+  EXPECT_EQ(values(evaluate(row, *find_preset("onnx")).expected), zeros);
+  for (const char* name : {"vnni512", "avxvnni", "avx2-maddubs"}) {
+    std::unique_ptr<Backend> b;
+    try {
+      b = make_backend(name);
+    } catch (const InputError&) {
+      continue;
+    }
+    if (!b->availability().available) continue;
+    EXPECT_EQ(values(b->run(column)), zeros) << name;
+    EXPECT_EQ(values(b->run(row)), ones) << name;
+  }
+}
+
 TEST(QAddOp, CpuRefDeclinesAClaimWhoseAddIsNotTheExactValue) {
   // cpu-ref's claims are presets whose add is ideal with ties to even; the op itself is fine.
   CpuRefBackend cpu;
