@@ -6,6 +6,7 @@
 #include "oracles/choose_qparams.hpp"
 #include "oracles/int4.hpp"
 #include "oracles/mx.hpp"
+#include "oracles/qadd.hpp"
 #include "qconform/error.hpp"
 #include "qconform/npy.hpp"
 
@@ -478,7 +479,7 @@ Spec load_spec(const json& j, const Where& w) {
   }
   if (!j.is_object()) w.fail("spec", "expected a preset name or an object {\"preset\": ..., overrides}");
   std::set<std::string> allowed = field_names(quantize_fields());
-  allowed.insert({"preset", "dequantize", "requantize", "accumulation", "qparams"});
+  allowed.insert({"preset", "dequantize", "requantize", "accumulation", "qparams", "add"});
   check_fields(j, allowed, w, "spec.");
   Spec s = j.contains("preset") ? load_spec(j["preset"], w) : *find_preset("onnx");
   s.name += "+custom";
@@ -509,6 +510,15 @@ Spec load_spec(const json& j, const Where& w) {
   if (j.contains("accumulation")) {  // one accumulator for GEMMs and convolutions alike
     set_enum(j, "accumulation", p, w, parse_accumulation, s.accumulation);
     s.conv_accumulation.reset();
+  }
+  if (j.contains("add")) {  // the qadd scheme (oracles/qadd.hpp) and the ideal scheme's rounding
+    const json& a = j["add"];
+    if (!a.is_object()) w.fail("spec.add", "expected an object {\"scheme\": ..., \"rounding\": ...}");
+    check_fields(a, {"scheme", "rounding"}, w, "spec.add.");
+    Where aw = w;
+    aw.prefix = "spec.add.";
+    s.add.scheme = enum_field(a, "scheme", s.add.scheme, aw, "add scheme");
+    s.add.rounding = enum_field(a, "rounding", s.add.rounding, aw, "rounding");
   }
   if (j.contains("qparams")) {
     if (!j["qparams"].is_string() || !find_qparams_preset(j["qparams"].get<std::string>()))
@@ -1010,6 +1020,56 @@ OpRequest load_qgemm(const json& j, const Spec& spec, const Where& w) {
   return g;
 }
 
+// A qadd operand: values (given or {"from": case}) with one scale and zero point, or the pair from
+// a choose_qparams case ("params_from"). A's format is i8/u8; B's may also be i32 (a quantized bias).
+Tensor load_qadd_operand(const json& j, const char* key, QuantParams& params, const Where& cw) {
+  if (!j.contains(key) || !j[key].is_object()) cw.fail(key, "missing operand object");
+  const json& o = j[key];
+  const Where w = nested(cw, key);
+  check_fields(o, {"dtype", "shape", "data", "generator", "from", "scale", "zero_point", "params_from"}, w, "");
+  Tensor v = load_operand_values(o, j, w);
+  const DType t = v.dtype();
+  const bool b = std::string_view(key) == "b";
+  if (t != DType::i8 && t != DType::u8 && !(b && t == DType::i32))
+    w.fail("dtype", std::string("qadd's ") + key + " is " + (b ? "i8, u8 or i32" : "i8 or u8") + ", got " +
+                        std::string(name(t)));
+  if (o.contains("params_from")) {  // scale 1, zero point 0 until the runner binds the pair
+    link_params(o, std::string(key) + ".params", {"scale", "zero_point"}, w);
+    params = QuantParams{};
+    params.scales = {1.0};
+    params.zero_points = {0};
+    return v;
+  }
+  params = load_quant_params(o, v.shape(), t, w);
+  if (params.scales.size() != 1) w.fail("scale", "qadd takes one scale per operand (per tensor)");
+  if (params.zero_points.empty()) params.zero_points = {0};
+  return v;
+}
+
+OpRequest load_qadd(const json& j, const Where& w) {
+  QAddOp q;
+  q.a = load_qadd_operand(j, "a", q.a_params, w);
+  q.b = load_qadd_operand(j, "b", q.b_params, w);
+  try {
+    (void)qadd_broadcast_index(q.a.shape(), q.b.shape());
+  } catch (const InputError& e) {
+    w.fail("b.shape", e.what());
+  }
+  if (!j.contains("output") || !j["output"].is_object()) w.fail("output", "missing object {dtype, scale, zero_point}");
+  const json& o = j["output"];
+  const Where ow = nested(w, "output");
+  check_fields(o, {"kind", "dtype", "scale", "zero_point", "params_from"}, ow, "");
+  if (o.contains("kind") && o["kind"] != "requantized")
+    ow.fail("kind", "a qadd output is requantized, got " + o["kind"].dump());
+  json stage = o;
+  stage["kind"] = "requantized";
+  json holder = {{"output", stage}};
+  q.output = load_output_stage(holder, w);
+  if (q.output.format != DType::i8 && q.output.format != DType::u8)
+    ow.fail("dtype", "qadd's output is i8 or u8, got " + std::string(name(q.output.format)));
+  return q;
+}
+
 OpRequest load_weight_only(const json& j, const Where& w) {
   WeightOnlyGemmOp g;
   if (!j.contains("a") || !j["a"].is_object()) w.fail("a", "missing operand object");
@@ -1208,6 +1268,7 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
   if (op == "mx_gemm")
     fields = {"name", "description", "op",         "spec",     "expect", "a",
               "b",    "block_size",  "scale_rule", "rounding", "bias",   "output_dtype"};
+  if (op == "qadd") fields = {"name", "description", "op", "spec", "expect", "a", "b", "output"};
   fields.insert({"same_outputs_as", "differs_from"});
   check_fields(j, fields, w, "");
   if (j.contains("description")) {
@@ -1235,6 +1296,8 @@ Case load_case(const json& j, std::size_t index, const CaseLines& lines, const W
     c.op = load_mx_dequantize(j, w);
   else if (op == "mx_gemm")
     c.op = load_mx_gemm(j, w);
+  else if (op == "qadd")
+    c.op = load_qadd(j, w);
   else
     c.op = load_weight_only(j, w);
 
@@ -1404,6 +1467,12 @@ OperandSlot operand_slot(OpRequest& op, const std::string& field) {
           if (field == "a") s.values = &o.a.values;
           if (field == "b") s.values = &o.b.values;
           if (field == "bias") bias(o.bias);
+        } else if constexpr (std::is_same_v<T, QAddOp>) {
+          if (field == "a") s.values = &o.a;
+          if (field == "b") s.values = &o.b;
+          if (field == "output.params") s.output = &o.output;
+          if (field == "a.params") s.params = &o.a_params, s.params_format = o.a.dtype();
+          if (field == "b.params") s.params = &o.b_params, s.params_format = o.b.dtype();
         }
       },
       op);

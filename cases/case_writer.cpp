@@ -28,7 +28,7 @@ bool same_numerics(const Spec& a, const Spec& b) {
   return a.quantize == b.quantize && a.quantize_half_input == b.quantize_half_input && a.dequantize == b.dequantize &&
          a.requantize == b.requantize && a.accumulation == b.accumulation && a.zero_points == b.zero_points &&
          a.conv_depth_order == b.conv_depth_order && a.pair_rule == b.pair_rule &&
-         a.conv_accumulation == b.conv_accumulation && a.qparams == b.qparams;
+         a.conv_accumulation == b.conv_accumulation && a.qparams == b.qparams && a.add == b.add;
 }
 
 namespace {
@@ -310,6 +310,20 @@ void op_json(json& c, const MxQuantizeOp& q, const Spec&, const Writer& o) {
   c["rounding"] = name(q.element_rounding);
 }
 
+// A qadd operand: values, one scale and zero point (the loader's per-tensor form).
+json qadd_operand_json(const Tensor& t, const QuantParams& p, const std::string& field, const Writer& o) {
+  json j = operand_json(t, field, o);
+  j["scale"] = p.scales.at(0);
+  j["zero_point"] = p.zero_point(0);
+  return j;
+}
+
+void op_json(json& c, const QAddOp& a, const Spec&, const Writer& o) {
+  c["a"] = qadd_operand_json(a.a, a.a_params, "a", o);
+  c["b"] = qadd_operand_json(a.b, a.b_params, "b", o);
+  c["output"] = {{"dtype", name(a.output.format)}, {"scale", a.output.scale}, {"zero_point", a.output.zero_point}};
+}
+
 void op_json(json& c, const MxDequantizeOp& d, const Spec&, const Writer& o) {
   c["input"] = operand_json(d.elements, "input", o);
   c["scales"] = operand_json(d.scales, "scales", o);
@@ -370,6 +384,7 @@ json spec_to_json(const Spec& s) {
       if (s.requantize != base->requantize) j["requantize"] = requantize_json(s.requantize);
       if (s.accumulation != base->accumulation) j["accumulation"] = name(s.accumulation);
       if (s.qparams != base->qparams) j["qparams"] = s.qparams;
+      if (s.add != base->add) j["add"] = {{"scheme", name(s.add.scheme)}, {"rounding", name(s.add.rounding)}};
       try {
         if (same_numerics(parse_spec(j.dump(), "spec"), s)) return j;
       } catch (const InputError&) {

@@ -1,5 +1,7 @@
 #include "harness/causes.hpp"
 
+#include "oracles/qadd.hpp"
+
 #include "harness/compare.hpp"
 #include "oracles/presets.hpp"
 #include "qconform/error.hpp"
@@ -228,6 +230,16 @@ std::vector<Variation> single_changes(const Spec& spec, const OpRequest& op) {
     linear_changes(b, g->a, g->b, g->output, false);
   } else if (const auto* c = std::get_if<QConv2dOp>(&op)) {
     linear_changes(b, c->input, c->weight, c->output, true);
+  } else if (std::holds_alternative<QAddOp>(op)) {
+    // qadd: whose arithmetic (oracles/qadd.hpp); each scheme fixes its own rounding but ideal.
+    for (const AddScheme v : table_values<AddScheme>()) {
+      if (v == spec.add.scheme) continue;
+      Spec s = spec;
+      s.add.scheme = v;
+      b.add("add.scheme=" + std::string(name(v)),
+            "qadd by " + std::string(describe(v)) + " (the spec: " + std::string(name(spec.add.scheme)) + ")",
+            std::move(s));
+    }
   }
   // Weight-only GEMM and conv2d: float accumulation in an unspecified order, judged by distance and
   // by the dot-product bounds; no single policy change models an accumulation order.
@@ -275,6 +287,7 @@ std::optional<int> channel_axis(const OpRequest& op) {
   if (const auto* f = std::get_if<Conv2dOp>(&op)) return f->layout == ConvLayout::nchw ? 1 : 3;
   if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op)) return std::nullopt;
   if (std::holds_alternative<MxGemmOp>(op)) return static_cast<int>(op_output_shape(op).size()) - 1;  // N
+  if (std::holds_alternative<QAddOp>(op)) return std::nullopt;  // per-tensor parameters
   const auto& c = std::get<QConv2dOp>(op);
   return c.layout == ConvLayout::nchw ? 1 : 3;
 }

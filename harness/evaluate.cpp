@@ -5,6 +5,7 @@
 #include "oracles/fp8.hpp"
 #include "oracles/mx.hpp"
 #include "oracles/mx_gemm.hpp"
+#include "oracles/qadd.hpp"
 #include "oracles/quantize.hpp"
 
 #include <cmath>
@@ -258,6 +259,23 @@ Reference evaluate_conv2d(const Conv2dOp& op, const Spec& spec) {
   return ref;
 }
 
+// qadd (oracles/qadd.hpp) under the spec's add scheme; labels as requantize's: ties, near ties and
+// saturated elements of the exact value.
+Reference evaluate_qadd(const QAddOp& op, const Spec& spec) {
+  const QAddParams p = qadd_params(op);
+  QAddResult r = qadd(op.a, op.b, p, op.output.format, spec.add);
+  Reference ref{
+      std::move(r.q), std::move(r.labels), SpecifiedMask(static_cast<std::size_t>(op.a.size())), std::nullopt, {}, {}};
+  auto ideal = std::make_shared<const std::vector<Rational>>(std::move(r.ideal));
+  auto bi = std::make_shared<const std::vector<std::int64_t>>(qadd_broadcast_index(op.a.shape(), op.b.shape()));
+  ref.describe = [op = std::make_shared<const QAddOp>(op), ideal, bi](std::int64_t i, ElementDiff& d) {
+    d.input = "a " + std::to_string(op->a.get_int(i)) + ", b " +
+              std::to_string(op->b.get_int((*bi)[static_cast<std::size_t>(i)]));
+    d.exact = to_decimal((*ideal)[static_cast<std::size_t>(i)], 40) + " ((sA(a - zA) + sB(b - zB)) / sC + zC)";
+  };
+  return ref;
+}
+
 }  // namespace
 
 WeightOnlyPolicy weight_only_policy(const Spec& spec) {
@@ -294,6 +312,7 @@ Reference evaluate(const OpRequest& op, const Spec& spec) {
     Reference operator()(const MxQuantizeOp& o) const { return evaluate_mx_quantize(o); }
     Reference operator()(const MxDequantizeOp& o) const { return evaluate_mx_dequantize(o); }
     Reference operator()(const MxGemmOp& o) const { return evaluate_mx_gemm(o); }
+    Reference operator()(const QAddOp& o) const { return evaluate_qadd(o, spec); }
   };
   return std::visit(Visitor{spec}, op);
 }

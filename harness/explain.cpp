@@ -9,6 +9,7 @@
 #include "oracles/fp8.hpp"
 #include "oracles/mx.hpp"
 #include "oracles/mx_gemm.hpp"
+#include "oracles/qadd.hpp"
 #include "qconform/error.hpp"
 #include "qconform/qparams.hpp"
 
@@ -279,6 +280,21 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
             set_value(d.value, r.y, i);
             label = r.labels[static_cast<std::size_t>(i)];
           },
+          [&](const QAddOp& o) {
+            const std::vector<std::int64_t> bi = qadd_broadcast_index(o.a.shape(), o.b.shape());
+            const std::int64_t a = o.a.get_int(i), b = o.b.get_int(bi[static_cast<std::size_t>(i)]);
+            const QAddParams p = qadd_params(o);
+            const QAddElement e =
+                qadd_element(a, b, p, o.output.format, spec.add, qadd_b_folded(o.a.shape(), o.b.shape()));
+            const ExactFloat v = ExactFloat::finite(e.ideal), q = ExactFloat::finite(Rational(e.q));
+            d.steps.push_back({"(sA(a - zA) + sB(b - zB)) / sC + zC, exactly",
+                               "a " + std::to_string(a) + ", b " + std::to_string(b), v, v, ""});
+            d.steps.push_back({"scheme " + std::string(name(spec.add.scheme)) + ", saturated to " +
+                                   std::string(name(o.output.format)),
+                               "", v, q, std::string(describe(spec.add.scheme))});
+            d.value.set_int(0, e.q);
+            label = e.label;
+          },
           [&](const MxDequantizeOp& o) {
             const Tensor y = mx_dequantize(o);
             const ExactFloat v = decode_float(DType::f32, y.bits(i));
@@ -416,6 +432,16 @@ std::vector<std::string> element_inputs(const OpRequest& op, const Spec& spec, s
                                    std::string(name(o.x.dtype())) + "), " + std::string(name(o.blocking.format)) +
                                    " blocks of " + std::to_string(o.blocking.block_size) + " along axis " +
                                    std::to_string(o.blocking.axis));
+                 },
+                 [&](const QAddOp& o) {
+                   const std::vector<std::int64_t> bi = qadd_broadcast_index(o.a.shape(), o.b.shape());
+                   const std::int64_t j = bi[static_cast<std::size_t>(i)];
+                   lines.push_back("A" + coords_text(i, o.a.shape()) + " = " + std::to_string(o.a.get_int(i)) + ", " +
+                                   params_text(o.a_params, o.a.shape(), i));
+                   lines.push_back("B" + coords_text(j, o.b.shape()) + " = " + std::to_string(o.b.get_int(j)) + ", " +
+                                   params_text(o.b_params, o.b.shape(), j));
+                   lines.push_back("output " + std::string(name(o.output.format)) + ", scale " +
+                                   number(o.output.scale) + ", zero point " + std::to_string(o.output.zero_point));
                  },
                  [&](const MxDequantizeOp& o) {
                    lines.push_back("element code" + coords_text(i, o.elements.shape()) + " = " +

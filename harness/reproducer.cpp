@@ -1,5 +1,7 @@
 #include "harness/reproducer.hpp"
 
+#include "oracles/qadd.hpp"
+
 #include "cases/case_writer.hpp"
 #include "harness/compare.hpp"
 #include "harness/verdict.hpp"
@@ -362,6 +364,18 @@ OpUnit unit_op(const OpRequest& op, std::int64_t index) {
   if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op)) return {op, index};
   // An mx_gemm element reads whole rows of blocks (and NVFP4 the operands' amax): the op as it is.
   if (std::holds_alternative<MxGemmOp>(op)) return {op, index};
+  // qadd: the element of A and the element of B it reads. A B that ort_mlas_avx2 folds into its
+  // constant (qadd_b_folded) stays folded: two copies of the A element over a one-element B.
+  if (const auto* a = std::get_if<QAddOp>(&op)) {
+    QAddOp u = *a;
+    const std::int64_t j = qadd_broadcast_index(a->a.shape(), a->b.shape())[static_cast<std::size_t>(index)];
+    const bool scalar_b = qadd_b_folded(a->a.shape(), a->b.shape());
+    u.a = Tensor(a->a.dtype(), Shape{scalar_b ? 2 : 1});
+    for (std::int64_t k = 0; k < u.a.size(); ++k) u.a.set_int(k, a->a.get_int(index));
+    u.b = Tensor(a->b.dtype(), Shape{1});
+    u.b.set_int(0, a->b.get_int(j));
+    return {std::move(u), 0};
+  }
   return conv_unit(std::get<QConv2dOp>(op), index);
 }
 

@@ -46,6 +46,7 @@ std::string granularity_of(const OpRequest& op) {
   if (const auto* m = std::get_if<MxGemmOp>(&op))
     return std::string(name(m->a.format)) + " x " + std::string(name(m->b.format)) + ", blocks of " +
            std::to_string(m->block_size) + " along K";
+  if (std::holds_alternative<QAddOp>(op)) return "per_tensor";
   return "weights " + std::string(name(std::get<QConv2dOp>(op).weight.params.granularity()));
 }
 

@@ -68,6 +68,8 @@ std::vector<Spec> make_presets() {
     s.requantize = ideal_requantize(R::rne);
     s.accumulation = Accumulation::int32_wrap;  // "accumulation may overflow if and only if in 32 bits"
     s.qparams = "onnx-dynamic-quantize-linear";
+    // QLinearAdd (com.microsoft) is defined by its formula, like QLinearMatMul: exact, ties to even.
+    s.add = AddPolicy{AddScheme::ideal, R::rne};
     add(s);
   }
   {
@@ -111,6 +113,8 @@ std::vector<Spec> make_presets() {
     s.requantize = float_requantize(MultiplierOrder::left_to_right, kPresetF32, kPresetF32,
                                     ZeroPointAdd::int_after_rounding, R::rne, Clamp::float_before);
     s.qparams = "ort-dynamic";
+    s.sources.push_back("microsoft/onnxruntime onnxruntime/core/mlas/lib/intrinsics/avx2/qladd_avx2.cpp");
+    s.add = AddPolicy{AddScheme::ort_mlas_avx2, R::rne};
     add(s);
     Spec old = s;
     old.name = "ort-cpu@pre-pr32452";
@@ -250,6 +254,8 @@ std::vector<Spec> make_presets() {
     s.quantize = quantize(O::recip_then_add_int, kPresetF32, R::rne, Clamp::float_before, NanRule::unspecified);
     s.dequantize = dequantize(DequantizeOrder::sub_int_then_mul, kPresetF32);
     s.requantize = requantize_policy_for(rndnu ? S::xnnpack_rndnu : S::xnnpack_fp32);
+    s.sources.push_back("google/XNNPACK src/qs8-vadd/gen/qs8-vadd-minmax-scalar-u1.c; src/microparams-init.c");
+    s.add = AddPolicy{AddScheme::xnnpack_vadd, R::rne};
     s.qparams = "xnnpack-qd8";
     add(s);
     if (!rndnu) {
@@ -541,6 +547,10 @@ std::vector<Spec> make_presets() {
     if (maddubs) s.pair_rule = PairRule::x8s8_shifted_whole_k;
     s.zero_points = ZeroPointCorrection::compensate;
     s.qparams = "ort-dynamic";
+    // qadd: backends/vnni/elementwise.cpp runs MLAS's AVX2 QLinearAdd arithmetic (f32 ratios, two FMAs,
+    // cvtps2dq, saturating packs), the ORT half of the epilogue family these kernels follow.
+    s.sources.push_back("microsoft/onnxruntime onnxruntime/core/mlas/lib/intrinsics/avx2/qladd_avx2.cpp");
+    s.add = AddPolicy{AddScheme::ort_mlas_avx2, R::rne};
     add(s);
   }
   // ---- qconform's own GPU kernels (backends/hip) -----------------------------------------

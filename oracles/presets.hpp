@@ -6,6 +6,7 @@
 
 #include "oracles/int_accumulate.hpp"
 #include "oracles/policy.hpp"
+#include "oracles/qadd.hpp"
 #include "oracles/requantize.hpp"
 
 #include <optional>
@@ -38,6 +39,8 @@ struct Spec {
   // reference kernel). Unset: `accumulation`. A case file's "accumulation" override sets both.
   std::optional<Accumulation> conv_accumulation;
   std::string qparams;  // the choose_qparams preset used for dynamic quantization
+  // The quantized elementwise add (qadd): whose arithmetic evaluates it (oracles/qadd.hpp).
+  AddPolicy add{};
 
   const QuantizePolicy& quantize_for(DType input) const {
     const bool half = input == DType::f16 || input == DType::bf16;

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
+#include <utility>
 
 namespace qc {
 namespace qadd_impl {
@@ -111,6 +113,22 @@ void require(bool ok, const std::string& what) {
 
 }  // namespace qadd_impl
 
+QAddParams qadd_params(const QAddOp& op) {
+  auto one = [](const QuantParams& q, const char* which) {
+    qadd_impl::require(q.scales.size() == 1 && q.zero_points.size() <= 1 && !q.axis && q.block_size == 0,
+                       std::string(which) + " takes one scale and zero point (per tensor)");
+    return std::pair{q.scales[0], q.zero_point(0)};
+  };
+  qadd_impl::require(op.output.kind == OutputKind::requantized && !op.output.clamp,
+                     "the output is requantized, without a fused activation");
+  QAddParams p;
+  std::tie(p.a_scale, p.a_zero_point) = one(op.a_params, "A");
+  std::tie(p.b_scale, p.b_zero_point) = one(op.b_params, "B");
+  p.out_scale = op.output.scale;
+  p.out_zero_point = op.output.zero_point;
+  return p;
+}
+
 QAddElement qadd_element(std::int64_t a, std::int64_t b, const QAddParams& p, DType out, const AddPolicy& policy,
                          bool b_scalar) {
   qadd_impl::require(out == DType::i8 || out == DType::u8, "the output is i8 or u8, got " + std::string(name(out)));
@@ -136,6 +154,14 @@ QAddElement qadd_element(std::int64_t a, std::int64_t b, const QAddParams& p, DT
       break;
   }
   return e;
+}
+
+bool qadd_b_folded(const Shape& a, const Shape& b) {
+  std::size_t d = a.size();
+  while (d > 0 && a[d - 1] == 1) --d;  // trailing 1s merge into the span
+  if (d == 0) return false;            // A has one element: one call, nothing broadcast
+  const std::size_t axis = d - 1, lead = a.size() - b.size();
+  return axis < lead || b[axis - lead] == 1;
 }
 
 std::vector<std::int64_t> qadd_broadcast_index(const Shape& a, const Shape& b) {
@@ -176,7 +202,7 @@ QAddResult qadd(const Tensor& a, const Tensor& b, const QAddParams& p, DType out
   const std::vector<std::int64_t> bi = qadd_broadcast_index(a.shape(), b.shape());
   QAddResult r;
   r.q = Tensor(out, a.shape());
-  const bool b_scalar = b.size() == 1 && a.size() > 1;
+  const bool b_scalar = qadd_b_folded(a.shape(), b.shape());
   for (std::int64_t i = 0; i < a.size(); ++i) {
     const QAddElement e =
         qadd_element(a.get_int(i), b.get_int(bi[static_cast<std::size_t>(i)]), p, out, policy, b_scalar);

@@ -12,8 +12,9 @@
 //                  all in f32: rA = fl(sA / sC), rB = fl(sB / sC),
 //                  F = fl(float(zC) − fl(fl(rA·zA) + fl(rB·zB))), then per element
 //                  t = fma(a, rA, fma(b, rB, F)) with the raw integers a, b (a one-element B is
-//                  folded into F first: F' = fl(F + fl(b·rB)), t = fma(a, rA, F')), cvtps2dq (ties to even; out of
-//                  int32 range: INT32_MIN), then the saturating packs to int16 and to the output type.
+//                  folded into F first: F' = fl(F + fl(b·rB)), t = fma(a, rA, F'); qadd_b_folded says when), cvtps2dq
+//                  (ties to even; out of int32 range: INT32_MIN), then the saturating packs to int16 and to the output
+//                  type.
 //   xnnpack_vadd   google/XNNPACK src/qs8-vadd/gen/qs8-vadd-minmax-scalar-u1.c with the parameters
 //                  of src/microparams-init.c xnn_init_qs8_add_minmax_scalar_params: rA, rB as
 //                  above (2^-10 <= |r| < 2^8), shift = 20 − exponent(max |r|) in [12, 30],
@@ -26,6 +27,7 @@
 #include "oracles/labels.hpp"
 #include "qconform/dtype.hpp"
 #include "qconform/enum_table.hpp"
+#include "qconform/ops.hpp"
 #include "qconform/rounding_mode.hpp"
 #include "qconform/tensor.hpp"
 
@@ -46,6 +48,7 @@ inline constexpr EnumEntry<AddScheme> kAddSchemeTable[] = {
 };
 constexpr std::span<const EnumEntry<AddScheme>> enum_table(AddScheme) { return kAddSchemeTable; }
 constexpr std::string_view name(AddScheme s) { return table_name(s); }
+constexpr std::string_view describe(AddScheme s) { return table_description(s); }
 
 struct AddPolicy {
   AddScheme scheme = AddScheme::ideal;
@@ -65,8 +68,11 @@ struct QAddElement {
   Label label = Label::clear;
 };
 
-// One element; `b_scalar`: B holds one element, broadcast over a larger A (ort_mlas_avx2 folds it
-// into its constant). Throws InputError for parameters the scheme does not define (naming the
+// The parameters of a QAddOp (each operand's one scale and zero point, the output's).
+QAddParams qadd_params(const QAddOp& op);
+
+// One element; `b_scalar`: the B element is one MLAS call's scalar B (qadd_b_folded), which
+// ort_mlas_avx2 folds into its constant. Throws InputError for parameters the scheme does not define (naming the
 // scheme and the bound).
 QAddElement qadd_element(std::int64_t a, std::int64_t b, const QAddParams& p, DType out, const AddPolicy& policy,
                          bool b_scalar = false);
@@ -82,6 +88,13 @@ struct QAddResult {
 // i8/u8 (A, C) or i8/u8/i32 (B), zero points outside their formats, non-positive or non-finite
 // scales, and shapes that do not broadcast.
 QAddResult qadd(const Tensor& a, const Tensor& b, const QAddParams& p, DType out, const AddPolicy& policy);
+
+// Whether ONNX Runtime hands MLAS a scalar B: QLinearAdd (contrib_ops/cpu/quantization/
+// qlinear_binary_op.cc, QLinearBroadcastLoop) calls MlasQLinearAdd once per span of A's innermost
+// dimension of extent > 1 (trailing 1s merged into it), with LengthB == 1 (`input1scalar`) where
+// B does not vary along that dimension: a one-element B, or B [M, 1] over A [M, N]. False when A
+// has one element.
+bool qadd_b_folded(const Shape& a, const Shape& b);
 
 // The flat index of B that element i of A reads (the broadcast rule above); InputError if B's
 // shape does not broadcast to A's.

@@ -5,6 +5,8 @@
 #include "backends/cpu_ref/formats.hpp"
 #include "backends/cpu_ref/linear.hpp"
 #include "backends/cpu_ref/mx.hpp"
+#include "backends/cpu_ref/qadd.hpp"
+#include "oracles/presets.hpp"
 #include "qconform/error.hpp"
 
 #include <boost/multiprecision/cpp_int.hpp>
@@ -330,6 +332,14 @@ Availability CpuRefBackend::supports(const OpRequest& op) const {
   if (std::holds_alternative<MxQuantizeOp>(op) || std::holds_alternative<MxDequantizeOp>(op) ||
       std::holds_alternative<MxGemmOp>(op))
     return {};
+  if (const auto* a = std::get_if<QAddOp>(&op)) {
+    // cpu-ref adds by the exact value with ties to even: the claimed preset must define qadd so.
+    const auto spec = find_preset(n.preset);
+    if (!spec || spec->add.scheme != AddScheme::ideal || spec->add.rounding != RoundingMode::rne)
+      return {false,
+              "cpu-ref's qadd is the exact value with ties to even, not '" + std::string(n.preset) + "'s add scheme"};
+    return cpu_ref::supports_qadd(*a);
+  }
   if (const auto* q = std::get_if<QuantizeOp>(&op)) {
     if (!is_float(q->params.scale_dtype) || q->params.scale_dtype == DType::f8e4m3fn ||
         q->params.scale_dtype == DType::f8e5m2)
@@ -370,6 +380,7 @@ Tensor CpuRefBackend::run(const OpRequest& op) {
   if (const auto* m = std::get_if<MxQuantizeOp>(&op)) return cpu_ref::mx_quantize(*m);
   if (const auto* m = std::get_if<MxDequantizeOp>(&op)) return cpu_ref::mx_dequantize(*m);
   if (const auto* m = std::get_if<MxGemmOp>(&op)) return cpu_ref::mx_gemm(*m);
+  if (const auto* a = std::get_if<QAddOp>(&op)) return cpu_ref::run_qadd(*a);
   const auto& q = std::get<QuantizeOp>(op);
   return is_float(q.out) ? cpu_ref::quantize_float8(q, n) : cpu_ref::quantize_linear(q, n);
 }

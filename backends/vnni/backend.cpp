@@ -1,5 +1,8 @@
 #include "backends/vnni/backend.hpp"
 
+#include "oracles/qadd.hpp"
+#include "qconform/error.hpp"
+
 #include "backends/host/qparams.hpp"
 
 #include "qconform/qparams.hpp"
@@ -643,6 +646,67 @@ Tensor run_requantize(vnni::Isa isa, const RequantizeOp& op) {
   return y;
 }
 
+// ---- qadd (vnni::qadd: MLAS's AVX2 QLinearAdd) --------------------------------------------------
+
+Availability check_qadd(vnni::Isa isa, const QAddOp& op) {
+  const DType a = op.a.dtype(), b = op.b.dtype(), c = op.output.format;
+  if ((a != DType::i8 && a != DType::u8) || (b != DType::i8 && b != DType::u8 && b != DType::i32))
+    return {false, "qadd takes i8/u8 A and i8/u8/i32 B"};
+  if (c != DType::i8 && c != DType::u8) return {false, "qadd outputs i8 or u8"};
+  if (op.output.kind != OutputKind::requantized || op.output.clamp)
+    return {false, "qadd's output is requantized, without a fused activation"};
+  for (const QuantParams* q : {&op.a_params, &op.b_params}) {
+    if (q->scales.size() != 1 || q->axis || q->block_size != 0) return {false, "qadd takes per-tensor parameters"};
+    if (!f32_exact(q->scale_dtype)) return {false, "scales must be f32, f16 or bf16"};
+  }
+  if (Availability s = check_scales({op.a_params.scales[0], op.b_params.scales[0], op.output.scale}); !s.available)
+    return s;
+  try {
+    (void)qadd_broadcast_index(op.a.shape(), op.b.shape());
+  } catch (const InputError& e) {
+    return {false, e.what()};
+  }
+  if (isa != vnni::Isa::scalar && !__builtin_cpu_supports("fma"))
+    return {false, "MLAS's AVX2 QLinearAdd kernel needs FMA, which this CPU lacks"};
+  return {};
+}
+
+Tensor run_qadd(vnni::Isa isa, const QAddOp& op) {
+  const std::int64_t n = op.a.size();
+  std::vector<std::int32_t> a(static_cast<std::size_t>(n)), b(static_cast<std::size_t>(n)),
+      q(static_cast<std::size_t>(n));
+  const std::vector<std::int64_t> bi = qadd_broadcast_index(op.a.shape(), op.b.shape());
+  for (std::int64_t i = 0; i < n; ++i) {
+    a[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(op.a.get_int(i));
+    b[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(op.b.get_int(bi[static_cast<std::size_t>(i)]));
+  }
+  // MlasQLinearAddKernelAvx2Helper's constants, one f32 operation each (strict fp: no contraction).
+  const float sc = static_cast<float>(op.output.scale);
+  vnni::QAddParams p;
+  p.ratio_a = static_cast<float>(op.a_params.scales[0]) / sc;
+  p.ratio_b = static_cast<float>(op.b_params.scales[0]) / sc;
+  const float za = static_cast<float>(op.a_params.zero_point(0)), zb = static_cast<float>(op.b_params.zero_point(0));
+  const float folded = p.ratio_a * za + p.ratio_b * zb;
+  p.fixed = static_cast<float>(op.output.zero_point) - folded;
+  p.lo = static_cast<std::int32_t>(int_min(op.output.format));
+  p.hi = static_cast<std::int32_t>(int_max(op.output.format));
+  p.b_scalar = qadd_b_folded(op.a.shape(), op.b.shape());
+  // ONNX Runtime's broadcast loop: one MLAS call per span of A's innermost dimension of extent > 1,
+  // B a scalar there when it does not vary along it (qadd_b_folded); otherwise one call.
+  std::int64_t span = n;
+  if (p.b_scalar)
+    for (std::size_t d = op.a.shape().size(); d-- > 0;)
+      if (op.a.shape()[d] > 1) {
+        span = op.a.shape()[d];
+        break;
+      }
+  for (std::int64_t s = 0; s < n; s += span)
+    vnni::qadd(isa, a.data() + s, b.data() + s, static_cast<std::size_t>(span), p, q.data() + s);
+  Tensor y(op.output.format, op.a.shape());
+  for (std::int64_t i = 0; i < n; ++i) y.set_int(i, q[static_cast<std::size_t>(i)]);
+  return y;
+}
+
 // ---- Weight-only GEMM (vnni::float_gemm) ------------------------------------------------------
 
 Availability check_weight_only(const WeightOnlyGemmOp& op) {
@@ -928,6 +992,7 @@ Availability VnniBackend::supports(const OpRequest& op) const {
   if (const auto* c = std::get_if<ChooseQParamsOp>(&op)) return host::supports_choose_qparams(*c);
   if (const auto* c = std::get_if<Conv2dOp>(&op)) return check_conv2d(*c);
   if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return check_weight_only(*w);
+  if (const auto* a = std::get_if<QAddOp>(&op)) return check_qadd(isa_, *a);
   return {false, std::string(op_name(op)) + ": the x86 kernels have no MX/NVFP4 block-scaled formats"};
 }
 
@@ -939,6 +1004,7 @@ Tensor VnniBackend::run(const OpRequest& op) {
   if (const auto* w = std::get_if<WeightOnlyGemmOp>(&op)) return run_weight_only(isa_, *w);
   if (const auto* c = std::get_if<ChooseQParamsOp>(&op)) return host::run_choose_qparams(*c);
   if (const auto* c = std::get_if<Conv2dOp>(&op)) return run_conv2d(isa_, *c);
+  if (const auto* a = std::get_if<QAddOp>(&op)) return run_qadd(isa_, *a);
   return run_conv_any_layout(isa_, std::get<QConv2dOp>(op));
 }
 

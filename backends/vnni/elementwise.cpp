@@ -2,7 +2,8 @@
 // (MlasQuantizeLinear: x / s, clamp in float, cvtps2dq, + zp) and of XNNPACK's fp32 requantization
 // (float(acc) * multiplier, clamp in float, cvtps2dq, + zp), one IEEE rounding per operation, in
 // 16 (AVX-512) or 8 (AVX2) lanes, with a scalar model of the same operations for the tails and
-// for CPUs without AVX2. The elements split across the worker threads (qconform/parallel.hpp).
+// for CPUs without AVX2; and MLAS's AVX2 QLinearAdd (qadd). The elements split across the worker threads
+// (qconform/parallel.hpp).
 #include "backends/vnni/vnni.hpp"
 #include "qconform/parallel.hpp"
 
@@ -13,6 +14,7 @@
 #endif
 #include <immintrin.h>
 
+#include <climits>
 #include <cmath>
 
 namespace qc::vnni {
@@ -106,6 +108,48 @@ __attribute__((target("avx512f"))) void requantize_avx512(const std::int32_t* ac
   requantize_scalar(acc + i, n - i, p, q + i);
 }
 
+// ---- qadd (vnni.hpp QAddParams: MLAS qladd_avx2.cpp's arithmetic) -------------------------------
+
+// cvtps2dq (ties to even; NaN and values outside int32 give the integer indefinite INT32_MIN),
+// then the packs' saturation, which together clamp to [lo, hi].
+inline std::int32_t qadd_convert(float t, const QAddParams& p) {
+  const std::int32_t r = std::isnan(t) || !(std::fabs(t) < 0x1p31f) ? INT32_MIN : cvtps2dq(t);
+  return r < p.lo ? p.lo : r > p.hi ? p.hi : r;
+}
+void qadd_scalar(const std::int32_t* a, const std::int32_t* b, std::size_t n, const QAddParams& p, std::int32_t* out) {
+  if (p.b_scalar) {
+    const float fixed = p.fixed + static_cast<float>(b[0]) * p.ratio_b;  // strict fp: two roundings
+    for (std::size_t i = 0; i < n; ++i) out[i] = qadd_convert(std::fma(static_cast<float>(a[i]), p.ratio_a, fixed), p);
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = qadd_convert(
+        std::fma(static_cast<float>(a[i]), p.ratio_a, std::fma(static_cast<float>(b[i]), p.ratio_b, p.fixed)), p);
+}
+__attribute__((target("avx2,fma"))) void qadd_avx2(const std::int32_t* a, const std::int32_t* b, std::size_t n,
+                                                   const QAddParams& p, std::int32_t* out) {
+  const __m256 ra = _mm256_set1_ps(p.ratio_a), rb = _mm256_set1_ps(p.ratio_b);
+  const __m256 fixed =
+      p.b_scalar ? _mm256_set1_ps(p.fixed + static_cast<float>(b[0]) * p.ratio_b) : _mm256_set1_ps(p.fixed);
+  const __m256i lo = _mm256_set1_epi32(p.lo), hi = _mm256_set1_epi32(p.hi);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 fa = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i)));
+    __m256 t;
+    if (p.b_scalar) {
+      t = _mm256_fmadd_ps(fa, ra, fixed);
+    } else {
+      const __m256 fb = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i)));
+      t = _mm256_fmadd_ps(fa, ra, _mm256_fmadd_ps(fb, rb, fixed));
+    }
+    // MLAS packs int32 -> int16 -> 8 bits with saturation; a clamp to [lo, hi] is the same map
+    // (INT32_MIN from cvtps2dq saturates to the low end either way).
+    const __m256i q = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(t), lo), hi);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), q);
+  }
+  qadd_scalar(a + i, p.b_scalar ? b : b + i, n - i, p, out + i);
+}
+
 // Splits [0, n) across the worker threads and runs the ISA's kernel on each part.
 template <class In, class Out, class Kernel>
 void split(const In* in, std::size_t n, const ElementwiseParams& p, Out* out, Kernel kernel) {
@@ -131,6 +175,16 @@ void dequantize(Isa isa, const std::int32_t* q, std::size_t n, const Elementwise
 
 void requantize(Isa isa, const std::int32_t* acc, std::size_t n, const ElementwiseParams& p, std::int32_t* q) {
   split(acc, n, p, q, pick(isa, requantize_avx512, requantize_avx2, requantize_scalar));
+}
+
+// MLAS has only an AVX2 QLinearAdd kernel on x86 (it runs on AVX-512 hosts too): every ISA but the
+// scalar one takes it.
+void qadd(Isa isa, const std::int32_t* a, const std::int32_t* b, std::size_t n, const QAddParams& p,
+          std::int32_t* out) {
+  const auto kernel = isa == Isa::scalar ? qadd_scalar : qadd_avx2;
+  parallel_ranges(static_cast<std::int64_t>(n), 1 << 16, [&](std::int64_t x, std::int64_t y) {
+    kernel(a + x, p.b_scalar ? b : b + x, static_cast<std::size_t>(y - x), p, out + x);
+  });
 }
 
 }  // namespace qc::vnni

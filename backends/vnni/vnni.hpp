@@ -214,6 +214,21 @@ void quantize(Isa isa, const float* x, std::size_t n, const ElementwiseParams& p
 void dequantize(Isa isa, const std::int32_t* q, std::size_t n, const ElementwiseParams& p, float* y);
 void requantize(Isa isa, const std::int32_t* acc, std::size_t n, const ElementwiseParams& p, std::int32_t* q);
 
+// qadd (QLinearAdd) as MLAS runs it on AVX2 (onnxruntime/core/mlas/lib/intrinsics/avx2/qladd_avx2.cpp,
+// MlasQLinearAddKernelAvx2Helper): ratio_a = fl(s_a / s_c), ratio_b = fl(s_b / s_c), the zero
+// points folded into fixed = fl(float(zp_c) - fl(fl(ratio_a * zp_a) + fl(ratio_b * zp_b))), per
+// element fma(a, ratio_a, fma(b, ratio_b, fixed)) on the raw integers as f32 (a scalar B, one MLAS call's one-element B
+// (oracles/qadd.hpp qadd_b_folded), folds into fixed first: fixed' = fl(fixed + fl(b * ratio_b)), then fma(a, ratio_a,
+// fixed')), cvtps2dq (ties to even; NaN or out of int32: INT32_MIN), and the saturating packs to int16 and to [lo, hi]
+// (together a clamp). The caller forms the f32 constants; b_scalar selects the folded form.
+struct QAddParams {
+  float ratio_a = 1.0f, ratio_b = 1.0f, fixed = 0.0f;
+  bool b_scalar = false;
+  std::int32_t lo = 0, hi = 0;
+};
+// a, b: n integer operands each (b ignored past its first element when b_scalar); out: n results.
+void qadd(Isa isa, const std::int32_t* a, const std::int32_t* b, std::size_t n, const QAddParams& p, std::int32_t* out);
+
 // The weight-only (hybrid) GEMM: out[m][n] = (Σ_k fma over k ascending of a[m][k] * w[k][n]) + bias[n]
 // in f32, a [M, K] and w [K, N] row-major (w: the weights already dequantized), bias optional.
 void float_gemm(Isa isa, const float* a, std::int64_t m, std::int64_t k, const float* w, std::int64_t n,

@@ -203,6 +203,7 @@ std::string_view op_name(const OpRequest& op) {
     std::string_view operator()(const MxQuantizeOp&) const { return "mx_quantize"; }
     std::string_view operator()(const MxDequantizeOp&) const { return "mx_dequantize"; }
     std::string_view operator()(const MxGemmOp&) const { return "mx_gemm"; }
+    std::string_view operator()(const QAddOp&) const { return "qadd"; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -220,6 +221,7 @@ const Tensor& op_input(const OpRequest& op) {
     const Tensor& operator()(const MxQuantizeOp& o) const { return o.x; }
     const Tensor& operator()(const MxDequantizeOp& o) const { return o.elements; }
     const Tensor& operator()(const MxGemmOp& o) const { return o.a.values; }
+    const Tensor& operator()(const QAddOp& o) const { return o.a; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -237,6 +239,7 @@ DType op_output_dtype(const OpRequest& op) {
     DType operator()(const MxQuantizeOp&) const { return DType::f32; }
     DType operator()(const MxDequantizeOp&) const { return DType::f32; }
     DType operator()(const MxGemmOp& o) const { return o.out; }
+    DType operator()(const QAddOp& o) const { return o.output.format; }
   };
   return std::visit(Visitor{}, op);
 }
@@ -273,6 +276,7 @@ Shape op_output_shape(const OpRequest& op) {
     Shape operator()(const MxGemmOp& o) const {
       return gemm_shape(o.a.values.shape(), o.b.values.shape(), o.b_layout).out_shape;
     }
+    Shape operator()(const QAddOp& o) const { return o.a.shape(); }  // B broadcasts over A
   };
   return std::visit(Visitor{}, op);
 }

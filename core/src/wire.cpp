@@ -174,6 +174,13 @@ json op_json(Encoder& e, const OpRequest& op) {
               {"bias", e.optional_tensor(o.bias)},
               {"out", std::string(name(o.out))}};
     }
+    json operator()(const QAddOp& o) const {
+      return {{"a", e.tensor(o.a)},
+              {"a_params", params_json(o.a_params)},
+              {"b", e.tensor(o.b)},
+              {"b_params", params_json(o.b_params)},
+              {"output", output_json(o.output)}};
+    }
   };
   json j = std::visit(Visitor{e}, op);
   j["op"] = std::string(op_name(op));
@@ -493,9 +500,18 @@ OpRequest decode_op(const std::string& text, std::vector<Tensor> tensors) {
     g.out = d.dtype(j, "out", "");
     return g;
   }
+  if (op == "qadd") {
+    QAddOp a;
+    a.a = d.tensor(j, "a", "");
+    a.a_params = d.params(j, "a_params", "");
+    a.b = d.tensor(j, "b", "");
+    a.b_params = d.params(j, "b_params", "");
+    a.output = d.output(j);
+    return a;
+  }
   throw InputError("request: unknown op '" + op +
                    "' (known: quantize, dequantize, requantize, qgemm, qconv2d, weight_only_gemm, conv2d, "
-                   "mx_quantize, mx_dequantize, choose_qparams, mx_gemm)");
+                   "mx_quantize, mx_dequantize, choose_qparams, mx_gemm, qadd)");
 }
 
 }  // namespace qc::wire

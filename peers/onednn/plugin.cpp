@@ -760,6 +760,11 @@ class OneDnnBackend : public qc::Backend {
   void check(const qc::MxGemmOp&) const {
     refuse("mx_gemm: oneDNN 2.6 has no MX/NVFP4 block-scaled data types (f4/f8 arrive in 3.x)");
   }
+  void check(const qc::QAddOp&) const {
+    refuse(
+        "qadd: this peer does not drive oneDNN's binary add with per-operand int8 scales (its rounding of the "
+        "scaled sum is not modelled by any add scheme)");
+  }
 
   qc::Tensor execute(const qc::QuantizeOp& q) {
     return run_reorder(engine_, quantize_spec(q.x, q.params, q.out, "quantize"), q.x, "quantize");
@@ -798,6 +803,10 @@ class OneDnnBackend : public qc::Backend {
   }
   qc::Tensor execute(const qc::MxGemmOp& m) {
     check(m);  // always refuses
+    throw std::logic_error("unreachable");
+  }
+  qc::Tensor execute(const qc::QAddOp& a) {
+    check(a);  // always refuses
     throw std::logic_error("unreachable");
   }
 

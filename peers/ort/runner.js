@@ -593,6 +593,9 @@ function build(ort, op, dir) {
     case 'mx_gemm':
       return refuse('ORT 1.30 has no OCP MX or NVFP4 block-scaled operators (and onnxruntime-node no float4/float8 ' +
                     'tensor type)');
+    case 'qadd':
+      return refuse('not mapped yet: com.microsoft QLinearAdd (MLAS qladd_avx2 on x86, the ort presets\' add ' +
+                    'scheme ort_mlas_avx2) is not built by this runner');
     default:
       return refuse('unknown op ' + op.op);
   }

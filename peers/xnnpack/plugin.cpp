@@ -166,6 +166,10 @@ class XnnpackBackend : public qc::Backend {
       return {false, "choose_qparams: not driven here (XNNPACK chooses parameters only inside its qd8 convert)"};
     if (std::holds_alternative<qc::Conv2dOp>(op))
       return {false, "conv2d: this peer runs XNNPACK's quantized operators only (no float convolution)"};
+    if (std::holds_alternative<qc::QAddOp>(op))
+      return {false,
+              "qadd: this peer does not drive xnn_define_add2 yet (the xnnpack presets' add scheme, "
+              "xnnpack_vadd, is the oracle's model of it)"};
     if (!std::holds_alternative<qc::WeightOnlyGemmOp>(op))
       return {false, std::string(qc::op_name(op)) + ": XNNPACK " QCONFORM_XNNPACK_VERSION
                                                     " has no MX/NVFP4 block-scaled operators"};

@@ -157,6 +157,7 @@ const qc::Tensor& main_input(const qc::Conv2dOp& o) { return o.input; }
 const qc::Tensor& main_input(const qc::MxQuantizeOp& o) { return o.x; }
 const qc::Tensor& main_input(const qc::MxDequantizeOp& o) { return o.elements; }
 const qc::Tensor& main_input(const qc::MxGemmOp& o) { return o.a.values; }
+const qc::Tensor& main_input(const qc::QAddOp& o) { return o.a; }
 std::string kind_of(const qc::QuantizeOp&) { return "quantize"; }
 std::string kind_of(const qc::DequantizeOp&) { return "dequantize"; }
 std::string kind_of(const qc::RequantizeOp&) { return "requantize"; }
@@ -168,6 +169,7 @@ std::string kind_of(const qc::Conv2dOp&) { return "conv2d"; }
 std::string kind_of(const qc::MxQuantizeOp&) { return "mx_quantize"; }
 std::string kind_of(const qc::MxDequantizeOp&) { return "mx_dequantize"; }
 std::string kind_of(const qc::MxGemmOp&) { return "mx_gemm"; }
+std::string kind_of(const qc::QAddOp&) { return "qadd"; }
 DType output_of(const qc::QuantizeOp& o) { return o.out; }
 DType output_of(const qc::DequantizeOp& o) { return o.out; }
 DType output_of(const qc::RequantizeOp& o) { return o.out; }
@@ -179,6 +181,7 @@ DType output_of(const qc::Conv2dOp& o) { return o.out; }
 DType output_of(const qc::MxQuantizeOp&) { return DType::f32; }
 DType output_of(const qc::MxDequantizeOp&) { return DType::f32; }
 DType output_of(const qc::MxGemmOp& o) { return o.out; }
+DType output_of(const qc::QAddOp& o) { return o.output.format; }
 
 // Properties every op class has: its kind, main input and output format.
 template <class Op, class Class>
@@ -456,6 +459,22 @@ void bind_cases(py::module_& m) {
       .def_readonly("rule", &qc::ChooseQParamsOp::rule)
       .def_readonly("axis", &qc::ChooseQParamsOp::axis);
   common_op_properties<qc::ChooseQParamsOp>(cq);
+  py::class_<qc::QAddOp> qadd(m, "QAddOp",
+                              "The quantized elementwise add (QLinearAdd): saturate(round((sA(a - zA) + sB(b - zB)) / "
+                              "sC) + zC), b broadcast over a (see qconform.qadd).");
+  qadd.def(py::init(&make_qadd_op), py::arg("a"), py::arg("a_scale"), py::arg("a_zero_point"), py::arg("b"),
+           py::arg("b_scale"), py::arg("b_zero_point"), py::arg("scale"), py::arg("zero_point") = 0,
+           py::arg("dtype") = "i8", py::arg("a_dtype") = py::none(), py::arg("b_dtype") = py::none())
+      .def_property_readonly("a", [](py::object self) { return view(self.cast<qc::QAddOp&>().a, self); })
+      .def_property_readonly("b", [](py::object self) { return view(self.cast<qc::QAddOp&>().b, self); })
+      .def_property_readonly("a_scale", [](const qc::QAddOp& o) { return o.a_params.scales.at(0); })
+      .def_property_readonly("a_zero_point", [](const qc::QAddOp& o) { return o.a_params.zero_point(0); })
+      .def_property_readonly("b_scale", [](const qc::QAddOp& o) { return o.b_params.scales.at(0); })
+      .def_property_readonly("b_zero_point", [](const qc::QAddOp& o) { return o.b_params.zero_point(0); })
+      .def_property_readonly("scale", [](const qc::QAddOp& o) { return o.output.scale; })
+      .def_property_readonly("zero_point", [](const qc::QAddOp& o) { return o.output.zero_point; })
+      .def_property_readonly("dtype", [](const qc::QAddOp& o) { return o.output.format; });
+  common_op_properties<qc::QAddOp>(qadd);
   py::class_<qc::Conv2dOp> fconv(m, "Conv2dOp",
                                  "A 2-D convolution with a float input: float or dequantized integer weights (see "
                                  "qconform.conv2d).");

@@ -11,6 +11,7 @@
 #include "oracles/int4.hpp"
 #include "oracles/mx.hpp"
 #include "oracles/mx_gemm.hpp"
+#include "oracles/qadd.hpp"
 #include "oracles/qconv2d.hpp"
 #include "oracles/qgemm.hpp"
 #include "oracles/quantize.hpp"
@@ -692,6 +693,36 @@ void bind_oracle(py::module_& m) {
        labels_doc)
           .c_str());
   m.def(
+      "qadd",
+      [](const py::handle& a, double a_scale, std::int64_t a_zero_point, const py::handle& b, double b_scale,
+         std::int64_t b_zero_point, double scale, std::int64_t zero_point, const py::handle& dtype,
+         const py::handle& policy, const py::handle& a_dtype, const py::handle& b_dtype, const py::handle& labels_arg,
+         const py::handle& exact) {
+        const qc::QAddOp op = make_qadd_op(a, a_scale, a_zero_point, b, b_scale, b_zero_point, scale, zero_point, dtype,
+                                           a_dtype, b_dtype);
+        const LabelForm labels = label_form(labels_arg);
+        const qc::Spec spec = spec_arg(policy);
+        const ExactForm form = exact_arg(exact);
+        qc::QAddResult r;
+        {
+          py::gil_scoped_release release;
+          r = qc::qadd(op.a, op.b, qc::qadd_params(op), op.output.format, spec.add);
+        }
+        return oracle_result(std::move(r.q), &r.labels, labels, form,
+                             [&](std::int64_t i) { return exact_value(r.ideal[static_cast<std::size_t>(i)], form); });
+      },
+      py::arg("a"), py::arg("a_scale"), py::arg("a_zero_point"), py::arg("b"), py::arg("b_scale"),
+      py::arg("b_zero_point"), py::arg("scale"), py::arg("zero_point") = 0, py::arg("dtype") = "i8",
+      py::arg("spec") = "onnx", py::arg("a_dtype") = py::none(), py::arg("b_dtype") = py::none(),
+      py::arg("labels") = false, py::arg("exact") = false,
+      (std::string("The quantized elementwise add (QLinearAdd) under the spec's add scheme (ideal, ort_mlas_avx2, "
+                   "xnnpack_vadd; docs/numerics.md): saturate(round((sA(a - zA) + sB(b - zB)) / sC) + zC). a is "
+                   "i8/u8, b i8/u8/i32 broadcast over a (numpy's rule on b's trailing dimensions); a_dtype, b_dtype "
+                   "name the formats of plain integer lists. The exact value is "
+                   "(sA(a - zA) + sB(b - zB)) / sC + zC.") +
+       labels_doc)
+          .c_str());
+  m.def(
       "requantize",
       [](const py::handle& acc, const py::handle& input_scale, const py::handle& weight_scale,
          const py::handle& output_scale, const py::handle& zero_point, const py::handle& dtype,
@@ -890,6 +921,32 @@ qc::QConv2dOp make_qconv2d_op(const qc::ActivationOperand& input, const qc::QWei
                               const py::handle& padding_value) {
   return make_qconv2d(input, weight, bias, output, layout, stride, padding, dilation, groups, padding_value);
 }
+qc::QAddOp make_qadd_op(const py::handle& a, double a_scale, std::int64_t a_zero_point, const py::handle& b,
+                        double b_scale, std::int64_t b_zero_point, double scale, std::int64_t zero_point,
+                        const py::handle& dtype, const py::handle& a_dtype, const py::handle& b_dtype) {
+  qc::QAddOp op;
+  op.a = to_tensor(a, optional_dtype_arg(a_dtype, "qadd: a_dtype"), "qadd: a");
+  op.b = to_tensor(b, optional_dtype_arg(b_dtype, "qadd: b_dtype"), "qadd: b");
+  const auto f32 = [](double s) { return static_cast<double>(static_cast<float>(s)); };  // scales are f32
+  op.a_params.scales = {f32(a_scale)};
+  op.a_params.zero_points = {a_zero_point};
+  op.b_params.scales = {f32(b_scale)};
+  op.b_params.zero_points = {b_zero_point};
+  op.output.kind = qc::OutputKind::requantized;
+  op.output.format = dtype_arg(dtype, "qadd: dtype");
+  op.output.scale = f32(scale);
+  op.output.zero_point = zero_point;
+  // Every check of the oracle (formats, zero points, scales, broadcasting) on one element.
+  const std::vector<std::int64_t> bi = qc::qadd_broadcast_index(op.a.shape(), op.b.shape());
+  if (op.a.size() > 0) {
+    qc::Tensor a1(op.a.dtype(), {1}), b1(op.b.dtype(), {1});
+    a1.set_int(0, op.a.get_int(0));
+    b1.set_int(0, op.b.get_int(bi[0]));
+    (void)qc::qadd(a1, b1, qc::qadd_params(op), op.output.format, qc::AddPolicy{});
+  }
+  return op;
+}
+
 template <class E>
 E mx_enum(const std::string& v, const char* what) {
   if (const auto e = qc::table_parse<E>(v)) return *e;

@@ -347,9 +347,10 @@ qc::OpRequest op_arg(const py::handle& h) {
   if (py::isinstance<qc::MxQuantizeOp>(h)) return h.cast<qc::MxQuantizeOp>();
   if (py::isinstance<qc::MxDequantizeOp>(h)) return h.cast<qc::MxDequantizeOp>();
   if (py::isinstance<qc::MxGemmOp>(h)) return h.cast<qc::MxGemmOp>();
+  if (py::isinstance<qc::QAddOp>(h)) return h.cast<qc::QAddOp>();
   throw InputError(
       "expected an op (QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp, Conv2dOp, "
-      "MxQuantizeOp, MxDequantizeOp, MxGemmOp, ChooseQParamsOp) or "
+      "MxQuantizeOp, MxDequantizeOp, MxGemmOp, ChooseQParamsOp, QAddOp) or "
       "a Case, got " +
       type_name(h));
 }

@@ -181,6 +181,11 @@ qc::Conv2dOp make_conv2d_op(const py::handle& input, const py::handle& weight, c
 qc::MxQuantizeOp make_mx_quantize_op(const py::handle& x, const std::string& format, int axis, std::int64_t block_size,
                                      const std::string& scale_rule, const std::string& rounding,
                                      const py::handle& global_scale);
+// C = saturate(round((sA(A - zA) + sB(B - zB)) / sC) + zC) (oracles/qadd.hpp): A i8/u8, B i8/u8/i32
+// broadcast over A, one f32 scale and zero point per operand. Checked on construction.
+qc::QAddOp make_qadd_op(const py::handle& a, double a_scale, std::int64_t a_zero_point, const py::handle& b,
+                        double b_scale, std::int64_t b_zero_point, double scale, std::int64_t zero_point,
+                        const py::handle& dtype, const py::handle& a_dtype, const py::handle& b_dtype);
 qc::MxDequantizeOp make_mx_dequantize_op(const py::handle& elements, const py::handle& scales,
                                          const std::string& format, int axis, std::int64_t block_size,
                                          const py::handle& global_scale);

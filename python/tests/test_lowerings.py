@@ -20,7 +20,7 @@ def by_name(cases):
 def test_a_loaded_case_names_its_producers_and_statements():
     cases = by_name(qconform.load_suite(PIPELINES).cases)
     add = cases["fc_lowered_bias_add"]
-    assert add.operands_from == {"a": "fc_lowered_matmul_requantized", "bias": "fc_lowered_bias_dequantize"}
+    assert add.operands_from == {"a": "fc_lowered_matmul_requantized", "b": "fc_lowered_bias_quantize"}
     assert add.differs_from == [("fc_fused", 3)]
     assert add.same_outputs_as == []
     assert cases["u8s8_rewrite_gemm"].same_outputs_as == ["s8s8_gemm"]
@@ -39,7 +39,7 @@ def test_the_pipelines_suite_on_cpu_ref():
     results = {c.name: c for c in report.cases}
     add = results["fc_lowered_bias_add"]
     assert add.operands_from == {"a": "pipelines/fc_lowered_matmul_requantized",
-                                 "bias": "pipelines/fc_lowered_bias_dequantize"}
+                                 "b": "pipelines/fc_lowered_bias_quantize"}
     (oracle,) = add.agreements
     assert (oracle.assertion, oracle.other, oracle.stated, oracle.status) == \
         ("differs_from", "pipelines/fc_fused", 3, "holds")

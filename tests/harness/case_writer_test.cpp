@@ -294,6 +294,8 @@ TEST(CaseWriter, TheSchemaListsEachSpecChoiceFromItsTable) {
   EXPECT_EQ(listed(spec["cast"]), names_in_table<IntCast>());
   EXPECT_EQ(listed(spec["dequantize"]["properties"]["order"]), names_in_table<DequantizeOrder>());
   EXPECT_EQ(listed(spec["accumulation"]), names_in_table<Accumulation>());
+  EXPECT_EQ(listed(spec["add"]["properties"]["scheme"]), names_in_table<AddScheme>());
+  EXPECT_EQ(listed(spec["add"]["properties"]["rounding"]), names_in_table<RoundingMode>());
 }
 
 // The schema's spec fields are the field tables' (cases/spec_fields.hpp), which the loader and the
@@ -312,7 +314,7 @@ TEST(CaseWriter, TheSchemaListsEachSpecFieldFromItsTable) {
     return n;
   };
   std::set<std::string> top = names(quantize_fields());
-  top.insert({"preset", "dequantize", "requantize", "accumulation", "qparams"});
+  top.insert({"preset", "dequantize", "requantize", "accumulation", "qparams", "add"});
   EXPECT_EQ(keys(spec), top);
   EXPECT_EQ(keys(spec["dequantize"]["properties"]), names(dequantize_fields()));
   EXPECT_EQ(keys(spec["requantize"]["properties"]), names(requantize_fields()));

@@ -190,7 +190,8 @@ TEST(ChainLoading, TheCaseWriterRoundTripsLinksAndAgreements) {
   const nlohmann::json j = case_to_json(*it);
   EXPECT_EQ(j["a"]["from"], "fc_lowered_matmul_requantized");
   EXPECT_FALSE(j["a"].contains("data"));
-  EXPECT_EQ(j["bias"]["from"], "fc_lowered_bias_dequantize");
+  EXPECT_EQ(j["b"]["from"], "fc_lowered_bias_quantize");
+  EXPECT_EQ(j["b"]["scale"], 0.05f);  // the operand keeps its own parameters (scales in f32)
   EXPECT_EQ(j["differs_from"], (nlohmann::json{{"case", "fc_fused"}, {"elements", 3}}));
   // Without its producers the file would not read back: the writer refuses it.
   EXPECT_THROW(save_cases(dir.path() / "alone.json", s.name, {*it}), InputError);
@@ -204,9 +205,8 @@ TEST(ChainLoading, ASelectionKeepsWhatItsCasesNeedAsDependencies) {
   ASSERT_EQ(one.cases.size(), 1u);
   std::set<std::string> deps;
   for (const Case& c : one.dependencies) deps.insert(c.name);
-  // Its A and bias, the bias's own producer, and the case it compares with.
-  EXPECT_EQ(deps, (std::set<std::string>{"fc_lowered_matmul_requantized", "fc_lowered_bias_dequantize",
-                                         "fc_lowered_bias_quantize", "fc_fused"}));
+  // Its A and B (the quantized bias), and the case it compares with.
+  EXPECT_EQ(deps, (std::set<std::string>{"fc_lowered_matmul_requantized", "fc_lowered_bias_quantize", "fc_fused"}));
 }
 
 // ---- Running chains ---------------------------------------------------------------------------
@@ -512,7 +512,7 @@ TEST(ChainShards, ShardsOfAChainedSuiteMergeToTheUnshardedRun) {
     for (const auto& c : shard["cases"]) shard_of[c["id"].get<std::string>()] = i;
   }
   // The split is one that cuts chains: fc_lowered_bias_add's bias comes from another shard.
-  EXPECT_NE(shard_of.at("pipelines/fc_lowered_bias_add"), shard_of.at("pipelines/fc_lowered_bias_dequantize"));
+  EXPECT_NE(shard_of.at("pipelines/fc_lowered_bias_add"), shard_of.at("pipelines/fc_lowered_bias_quantize"));
   ASSERT_EQ(testing::run_qconform("merge" + inputs + " -o " + (dir.path() / "merged").string()), 0);
   nlohmann::json all = testing::read_json(dir.path() / "all" / "report.json");
   nlohmann::json merged = testing::read_json(dir.path() / "merged" / "report.json");

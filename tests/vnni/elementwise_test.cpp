@@ -101,6 +101,50 @@ TEST_P(Elementwise, RequantizeIsXnnpackFp32) {
     }
 }
 
+// qadd (vnni.hpp QAddParams, MLAS qladd_avx2.cpp). ratio_a = 0.5, ratio_b = 0.25 and the folded
+// constant 3 (zC 3 - (0.5·1 + 0.25·(-2)) = 3): t = fma(a, 0.5, fma(b, 0.25, 3)), every step exact,
+// then ties to even and the clamp to u8. 19 elements: two 8-lane blocks and a tail of 3.
+TEST_P(Elementwise, QAddIsMlasAvx2Arithmetic) {
+  const std::vector<std::int32_t> a{5, 127, -128, 1, 3, 0, -7, 100, 2, 11, -1, 9, 4, 6, 8, 10, 12, 1, 127};
+  const std::vector<std::int32_t> b{6, 127, -128, 0, 0, 2, -2, 1 << 30, -(1 << 30), 1, 1, 3, 2, 2, 2, 2, 2, 2, 127};
+  // 2.5 + 1.5 + 3 = 7; 63.5 + 31.75 + 3 = 98.25 -> 98; -64 - 32 + 3 = -93 -> 0; 3.5 -> 4 (tie);
+  // 4.5 -> 4 (tie); 0 + 0.5 + 3 = 3.5 -> 4; -3.5 - 0.5 + 3 = -1 -> 0; 2^28 + ... -> 255; -2^28 + 4 -> 0;
+  // 5.5 + 0.25 + 3 = 8.75 -> 9; -0.5 + 0.25 + 3 = 2.75 -> 3; 4.5 + 0.75 + 3 = 8.25 -> 8; 2 + 0.5 + 3 = 5.5 -> 6;
+  // 3 + 3.5 = 6.5 -> 6; 4 + 3.5 = 7.5 -> 8; 5 + 3.5 = 8.5 -> 8; 6 + 3.5 = 9.5 -> 10; 0.5 + 3.5 = 4; 98.25 -> 98.
+  const std::vector<std::int32_t> expected{7, 98, 0, 4, 4, 4, 0, 255, 0, 9, 3, 8, 6, 6, 8, 8, 10, 4, 98};
+  QAddParams p;
+  p.ratio_a = 0.5f;
+  p.ratio_b = 0.25f;
+  p.fixed = 3.0f;
+  p.lo = 0;
+  p.hi = 255;
+  std::vector<std::int32_t> out(a.size());
+  qadd(GetParam(), a.data(), b.data(), a.size(), p, out.data());
+  EXPECT_EQ(out, expected);
+}
+
+// The fused multiply-adds: ratio_a = fl(1/6) = 11184811·2^-26, ratio_b = 1, the folded constant
+// 11097430·2^-19 (tests/oracle/qadd_test.cpp works them from qladd_avx2.cpp with zA = -127): a = -124
+// gives fma(-124, ratio_a, constant) = 0.5 + 11·2^-24 -> 1, where a separate product would round
+// -124·ratio_a to -10835286·2^-19 and the sum to 0.5 exactly -> 0. A one-element B (b_scalar) is
+// folded first: constant + fl(6·1) = 6 + 11097430·2^-19 -> the same fma with a = -124 gives 6.5 + 11·2^-24 -> 7.
+TEST_P(Elementwise, QAddFusesItsMultiplyAdds) {
+  QAddParams p;
+  p.ratio_a = 1.0f / 6.0f;
+  p.ratio_b = 1.0f;
+  p.fixed = std::ldexp(11097430.0f, -19);
+  p.lo = -128;
+  p.hi = 127;
+  const std::vector<std::int32_t> a(11, -124), b(11, 0);
+  std::vector<std::int32_t> out(a.size());
+  qadd(GetParam(), a.data(), b.data(), a.size(), p, out.data());
+  EXPECT_EQ(out, std::vector<std::int32_t>(11, 1));
+  p.b_scalar = true;
+  const std::int32_t six = 6;
+  qadd(GetParam(), a.data(), &six, a.size(), p, out.data());
+  EXPECT_EQ(out, std::vector<std::int32_t>(11, 7));
+}
+
 TEST_P(Elementwise, TheThreadCountDoesNotChangeTheResult) {
   const std::size_t n = (std::size_t{1} << 18) + 5;  // several parallel ranges
   const ElementwiseParams p{0.1f, 3, -131.0f, 124.0f};

@@ -1,7 +1,7 @@
 // Op requests: what a backend is asked to compute (inputs and parameters, never the expected
 // answer), and the data they are made of. The oracle evaluates the same request under a numerics
 // spec; what each field means numerically is defined there (oracles/qlinear.hpp, qgemm.hpp,
-// qconv2d.hpp, weight_only.hpp, requantize.hpp, choose_qparams.hpp, int4.hpp). Part of the core: a
+// qconv2d.hpp, weight_only.hpp, requantize.hpp, choose_qparams.hpp, int4.hpp, qadd.hpp). Part of the core: a
 // backend needs nothing else.
 #pragma once
 
@@ -467,12 +467,25 @@ struct MxGemmOp {
 // scale rule and element rounding.
 MxQuantizeOp mx_gemm_quantize_request(const MxGemmOp& op, MxGemmSide side);
 
+// C = saturate(round((sA·(A − zA) + sB·(B − zB)) / sC) + zC): the quantized elementwise add (ONNX
+// Runtime com.microsoft QLinearAdd, TFLite/XNNPACK quantized ADD, Glow's quantized BatchedAdd of a
+// lowered FC's bias). Per-tensor parameters; B broadcasts over A by numpy's rule (B's dimensions
+// match A's trailing ones or are 1). How the value is evaluated is the spec's add scheme
+// (oracles/qadd.hpp).
+struct QAddOp {
+  Tensor a;              // i8 or u8
+  QuantParams a_params;  // per tensor: one scale, one zero point
+  Tensor b;              // i8, u8, or i32 (a quantized bias)
+  QuantParams b_params;  // per tensor
+  OutputStage output;    // kind requantized, format i8 or u8, scale and zero point (no clamp)
+};
+
 // QGemmOp and QConv2dOp: the full quantized paths. WeightOnlyGemmOp: float activations times
 // dequantized weights. Conv2dOp: a float convolution (float or dequantized weights). MxQuantizeOp,
 // MxDequantizeOp: block-scaled formats; MxGemmOp: their GEMM. ChooseQParamsOp: parameters chosen from
-// a profile.
+// a profile. QAddOp: the quantized elementwise add.
 using OpRequest = std::variant<QuantizeOp, DequantizeOp, RequantizeOp, QGemmOp, QConv2dOp, WeightOnlyGemmOp, Conv2dOp,
-                               MxQuantizeOp, MxDequantizeOp, ChooseQParamsOp, MxGemmOp>;
+                               MxQuantizeOp, MxDequantizeOp, ChooseQParamsOp, MxGemmOp, QAddOp>;
 
 std::string_view op_name(const OpRequest& op);
 // The op's main input (the tensor whose elements the outputs correspond to).
