@@ -683,7 +683,7 @@ void ideal_rows_output(const QLinearResult::State& st, const QGemmPolicy& policy
   const requantize_rows::Kernel kernel = requantize_rows::kernel();
   const requantize_rows::Out format = row_format(r.y.dtype());
   std::byte* y = r.y.bytes().data();
-  constexpr double kUnusable = std::numeric_limits<double>::quiet_NaN();  // flags every element it meets
+  static constexpr double kUnusable = std::numeric_limits<double>::quiet_NaN();  // flags every element it meets
   const auto factor = [](double f) { return requantize_rows::usable_factor(f) ? f : kUnusable; };
   parallel_ranges(rows, std::max<std::int64_t>(1, 8192 / C), [&](std::int64_t r0, std::int64_t r1) {
     std::vector<double> column_factor(static_cast<std::size_t>(C));
