@@ -132,14 +132,16 @@ int mx_axis(const MxBlocking& b, const Shape& x, const std::string& where) {
                      std::to_string(rank));
   if (b.block_size <= 0)
     throw InputError(where + ": field 'block_size': must be positive, got " + std::to_string(b.block_size));
-  if (b.global_scale && b.format != MxFormat::nvfp4)
-    throw InputError(where + ": field 'global_scale': only NVFP4 has a per-tensor scale");
-  if (b.global_scale) {
-    const double g = *b.global_scale;
-    if (!(g > 0) || !std::isfinite(g) || static_cast<double>(static_cast<float>(g)) != g)
-      throw InputError(where + ": field 'global_scale': must be a positive finite f32 value, got " + std::to_string(g));
-  }
+  mx_check_global_scale(b.global_scale, b.format, where + ": field 'global_scale'");
   return a;
+}
+
+void mx_check_global_scale(const std::optional<double>& global_scale, MxFormat f, const std::string& field) {
+  if (!global_scale) return;
+  if (f != MxFormat::nvfp4) throw InputError(field + ": only NVFP4 has a per-tensor scale");
+  const double g = *global_scale;
+  if (!(g > 0) || !std::isfinite(g) || static_cast<double>(static_cast<float>(g)) != g)
+    throw InputError(field + ": must be a positive finite f32 value, got " + std::to_string(g));
 }
 
 Shape mx_scale_shape(const MxBlocking& b, const Shape& x) {

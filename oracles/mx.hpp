@@ -45,6 +45,9 @@ const MxElement& mx_element(MxFormat f);
 // dimension replaced by its block count. Throws InputError naming `where`.
 int mx_axis(const MxBlocking& b, const Shape& x, const std::string& where);
 Shape mx_scale_shape(const MxBlocking& b, const Shape& x);
+// InputError "<field>: ..." unless an NVFP4 per-tensor scale, where given, is a positive finite f32
+// value (field: the message's start, naming the field).
+void mx_check_global_scale(const std::optional<double>& global_scale, MxFormat f, const std::string& field);
 
 // The shared exponent e of an MX block whose largest magnitude is `amax` (nullopt: the NaN scale).
 std::optional<int> mx_shared_exponent(const ExactFloat& amax, MxFormat f, MxScaleRule rule);

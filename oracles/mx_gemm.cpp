@@ -39,13 +39,7 @@ void check_operand(const MxGemmOperand& o, const char* side) {
   const DType t = o.values.dtype();
   if (t != DType::f32 && t != DType::f16 && t != DType::bf16)
     throw InputError(at + ".dtype': needs f32, f16 or bf16 values, got " + std::string(name(t)));
-  if (o.global_scale && o.format != MxFormat::nvfp4)
-    throw InputError(at + ".global_scale': only NVFP4 has a per-tensor scale");
-  if (o.global_scale) {
-    const double g = *o.global_scale;
-    if (!(g > 0) || !std::isfinite(g) || static_cast<double>(static_cast<float>(g)) != g)
-      throw InputError(at + ".global_scale': must be a positive finite f32 value, got " + std::to_string(g));
-  }
+  mx_check_global_scale(o.global_scale, o.format, at + ".global_scale'");
 }
 
 // The operand's quantization (mx_quantize) and its values as steps and block scales.
