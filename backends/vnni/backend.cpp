@@ -707,6 +707,19 @@ Tensor run_qadd(vnni::Isa isa, const QAddOp& op) {
   return y;
 }
 
+// The op's strides, padding, dilation and groups, as the kernel layer's geometry takes them.
+void set_window(vnni::ConvGeometry& p, const Conv2dGeometry& g) {
+  p.stride_h = g.stride_h;
+  p.stride_w = g.stride_w;
+  p.pad_top = g.pad_top;
+  p.pad_left = g.pad_left;
+  p.pad_bottom = g.pad_bottom;
+  p.pad_right = g.pad_right;
+  p.dilation_h = g.dilation_h;
+  p.dilation_w = g.dilation_w;
+  p.groups = g.groups;
+}
+
 // ---- Weight-only GEMM (vnni::float_gemm) ------------------------------------------------------
 
 Availability check_weight_only(const WeightOnlyGemmOp& op) {
@@ -733,6 +746,28 @@ std::int64_t weight_value(const QWeights& w, std::int64_t i) {
   return w.format == DType::i4 && nibble >= 8 ? nibble - 16 : nibble;
 }
 
+// The weights as f32 in their logical order: float values as they are (exact: f32_exact), integer
+// ones dequantized first, fl(float(q - zp) * s) (the weight-only kernels' unpack step, before an
+// f32 GEMM or convolution).
+std::vector<float> weights_f32(const QWeights& w) {
+  const Shape& ws = logical_shape(w);
+  std::int64_t count = 1;
+  for (std::int64_t d : ws) count *= d;
+  std::vector<float> v(static_cast<std::size_t>(count));
+  if (!w.packing && is_float(w.values.dtype())) {
+    for (std::int64_t i = 0; i < count; ++i)
+      v[static_cast<std::size_t>(i)] = static_cast<float>(w.values.get_double(i));
+    return v;
+  }
+  const ParamIndexer index(w.params, ws);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::int64_t p = index(i);
+    v[static_cast<std::size_t>(i)] = static_cast<float>(weight_value(w, i) - w.params.zero_point(p)) *
+                                     static_cast<float>(w.params.scales[static_cast<std::size_t>(p)]);
+  }
+  return v;
+}
+
 Tensor run_weight_only(vnni::Isa isa, const WeightOnlyGemmOp& op) {
   const Shape& as = op.a.shape();
   const Shape& bs = logical_shape(op.b);
@@ -741,16 +776,12 @@ Tensor run_weight_only(vnni::Isa isa, const WeightOnlyGemmOp& op) {
   std::vector<float> a(static_cast<std::size_t>(op.a.size()));
   for (std::int64_t i = 0; i < op.a.size(); ++i)
     a[static_cast<std::size_t>(i)] = static_cast<float>(op.a.get_double(i));
-  // Dequantized to f32 first, fl((q - zp) * s) (the weight-only kernels' unpack step), into [K, N].
+  // Dequantized to f32 first, then as [K, N].
+  const std::vector<float> dequantized = weights_f32(op.b);
   std::vector<float> w(static_cast<std::size_t>(k * n));
-  const ParamIndexer index(op.b.params, bs);
   for (std::int64_t kk = 0; kk < k; ++kk)
-    for (std::int64_t j = 0; j < n; ++j) {
-      const std::int64_t i = k_by_n ? kk * n + j : j * k + kk;
-      const std::int64_t p = index(i);
-      w[static_cast<std::size_t>(kk * n + j)] = static_cast<float>(weight_value(op.b, i) - op.b.params.zero_point(p)) *
-                                                static_cast<float>(op.b.params.scales[static_cast<std::size_t>(p)]);
-    }
+    for (std::int64_t j = 0; j < n; ++j)
+      w[static_cast<std::size_t>(kk * n + j)] = dequantized[static_cast<std::size_t>(k_by_n ? kk * n + j : j * k + kk)];
   std::vector<float> bias;
   if (op.bias)
     for (std::int64_t j = 0; j < n; ++j) bias.push_back(static_cast<float>(op.bias->get_double(j)));
@@ -797,27 +828,6 @@ Availability check_conv2d(const Conv2dOp& op) {
   return {};
 }
 
-// The weights as f32, OIHW: float values as they are (exact: f32_exact), integer ones dequantized
-// first, fl(float(q - zp) * s), as the weight-only GEMM does (run_weight_only).
-std::vector<float> conv2d_weights_f32(const QWeights& w) {
-  const Shape& ws = logical_shape(w);
-  std::int64_t count = 1;
-  for (std::int64_t d : ws) count *= d;
-  std::vector<float> v(static_cast<std::size_t>(count));
-  if (!w.packing && is_float(w.values.dtype())) {
-    for (std::int64_t i = 0; i < count; ++i)
-      v[static_cast<std::size_t>(i)] = static_cast<float>(w.values.get_double(i));
-    return v;
-  }
-  const ParamIndexer index(w.params, ws);
-  for (std::int64_t i = 0; i < count; ++i) {
-    const std::int64_t p = index(i);
-    v[static_cast<std::size_t>(i)] = static_cast<float>(weight_value(w, i) - w.params.zero_point(p)) *
-                                     static_cast<float>(w.params.scales[static_cast<std::size_t>(p)]);
-  }
-  return v;
-}
-
 Tensor run_conv2d(vnni::Isa isa, const Conv2dOp& op) {
   const Conv2dShape cs = resolve_conv2d(op.input.shape(), op.layout, logical_shape(op.weight), op.geometry);
   const Conv2dGeometry& g = op.geometry;
@@ -830,19 +840,11 @@ Tensor run_conv2d(vnni::Isa isa, const Conv2dOp& op) {
   p.out_channels = cs.out_channels;
   p.kernel_h = cs.kernel_h;
   p.kernel_w = cs.kernel_w;
-  p.stride_h = g.stride_h;
-  p.stride_w = g.stride_w;
-  p.pad_top = g.pad_top;
-  p.pad_left = g.pad_left;
-  p.pad_bottom = g.pad_bottom;
-  p.pad_right = g.pad_right;
-  p.dilation_h = g.dilation_h;
-  p.dilation_w = g.dilation_w;
-  p.groups = g.groups;
+  set_window(p, g);
   std::vector<float> x(static_cast<std::size_t>(op.input.size()));
   for (std::int64_t i = 0; i < op.input.size(); ++i)
     x[static_cast<std::size_t>(i)] = static_cast<float>(op.input.get_double(i));
-  const std::vector<float> w = conv2d_weights_f32(op.weight);
+  const std::vector<float> w = weights_f32(op.weight);
   std::vector<float> bias;
   if (op.bias)
     for (std::int64_t oc = 0; oc < cs.out_channels; ++oc) bias.push_back(static_cast<float>(op.bias->get_double(oc)));
@@ -894,15 +896,7 @@ Tensor run_conv(vnni::Isa isa, const QConv2dOp& op) {
   cp.kernel_h = ws[2];
   cp.kernel_w = ws[3];
   const Conv2dGeometry& g = op.geometry;
-  cp.stride_h = g.stride_h;
-  cp.stride_w = g.stride_w;
-  cp.pad_top = g.pad_top;
-  cp.pad_left = g.pad_left;
-  cp.pad_bottom = g.pad_bottom;
-  cp.pad_right = g.pad_right;
-  cp.dilation_h = g.dilation_h;
-  cp.dilation_w = g.dilation_w;
-  cp.groups = g.groups;
+  set_window(cp, g);
   cp.k_order = vnni::ConvKOrder::chw;  // the OIHW flattening: the pairs the oracle's order forms
   const ActivationOperand input = with_dynamic_params(op.input);
   const QWeights weight = kernel_weights(isa, op.weight);
