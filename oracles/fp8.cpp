@@ -166,7 +166,9 @@ bool float8_quantize_fast_element(const Float8QuantizeFast& c, double x, double 
         break;
       case FastCompute::narrow:
         if (c.recip) {
-          const double p = x * r;  // |p| is within 2^-7 of |t| (r is 1/s to 8 bits at least): in range
+          // r is 1/s rounded, at worst to a subnormal of the format: within a factor 2 of it, and |p|
+          // within a factor 2 of |t|, in range for the product's error to be a double.
+          const double p = x * r;
           q = round_into(c.a, nudged(p, sign_of(std::fma(x, r, -p)), info(c.a).fl));
         } else {
           q = round_into(c.a, nudged(t, sticky, info(c.a).fl));
@@ -207,7 +209,9 @@ bool float8_dequantize_fast_element(FastCompute compute, DType a, std::uint64_t 
     return true;
   }
   const double p = q * s;  // +-0 when q is: s > 0
-  if (q != 0 && !(std::fabs(p) >= std::numeric_limits<double>::min() && std::fabs(p) <= kFastMax)) return false;
+  // In range, q * s - p is a multiple of at least 2^-960 (q * s has at most 57 significant bits), so
+  // the fma gives it without underflow: zero exactly when the product is exact.
+  if (q != 0 && !(std::fabs(p) >= kFastMin && std::fabs(p) <= kFastMax)) return false;
   if (std::fma(q, s, -p) != 0) return false;                                      // q * s needs more than a double
   const double computed = compute == FastCompute::narrow ? round_into(a, p) : p;  // exact and f64: p itself
   bits = double_to_float_bits(out, computed);
