@@ -6,9 +6,19 @@
 namespace qc {
 
 Rational pow2(int e) {
-  BigInt one = 1;
-  if (e >= 0) return Rational(one << e);
-  return Rational(BigInt(1), one << (-e));
+  // Built in place: 2^|e| is a single bit and 1/2^k needs no canonicalizing, so this skips the two
+  // temporary BigInts and the gcd a Rational(num, den) costs (the slow path calls it per element).
+  Rational r;
+  mpq_ptr q = r.backend().data();
+  if (e >= 0) {
+    mpz_set_ui(mpq_numref(q), 0);
+    mpz_setbit(mpq_numref(q), static_cast<mp_bitcnt_t>(e));
+  } else {
+    mpz_set_ui(mpq_numref(q), 1);
+    mpz_set_ui(mpq_denref(q), 0);
+    mpz_setbit(mpq_denref(q), static_cast<mp_bitcnt_t>(-e));
+  }
+  return r;
 }
 
 int floor_log2(const Rational& r) {

@@ -2,6 +2,7 @@
 
 #include "qconform/error.hpp"
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -32,14 +33,28 @@ ExactFloat decode_float(DType t, std::uint64_t pattern) {
   return ExactFloat::finite(v, neg);
 }
 
-Rational max_finite(DType t) {
-  const FloatLayout& l = info(t).fl;
-  return Rational(BigInt(max_significand(l))) * pow2(max_exponent(l) - l.mant_bits);
+namespace {
+
+// One entry per DType (kAllDTypes order is the enum's), built once: the slow paths ask for these
+// per element, and building a rational each time was a large share of their time.
+template <class Make>
+std::array<Rational, kAllDTypes.size()> per_dtype(Make make) {
+  std::array<Rational, kAllDTypes.size()> r;
+  for (DType t : kAllDTypes) r[static_cast<std::size_t>(t)] = make(info(t).fl);
+  return r;
 }
 
-Rational min_subnormal(DType t) {
-  const FloatLayout& l = info(t).fl;
-  return pow2(1 - l.bias - l.mant_bits);
+}  // namespace
+
+const Rational& max_finite(DType t) {
+  static const auto table = per_dtype(
+      [](const FloatLayout& l) { return Rational(BigInt(max_significand(l))) * pow2(max_exponent(l) - l.mant_bits); });
+  return table[static_cast<std::size_t>(t)];
+}
+
+const Rational& min_subnormal(DType t) {
+  static const auto table = per_dtype([](const FloatLayout& l) { return pow2(1 - l.bias - l.mant_bits); });
+  return table[static_cast<std::size_t>(t)];
 }
 
 ExactFloat round_to_format(DType t, const Rational& v, RoundingMode m, Overflow o) {
@@ -52,7 +67,7 @@ ExactFloat round_to_format(DType t, const Rational& v, RoundingMode m, Overflow 
   const bool neg = v < 0;
   if (n == 0) return ExactFloat::finite(0, neg);
   Rational r = Rational(n) * pow2(quantum);
-  const Rational maxf = max_finite(t);
+  const Rational& maxf = max_finite(t);
   if (abs(r) > maxf) {
     // IEEE 754 7.4: nearest modes go to inf; directed modes go to inf only when they round
     // away from zero for this sign, else to the largest finite value.

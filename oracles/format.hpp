@@ -55,8 +55,9 @@ std::uint64_t encode_float(DType t, const ExactFloat& x, RoundingMode m = Roundi
 // operation in format t would produce). Sets `overflowed` when the result left the range.
 ExactFloat round_to_format(DType t, const Rational& v, RoundingMode m = RoundingMode::rne, Overflow o = Overflow::ieee);
 
-Rational max_finite(DType t);
-Rational min_subnormal(DType t);
+// The largest finite value and the smallest subnormal of float format t (computed once per format).
+const Rational& max_finite(DType t);
+const Rational& min_subnormal(DType t);
 
 // Integer conversion of an exact integer to format t.
 enum class IntOverflow : std::uint8_t { saturate, wrap };

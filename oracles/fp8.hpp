@@ -30,8 +30,12 @@ namespace qc {
 bool is_float8(DType t);
 
 // y (of format `out`, a float8 format) for float x. p's zero points must all be 0.
+// The fast path (fp8.cpp) decides each element on doubles where that is provably the definition's
+// result and hands the rest to quantize_to_float8_element; OraclePath::slow takes that for every
+// element. slow_elements counts the elements the definition evaluated.
 QuantizeResult quantize_to_float8(const Tensor& x, const QuantParams& p, DType out, bool saturate,
-                                  const QuantizePolicy& policy, bool want_labels = true);
+                                  const QuantizePolicy& policy, bool want_labels = true,
+                                  OraclePath path = OraclePath::fast);
 
 struct Float8QuantizeElement {
   std::uint64_t bits = 0;  // y's bit pattern
@@ -44,9 +48,11 @@ struct Float8QuantizeElement {
 Float8QuantizeElement quantize_to_float8_element(double x, DType x_dtype, double scale, DType scale_dtype, DType out,
                                                  bool saturate, const QuantizePolicy& policy, bool trace = false);
 
-// y (float format `out`) for float8 codes q. p's zero points must all be 0.
+// y (float format `out`) for float8 codes q. p's zero points must all be 0. Fast and slow paths as for
+// quantize_to_float8.
 DequantizeResult dequantize_from_float8(const Tensor& q, const QuantParams& p, DType out,
-                                        const DequantizePolicy& policy, bool want_labels = true);
+                                        const DequantizePolicy& policy, bool want_labels = true,
+                                        OraclePath path = OraclePath::fast);
 DequantizeElement dequantize_from_float8_element(std::uint64_t q_bits, DType q_dtype, double scale, DType scale_dtype,
                                                  DType out, const DequantizePolicy& policy, bool trace = false);
 

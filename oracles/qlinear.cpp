@@ -192,6 +192,30 @@ Label float_grid_label(const Rational& v, DType out) {
   return Label::clear;
 }
 
+Label float_grid_label(double t, int sticky, DType out) {
+  if (t == 0) return Label::clear;
+  const FloatLayout& l = info(out).fl;
+  const double a = std::fabs(t);
+  const int away = t < 0 ? -sticky : sticky;  // the sign of |v| - |t|
+  // |v| >= the largest finite value: the rational form's floor and ceiling (saturating) meet there.
+  // |t| == max with v below it is next to a grid point, which is clear as well.
+  if (a >= std::ldexp(static_cast<double>(max_significand(l)), max_exponent(l) - l.mant_bits)) return Label::clear;
+  // k = |t| in units of the output's step at |t|'s binade (subnormals share the smallest normal
+  // binade's step); exact, a power-of-two scaling of a normal double to another one. |v| has the same
+  // step as |t| unless t is a power of two, which is a grid point (handled first below).
+  const double k = std::ldexp(a, l.mant_bits - std::max(std::ilogb(a), 1 - l.bias));
+  const double fl = std::floor(k);
+  // On the grid: v is t, or within a double of it, so half a step from any midpoint.
+  if (k == fl) return Label::clear;
+  // d = k - fl - 1/2 is exact where it matters (|d| <= 1/4, Sterbenz); elsewhere it is far from the band.
+  const double d = (k - fl) - 0.5;
+  if (d == 0) return sticky == 0 ? Label::tie : Label::near_tie;
+  const double ad = std::fabs(d);
+  if (ad != kNearTieDistance) return ad < kNearTieDistance ? Label::near_tie : Label::clear;
+  // On the band's edge (which counts as near): v is outside only when it lies beyond t, away from the midpoint.
+  return (d > 0 ? away : -away) > 0 ? Label::clear : Label::near_tie;
+}
+
 // ---- Output stage ----------------------------------------------------------------------------
 
 struct QLinearResult::State {

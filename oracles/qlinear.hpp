@@ -188,6 +188,12 @@ struct DotTerms {
 // neighbours), near_tie (within kNearTieDistance of the neighbours' spacing), clear. The rational form
 // of dequantize's exact_product_label.
 Label float_grid_label(const Rational& v, DType out);
+// The same label for a v known through a double: v = t when sticky == 0; otherwise v lies strictly
+// between t and its neighbouring double in the direction sign(sticky) (t rounded to nearest from v,
+// with the sign of the residual v - t). t is 0 or a normal double (|t| >= 2^-1022), and t == 0 only
+// with sticky == 0. Every value the label compares v with (the grid, its midpoints, the near-tie band's
+// edges and the largest finite value) is a double, so t and the residual's sign decide it exactly.
+Label float_grid_label(double t, int sticky, DType out);
 
 // The exact value of a finite float or integer tensor element.
 Rational exact_element(const Tensor& t, std::int64_t i);

@@ -22,10 +22,12 @@ set(QCONFORM_TEST_COSTS
     peer.onednn 8
     peer.onnxruntime-cpu 7
     reports.html 7
+    Float8Property.DequantizeFastPathEqualsDefinition 7
     conformance.peers_qgemm.avx2-maddubs 7
     peer.torch-qnnpack 6
     oracle.sweep_f32 6
     QuantizeProperty.FastPathEqualsSlowPath 5
+    Float8Property.QuantizeFastPathEqualsDefinition 5
     peer.xnnpack 5
     oracle.quantize_property.generic_isa 5
     peer.gemmlowp 4
