@@ -501,7 +501,7 @@ void apply_correction(ElementSum& e, Accumulation acc, std::int64_t c) {
 }  // namespace
 
 IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, ZeroPointCorrection zero_points,
-                                    PairRule pairs) {
+                                    PairRule pairs, const SumRowsReady* ready) {
   check_problem(p);
   const bool subtract = zero_points == ZeroPointCorrection::subtract_first;
   require_pair_operands(p, acc, subtract);
@@ -525,7 +525,11 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
     // the plain loops below.
     const int_gemm::ByteOffsets bytes = int_gemm::byte_offsets(a_ranges.raw, b_ranges.raw);
     if (bytes.ok) {
-      int_gemm::exact_sums(p, subtract, bytes, int_gemm::chosen(), out.value);
+      // The kernel's rows are final when nothing follows it (step 2 below returns at once).
+      const bool final_rows = ready && out.proof.policy_exact && subtract;
+      const int_gemm::RowsDone done = [&](std::int64_t r0, std::int64_t r1) { (*ready)(out.value.data(), r0, r1); };
+      int_gemm::exact_sums(p, subtract, bytes, int_gemm::chosen(), out.value, final_rows ? &done : nullptr);
+      out.rows_reported = final_rows;
     } else {
       const bool narrow = fits_int16(out.proof.a_range) && fits_int16(out.proof.b_range);
       if (narrow)

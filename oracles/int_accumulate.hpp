@@ -24,6 +24,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -202,6 +203,7 @@ struct IntGemmAccumulators {
   // Exact sums where they differ from `value` (an overflow), keyed by (r * N + n) * S + s.
   std::unordered_map<std::int64_t, BigInt> exact_where_different;
   AccumulationProof proof;
+  bool rows_reported = false;  // accumulate_gemm's `ready` was called for every row
 
   std::int64_t at(std::int64_t r, std::int64_t n, std::int64_t s) const {
     return value[static_cast<std::size_t>((r * cols + n) * segments + s)];
@@ -224,8 +226,15 @@ std::vector<std::int64_t> rows_of(const std::vector<std::int64_t>& elements, std
 // pair's byte ranges, and on an exact accumulator that does not fit int64.
 // With int16_pair_saturate, `pairs` says where the pairs restart (pair_block_starts; a segment
 // start restarts them too).
+// `ready`, when given, lets an output stage consume rows while they are in cache: where the packed
+// kernel's sums are the whole result (every element proven, nothing left for the per-element path),
+// it is called once for every row range [r0, r1) as soon as those rows are final, with `values` =
+// the result's value.data() (moved, not copied, into the result), on the worker threads (so
+// concurrently for disjoint ranges), and the result's rows_reported is set. Otherwise it is never
+// called.
+using SumRowsReady = std::function<void(const std::int64_t* values, std::int64_t r0, std::int64_t r1)>;
 IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, ZeroPointCorrection zero_points,
-                                    PairRule pairs = PairRule::u8s8_whole_k);
+                                    PairRule pairs = PairRule::u8s8_whole_k, const SumRowsReady* ready = nullptr);
 
 // The accumulator that `acc` means for one GEMM's operands, and whether its s8 activations enter
 // the pairs shifted to u8. int16_pair_saturate is the rule of vpmaddubsw, which multiplies unsigned

@@ -25,6 +25,7 @@
 #include "oracles/int_accumulate.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -61,7 +62,12 @@ ByteOffsets byte_offsets(IntRange a_raw, IntRange b_raw);
 // Splits the rows across worker threads (qconform/parallel.hpp); the result does not depend on
 // their number. `out` is resized to R*N*S and every element written (the first piece of each
 // segment stores its tile, later ones add), so it needs no zeros beforehand.
-void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa isa, AccumulatorValues& out);
+// `done`, when given, is called once for every row range [r0, r1) as soon as those rows of `out`
+// are final, on the worker thread that computed them (so concurrently for disjoint ranges), while
+// they are still in its cache: an output stage can consume them there instead of in a second pass.
+using RowsDone = std::function<void(std::int64_t r0, std::int64_t r1)>;
+void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa isa, AccumulatorValues& out,
+                const RowsDone* done = nullptr);
 
 // min and max of v[0, n) (n >= 1) with the chosen build's vector instructions (the oracle itself is
 // built for baseline x86-64, which has no packed 32-bit min/max).

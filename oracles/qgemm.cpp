@@ -308,20 +308,19 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vecto
   if (shift) {
     shift_signed_activations(a, p.a_zero_points);  // in place: p.a still views a
   }
-  IntGemmAccumulators acc = accumulate_gemm(p, accumulation, policy.zero_points, policy.pair_rule);
-
   ScaledAccumulators sa;
   sa.shape = d.out_shape;
   sa.channels = d.cols;
   sa.segments = S;
-  sa.value = std::move(acc.value);
-  sa.exact_where_different = std::move(acc.exact_where_different);
-  sa.proof = acc.proof;
   sa.cols = d.cols;  // A's indices per row, B's per column: one table of each
   sa.rows_per_b = std::max<std::int64_t>(d.rows, 1);
   sa.a_index.assign(a_idx.begin(), a_idx.end());
   sa.b_index.assign(b_idx.begin(), b_idx.end());
-  return finish_output(std::move(sa), qa.params, qb.params, op.bias, op.output, policy);
+  // The sums inside the output stage: a requantized output takes each group of rows in cache.
+  const Accumulation mode = accumulation;  // a structured binding, which clang cannot capture
+  return finish_output_by_rows(
+      std::move(sa), qa.params, qb.params, op.bias, op.output, policy,
+      [&](const SumRowsReady* ready) { return accumulate_gemm(p, mode, policy.zero_points, policy.pair_rule, ready); });
 }
 
 DotTerms qgemm_terms(const QGemmOp& op, const QGemmPolicy& policy, std::int64_t e) {

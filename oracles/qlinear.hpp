@@ -35,6 +35,7 @@
 #include "qconform/qparams.hpp"
 #include "qconform/tensor.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -165,6 +166,16 @@ class QLinearResult {
 // combinations the policy cannot express.
 QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const QuantParams& b,
                             const std::optional<Tensor>& bias, const OutputStage& out, const QGemmPolicy& policy);
+
+// finish_output with the integer stage run inside it, so that the output stage can take each group
+// of rows while it is still in cache, on the thread that summed it (the ideal requantize's row
+// kernel does): `acc` comes without its values, exact_where_different and proof, which `sums`
+// returns (accumulate_gemm, given `ready`). The result is finish_output's on the completed
+// accumulators, errors included.
+QLinearResult finish_output_by_rows(ScaledAccumulators acc, const QuantParams& a, const QuantParams& b,
+                                    const std::optional<Tensor>& bias, const OutputStage& out,
+                                    const QGemmPolicy& policy,
+                                    const std::function<IntGemmAccumulators(const SumRowsReady*)>& sums);
 
 // The ideal requantize scheme applied to a real value x = v / s_out: requantize_element of
 // accumulator 1 with the exact multiplier x, so rounding, zero-point placement, clamp and label are
