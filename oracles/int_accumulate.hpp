@@ -180,8 +180,19 @@ struct IntGemmProblem {
   std::vector<std::int64_t> segment_starts{0};
   std::vector<std::int64_t> a_zero_points;  // R * S: za[r][s]
   std::vector<std::int64_t> b_zero_points;  // S * N: zb[s][n]
+  // Optional: the same operands as the bytes the caller holds them in (one value a byte: u8, s8, u4,
+  // s4), A as [R, K] and B as [N, K] or, with b_k_by_n, [K, N]. Then a and bt may be empty: the
+  // packed kernel packs straight from the bytes (no int32 copy, no transpose), and accumulate_gemm
+  // makes the int32 operands itself only where some element needs another path.
+  struct Bytes {
+    const void* data = nullptr;
+    bool is_signed = false;
+  };
+  Bytes a_bytes, b_bytes;
+  bool b_k_by_n = false;
 
   std::int64_t segments() const { return static_cast<std::int64_t>(segment_starts.size()); }
+  bool bytes_only() const { return a_bytes.data && b_bytes.data && (a.empty() || bt.empty()); }
   bool any_zero_point() const;  // whether any za or zb is nonzero
   std::int64_t segment_length(std::int64_t s) const;
 };

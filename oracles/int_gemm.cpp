@@ -239,6 +239,7 @@ void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelSh
   auto* A = reinterpret_cast<EA*>(a_packed.data());
   auto* B = reinterpret_cast<EB*>(b_packed.data());
   const bool correct = off.ca != 0 || off.cb != 0 || (subtract && p.any_zero_point());
+  const bool bytes = p.bytes_only();  // pack from the caller's bytes (IntGemmProblem::a_bytes)
   std::vector<std::int64_t> row_sums(correct ? static_cast<std::size_t>(R * S) : 0),
       col_sums(correct ? static_cast<std::size_t>(N * S) : 0);
 
@@ -248,8 +249,28 @@ void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelSh
                   [&](std::int64_t np0, std::int64_t np1) {
                     for (std::int64_t np = np0; np < np1; ++np) {
                       const std::int64_t n0 = np * nr, lines = std::min<std::int64_t>(nr, N - n0);
-                      ks.pack_b({p.bt.data() + n0 * K, K, lines, nr, off.cb, pieces.data(), pieces.size(), Kp,
-                                 B + np * Kp * nr, correct ? col_sums.data() + n0 * S : nullptr, S});
+                      PackJob j{bytes ? nullptr : p.bt.data() + n0 * K,
+                                nullptr,
+                                false,
+                                K,
+                                1,
+                                K,
+                                lines,
+                                nr,
+                                off.cb,
+                                pieces.data(),
+                                pieces.size(),
+                                Kp,
+                                B + np * Kp * nr,
+                                correct ? col_sums.data() + n0 * S : nullptr,
+                                S};
+                      if (bytes) {  // B's rows [N, K], or its columns of [K, N]
+                        j.bytes_signed = p.b_bytes.is_signed;
+                        j.bytes = static_cast<const std::uint8_t*>(p.b_bytes.data) + (p.b_k_by_n ? n0 : n0 * K);
+                        j.line_stride = p.b_k_by_n ? 1 : K;
+                        j.k_stride = p.b_k_by_n ? N : 1;
+                      }
+                      ks.pack_b(j);
                     }
                   });
 
@@ -272,8 +293,26 @@ void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelSh
       const std::int64_t r_begin = g0 * mr, r_end = std::min(R, g1 * mr);
       for (std::int64_t mp = g0; mp < g1; ++mp) {
         const std::int64_t r0 = mp * mr;
-        ks.pack_a({p.a.data() + r0 * K, K, std::min<std::int64_t>(mr, R - r0), mr, off.ca, pieces.data(), pieces.size(),
-                   Kp, A + mp * Kp * mr, correct ? row_sums.data() + r0 * S : nullptr, S});
+        PackJob j{bytes ? nullptr : p.a.data() + r0 * K,
+                  nullptr,
+                  false,
+                  K,
+                  1,
+                  K,
+                  std::min<std::int64_t>(mr, R - r0),
+                  mr,
+                  off.ca,
+                  pieces.data(),
+                  pieces.size(),
+                  Kp,
+                  A + mp * Kp * mr,
+                  correct ? row_sums.data() + r0 * S : nullptr,
+                  S};
+        if (bytes) {
+          j.bytes = static_cast<const std::uint8_t*>(p.a_bytes.data) + r0 * K;
+          j.bytes_signed = p.a_bytes.is_signed;
+        }
+        ks.pack_a(j);
       }
       for (std::int64_t nb = 0; nb < panels_n; nb += block_n) {
         const std::int64_t nb_end = std::min(panels_n, nb + block_n);
@@ -305,8 +344,8 @@ KernelShape kernel_generic() {
           4,
           false,
           &detail::tile_generic,
-          &int_gemm_pack_panel<std::uint8_t, 4>,
-          &int_gemm_pack_panel<std::int8_t, 4>,
+          &int_gemm_pack_panel<std::uint8_t, 4, false>,
+          &int_gemm_pack_panel<std::int8_t, 4, true>,
           &int_gemm_minmax};
 }
 

@@ -83,9 +83,13 @@ struct Piece {
 };
 
 // One panel to pack (int_gemm_pack.hpp): `lines` lines of src (line i at src + i*K, raw values),
-// plus `offset`, into a panel of width W over packed_k values of K.
+// or of `bytes` (line i's value k at bytes[i * line_stride + k * k_stride], u8 or s8), plus
+// `offset`, into a panel of width W over packed_k values of K.
 struct PackJob {
   const std::int32_t* src = nullptr;
+  const void* bytes = nullptr;
+  bool bytes_signed = false;
+  std::int64_t line_stride = 0, k_stride = 1;
   std::int64_t K = 0, lines = 0;
   int W = 0;
   std::int32_t offset = 0;

@@ -92,6 +92,9 @@ void transpose_widen(const T* b, std::int64_t K, std::int64_t N, std::int32_t* t
   });
 }
 
+// The operand formats held one value a byte (i4 and u4 too), which the packed kernel reads as they are.
+bool one_byte(DType t) { return t == DType::i8 || t == DType::u8 || t == DType::i4 || t == DType::u4; }
+
 // B as [N, K] rows: contiguous dot products.
 Int32Values transposed_b(const Tensor& b, const GemmShape& d) {
   if (d.b_k_axis == 1) return int32_values(b);
@@ -270,14 +273,10 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vecto
                          op.output, policy);
   }
 
-  Int32Values a = int32_values(qa.q);
-  const Int32Values bt = transposed_b(qb.q, d);
   IntGemmProblem p;
   p.rows = d.rows;
   p.cols = d.cols;
   p.depth = d.depth;
-  p.a = a;
-  p.bt = bt;
   p.segment_starts = k_segment_starts(qa.params, qa.q.shape(), qb.params, qb.q.shape(), d.b_k_axis);
   const std::int64_t S = p.segments();
 
@@ -302,6 +301,19 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vecto
 
   const auto [accumulation, shift] =
       paired_accumulation(policy.accumulation, policy.pair_rule, qa.q.dtype(), qb.q.dtype(), p.any_zero_point());
+  // Byte operands go to the packed kernel as they are (IntGemmProblem::a_bytes): no int32 copy of A,
+  // no transposed int32 copy of B. The selected elements and shifted activations take int32 copies.
+  Int32Values a, bt;
+  if (!only && !shift && one_byte(qa.q.dtype()) && one_byte(qb.q.dtype())) {
+    p.a_bytes = {qa.q.bytes().data(), info(qa.q.dtype()).is_signed};
+    p.b_bytes = {qb.q.bytes().data(), info(qb.q.dtype()).is_signed};
+    p.b_k_by_n = d.b_k_axis == 0;
+  } else {
+    a = int32_values(qa.q);
+    bt = transposed_b(qb.q, d);
+    p.a = a;
+    p.bt = bt;
+  }
   if (only)
     return finish_output(selected_accumulators(p, d, *only, a_idx, b_idx, accumulation, shift, policy), qa.params,
                          qb.params, op.bias, op.output, policy);
