@@ -167,83 +167,75 @@ void byte_minmax(const S* x, std::int64_t n, std::int32_t& lo, std::int32_t& hi)
   hi = h;
 }
 
-// operand_ranges for an operand given as bytes (IntGemmProblem::a_bytes, b_bytes): `f(line, segment,
-// lo, hi)` for every line and nonempty segment. B as [K, N] keeps a running min and max per column
-// along the rows of K (contiguous, vectorized).
+// operand_ranges for the lines [i0, i1) of an operand given as bytes (IntGemmProblem::a_bytes,
+// b_bytes): `f(line, segment, lo, hi)` for each line and nonempty segment. B as [K, N] keeps a
+// running min and max per column along the rows of K (contiguous, vectorized).
 template <class S, class F>
-void byte_line_ranges(const IntGemmProblem& p, bool of_a, F&& f) {
+void byte_line_ranges(const IntGemmProblem& p, bool of_a, std::int64_t i0, std::int64_t i1, F&& f) {
   const std::int64_t lines = of_a ? p.rows : p.cols, K = p.depth;
   const S* x = static_cast<const S*>(of_a ? p.a_bytes.data : p.b_bytes.data);
   for (std::int64_t s = 0; s < p.segments(); ++s) {
     const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], L = p.segment_length(s);
     if (L == 0) continue;
     if (of_a || !p.b_k_by_n) {
-      for (std::int64_t i = 0; i < lines; ++i) {
+      for (std::int64_t i = i0; i < i1; ++i) {
         std::int32_t lo, hi;
         byte_minmax(x + i * K + k0, L, lo, hi);
         f(i, s, lo, hi);
       }
       continue;
     }
-    std::vector<S> lo(static_cast<std::size_t>(lines), std::numeric_limits<S>::max()),
-        hi(static_cast<std::size_t>(lines), std::numeric_limits<S>::min());
+    std::vector<S> lo(static_cast<std::size_t>(i1 - i0), std::numeric_limits<S>::max()),
+        hi(static_cast<std::size_t>(i1 - i0), std::numeric_limits<S>::min());
     S* __restrict l = lo.data();
     S* __restrict h = hi.data();
     for (std::int64_t k = k0; k < k0 + L; ++k) {
-      const S* __restrict row = x + k * lines;
-      for (std::int64_t n = 0; n < lines; ++n) {
+      const S* __restrict row = x + k * lines + i0;
+      for (std::int64_t n = 0; n < i1 - i0; ++n) {
         const S v = row[n];
         l[n] = v < l[n] ? v : l[n];
         h[n] = v > h[n] ? v : h[n];
       }
     }
-    for (std::int64_t n = 0; n < lines; ++n) f(n, s, lo[static_cast<std::size_t>(n)], hi[static_cast<std::size_t>(n)]);
+    for (std::int64_t n = i0; n < i1; ++n)
+      f(n, s, lo[static_cast<std::size_t>(n - i0)], hi[static_cast<std::size_t>(n - i0)]);
   }
 }
 
 OperandRanges operand_ranges(const IntGemmProblem& p, bool of_a, bool subtract) {
   const std::int64_t lines = of_a ? p.rows : p.cols, K = p.depth, S = p.segments();
-  if (p.bytes_only()) {  // one pass over the bytes themselves (4 times less than their int32 copy)
-    constexpr IntRange kEmpty{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
-    OperandRanges r{kEmpty, kEmpty};
-    const auto merge = [&](std::int64_t i, std::int64_t s, std::int32_t lo, std::int32_t hi) {
-      const std::int64_t z = !subtract ? 0
-                             : of_a    ? p.a_zero_points[static_cast<std::size_t>(i * S + s)]
-                                       : p.b_zero_points[static_cast<std::size_t>(s * p.cols + i)];
-      r.raw = {std::min<std::int64_t>(r.raw.lo, lo), std::max<std::int64_t>(r.raw.hi, hi)};
-      r.multiplied = {std::min(r.multiplied.lo, lo - z), std::max(r.multiplied.hi, hi - z)};
-    };
-    if ((of_a ? p.a_bytes : p.b_bytes).is_signed)
-      byte_line_ranges<std::int8_t>(p, of_a, merge);
-    else
-      byte_line_ranges<std::uint8_t>(p, of_a, merge);
-    for (IntRange* x : {&r.raw, &r.multiplied})
-      if (x->lo > x->hi) *x = {0, 0};  // no operands (K = 0 or no rows)
-    return r;
-  }
-  const std::int32_t* values = of_a ? p.a.data() : p.bt.data();
+  const bool bytes = p.bytes_only();  // then one pass over the bytes themselves, 4 times less than int32
+  const std::int32_t* values = bytes ? nullptr : of_a ? p.a.data() : p.bt.data();
   constexpr IntRange kNone{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
   OperandRanges r{kNone, kNone};
   std::mutex merge;
   parallel_ranges(
-      lines, std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(1, K)),
+      lines, std::max<std::int64_t>(1, (std::int64_t{1} << (bytes ? 18 : 20)) / std::max<std::int64_t>(1, K)),
       [&](std::int64_t i0, std::int64_t i1) {
         OperandRanges part{kNone, kNone};
-        for (std::int64_t i = i0; i < i1; ++i)
-          for (std::int64_t s = 0; s < S; ++s) {
-            const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], L = p.segment_length(s);
-            if (L == 0) continue;
-            const std::int32_t* x = values + i * K + k0;
-            std::int32_t lo, hi;
-            int_gemm::minmax(x, L, lo, hi);
-            const std::int64_t z = !subtract ? 0
-                                   : of_a    ? p.a_zero_points[static_cast<std::size_t>(i * S + s)]
-                                             : p.b_zero_points[static_cast<std::size_t>(s * p.cols + i)];
-            part.raw.lo = std::min<std::int64_t>(part.raw.lo, lo);
-            part.raw.hi = std::max<std::int64_t>(part.raw.hi, hi);
-            part.multiplied.lo = std::min(part.multiplied.lo, lo - z);
-            part.multiplied.hi = std::max(part.multiplied.hi, hi - z);
-          }
+        const auto add = [&](std::int64_t i, std::int64_t s, std::int32_t lo, std::int32_t hi) {
+          const std::int64_t z = !subtract ? 0
+                                 : of_a    ? p.a_zero_points[static_cast<std::size_t>(i * S + s)]
+                                           : p.b_zero_points[static_cast<std::size_t>(s * p.cols + i)];
+          part.raw.lo = std::min<std::int64_t>(part.raw.lo, lo);
+          part.raw.hi = std::max<std::int64_t>(part.raw.hi, hi);
+          part.multiplied.lo = std::min(part.multiplied.lo, lo - z);
+          part.multiplied.hi = std::max(part.multiplied.hi, hi - z);
+        };
+        if (bytes && (of_a ? p.a_bytes : p.b_bytes).is_signed) {
+          byte_line_ranges<std::int8_t>(p, of_a, i0, i1, add);
+        } else if (bytes) {
+          byte_line_ranges<std::uint8_t>(p, of_a, i0, i1, add);
+        } else {
+          for (std::int64_t i = i0; i < i1; ++i)
+            for (std::int64_t s = 0; s < S; ++s) {
+              const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], L = p.segment_length(s);
+              if (L == 0) continue;
+              std::int32_t lo, hi;
+              int_gemm::minmax(values + i * K + k0, L, lo, hi);
+              add(i, s, lo, hi);
+            }
+        }
         const std::lock_guard<std::mutex> lock(merge);
         for (auto [into, from] : {std::pair{&r.raw, &part.raw}, std::pair{&r.multiplied, &part.multiplied}}) {
           into->lo = std::min(into->lo, from->lo);

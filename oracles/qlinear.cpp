@@ -672,14 +672,20 @@ requantize_rows::Out row_format(DType t) {
 template <class Element>
 class IdealRows {
  public:
+  // `used`: whether rows() will run (the row kernel applies), so the shared tables are worth making.
   IdealRows(const QLinearResult::State& st, const QGemmPolicy& policy, const RequantizePolicy& p, IntRange range,
-            QLinearResult& r, Element element)
+            QLinearResult& r, Element element, bool used)
       : st_(st), policy_(policy), r_(r), element_(element), kernel_(requantize_rows::kernel()) {
     params_.zp = static_cast<double>(st.out.zero_point);
     params_.zp_before = p.zero_point == ZeroPointAdd::float_before_rounding;
     params_.lo = static_cast<double>(range.lo);
     params_.hi = static_cast<double>(range.hi);
     params_.mode = p.rounding;
+    const std::int64_t C = st.acc.cols;
+    if (used && r.y.size() > 0 && st.acc.rows_per_b >= r.y.size() / C) {  // one B table: its factors once
+      column_factor_.resize(static_cast<std::size_t>(C));
+      for (std::int64_t c = 0; c < C; ++c) column_factor_[static_cast<std::size_t>(c)] = column_factor(c);
+    }
   }
 
   // Rows [r0, r1), their accumulators (one segment) at values + row * cols.
@@ -689,9 +695,8 @@ class IdealRows {
     const std::int64_t keys = static_cast<std::int64_t>(st_.a_scales.size() * st_.b_scales.size());
     const requantize_rows::Out format = row_format(r_.y.dtype());
     std::byte* y = r_.y.bytes().data();
-    static constexpr double kUnusable = std::numeric_limits<double>::quiet_NaN();  // flags every element it meets
-    const auto factor = [](double f) { return requantize_rows::usable_factor(f) ? f : kUnusable; };
-    std::vector<double> column_factor(static_cast<std::size_t>(C));
+    std::vector<double> table_factor(column_factor_.empty() ? static_cast<std::size_t>(C) : 0);  // per B table
+    const double* cf = column_factor_.empty() ? table_factor.data() : column_factor_.data();
     std::vector<std::int64_t> biased(st_.int_bias.empty() ? 0 : static_cast<std::size_t>(C));
     std::vector<std::int64_t> q(static_cast<std::size_t>(C)),
         code(static_cast<std::size_t>(C));       // the kernel's scratch
@@ -699,10 +704,9 @@ class IdealRows {
     std::int64_t table = -1;
     for (std::int64_t row = r0; row < r1; ++row) {
       const std::int64_t e0 = row * C;
-      if (row / acc.rows_per_b != table) {
+      if (column_factor_.empty() && row / acc.rows_per_b != table) {
         table = row / acc.rows_per_b;
-        for (std::int64_t c = 0; c < C; ++c)
-          column_factor[static_cast<std::size_t>(c)] = factor(st_.b_scale_value(e0 + c, 0) / st_.out.scale);
+        for (std::int64_t c = 0; c < C; ++c) table_factor[static_cast<std::size_t>(c)] = column_factor(e0 + c);
       }
       requantize_rows::Params row_params = params_;
       row_params.row_factor = factor(st_.a_scale_value(e0, 0));
@@ -714,7 +718,7 @@ class IdealRows {
         a = biased.data();
       }
       const std::int64_t flagged =
-          kernel_(row_params, a, column_factor.data(),
+          kernel_(row_params, a, cf,
                   {C, format, y + e0 * info(r_.y.dtype()).storage_bytes, r_.labels.data() + e0, q.data(), code.data()});
       if (flagged < 0) {  // an accumulator beyond 2^51 (int64 sums): the row by definition
         if (!multipliers) multipliers.emplace(keys);
@@ -738,12 +742,19 @@ class IdealRows {
   }
 
  private:
+  static double factor(double f) {
+    return requantize_rows::usable_factor(f) ? f : std::numeric_limits<double>::quiet_NaN();  // NaN: flagged
+  }
+  // s_b / s_out of output element e's column.
+  double column_factor(std::int64_t e) const { return factor(st_.b_scale_value(e, 0) / st_.out.scale); }
+
   const QLinearResult::State& st_;
   const QGemmPolicy& policy_;
   QLinearResult& r_;
   Element element_;
   requantize_rows::Kernel kernel_;
   requantize_rows::Params params_;
+  std::vector<double> column_factor_;  // with one B table, its factors for every row
 };
 
 // The integer stage run inside the output stage (finish_output_by_rows): it fills st.acc and may
@@ -823,7 +834,7 @@ void requantized_output(QLinearResult::State& st, const QGemmPolicy& policy, DTy
     }
   };
   const bool by_rows = ideal && one_accumulator && ideal_rows_apply(st, p, scale_dtype);
-  const IdealRows rows(st, policy, p, range, r, element);
+  const IdealRows rows(st, policy, p, range, r, element, by_rows);
   if (sums) {
     const SumRowsReady ready = [&](const std::int64_t* values, std::int64_t r0, std::int64_t r1) {
       rows.rows(values, r0, r1);
