@@ -160,11 +160,13 @@ void tile_generic(const void* av, const void* bv, std::int64_t kp, std::int64_t*
 // x86-64, which has no packed 64-bit multiply, so the products are formed per row only where they
 // change: Cb·Σa' is one number per row when Cb is one per segment (a per-tensor zero point), and
 // Ca·W one vector per value of Ca (the same for every row under a per-tensor zero point); what is
-// left per element is additions, which vectorize.
+// left per element is subtractions, run by the kernel's build (KernelShape::subtract) so that they
+// take its vector width.
 class Correction {
  public:
-  Correction(const IntGemmProblem& p, bool subtract, ByteOffsets off, const std::vector<std::int64_t>& col_sums)
-      : p_(p), subtract_(subtract), off_(off), S_(p.segments()), N_(p.cols) {
+  Correction(const IntGemmProblem& p, bool subtract, ByteOffsets off, const std::vector<std::int64_t>& col_sums,
+             SubtractFn subtract_fn)
+      : p_(p), subtract_(subtract), off_(off), S_(p.segments()), N_(p.cols), subtract_fn_(subtract_fn) {
     using U = std::uint64_t;
     const auto NS = static_cast<std::size_t>(N_ * S_);
     cb_.resize(NS);
@@ -205,11 +207,7 @@ class Correction {
         auto* v = reinterpret_cast<U*>(out.data()) + r * N_ * S_ + s;
         const auto S = static_cast<std::size_t>(S_);
         if (cb_const_[static_cast<std::size_t>(s)]) {
-          const U row_term = cb_[s0] * sum_a;
-          if (S == 1)
-            for (std::size_t n = 0; n < N; ++n) v[n] = v[n] - row_term - cw[n];
-          else
-            for (std::size_t n = 0; n < N; ++n) v[n * S] = v[n * S] - row_term - cw[n];
+          subtract_fn_(v, S_, cw, cb_[s0] * sum_a, N_);  // vectorized for the kernel's ISA
         } else {
           const U* cb = cb_.data() + s0;
           for (std::size_t n = 0; n < N; ++n) v[n * S] = v[n * S] - cb[n] * sum_a - cw[n];
@@ -222,6 +220,7 @@ class Correction {
   bool subtract_;
   ByteOffsets off_;
   std::int64_t S_, N_;
+  SubtractFn subtract_fn_;
   std::vector<std::uint64_t> cb_, w_;  // [s][n]: Cb and W
   std::vector<char> cb_const_;         // per segment: one Cb for every column
 };
@@ -275,7 +274,7 @@ void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelSh
                   });
 
   std::optional<Correction> correction;
-  if (correct) correction.emplace(p, subtract, off, col_sums);
+  if (correct) correction.emplace(p, subtract, off, col_sums, ks.subtract);
 
   // Rows of panels across the threads, and within one thread in groups whose int64 results (about
   // 512 KiB) stay in L2: per group, blocks of B's panels (about 256 KiB, kept in L2) are swept by
@@ -346,7 +345,8 @@ KernelShape kernel_generic() {
           &detail::tile_generic,
           &int_gemm_pack_panel<std::uint8_t, 4, false>,
           &int_gemm_pack_panel<std::int8_t, 4, true>,
-          &int_gemm_minmax};
+          &int_gemm_minmax,
+          &int_gemm_subtract};
 }
 
 namespace detail {

@@ -102,6 +102,9 @@ struct PackJob {
 };
 using PackFn = void (*)(const PackJob&);
 using MinMaxFn = void (*)(const std::int32_t*, std::int64_t, std::int32_t&, std::int32_t&);
+// v[i * stride] -= row_term + w[i] for i < n, wrapping (the offset correction's step per element).
+using SubtractFn = void (*)(std::uint64_t* v, std::int64_t stride, const std::uint64_t* w, std::uint64_t row_term,
+                            std::int64_t n);
 
 // One MR x NR tile over one piece: c[i*rs + j*cs] += Σ_{k < kp} a[..]·b[..] for i < rows, j < cols
 // (= instead of += when `store`). a: the packed A panel at the piece's start, b: the packed B panel
@@ -116,6 +119,7 @@ struct KernelShape {
   TileKernel kernel = nullptr;
   PackFn pack_a = nullptr, pack_b = nullptr;
   MinMaxFn minmax = nullptr;
+  SubtractFn subtract = nullptr;
 };
 KernelShape kernel_generic();
 KernelShape kernel_avx2();

@@ -278,6 +278,17 @@ void int_gemm_pack_panel(const PackJob& j) {
   }
 }
 
+// Built per ISA like the rest of this file: baseline x86-64 has no vector 64-bit subtraction wider
+// than two lanes.
+void int_gemm_subtract(std::uint64_t* v, std::int64_t stride, const std::uint64_t* w, std::uint64_t row_term,
+                       std::int64_t n) {
+  if (stride == 1) {
+    for (std::int64_t i = 0; i < n; ++i) v[i] = v[i] - row_term - w[i];
+    return;
+  }
+  for (std::int64_t i = 0; i < n; ++i) v[i * stride] = v[i * stride] - row_term - w[i];
+}
+
 void int_gemm_minmax(const std::int32_t* v, std::int64_t n, std::int32_t& lo, std::int32_t& hi) {
   // Written so GCC vectorizes it: constant starting values and selects (std::min from v[0] stays scalar).
   std::int32_t l = std::numeric_limits<std::int32_t>::max(), h = std::numeric_limits<std::int32_t>::min();
