@@ -189,8 +189,8 @@ ScaledAccumulators selected_elements(const ScaledAccumulators& all, const std::v
 
 // A batched B (batched_gemm_shape): one integer GEMM per output batch, each on its batch of A and
 // its matrix of B, with parameters indexed over the whole operands; the accumulators in output order.
-ScaledAccumulators batched_accumulators(const QuantizedOperand& qa, const QuantizedOperand& qb,
-                                        const BatchedGemmShape& d, const QGemmPolicy& policy) {
+ScaledAccumulators batched_accumulators(const OperandView& qa, const OperandView& qb, const BatchedGemmShape& d,
+                                        const QGemmPolicy& policy) {
   const int b_k_axis = static_cast<int>(qb.q.shape().size()) - 2 + d.b_k_axis;
   const std::vector<std::int64_t> starts = k_segment_starts(qa.params, qa.q.shape(), qb.params, qb.q.shape(), b_k_axis);
   const auto S = static_cast<std::int64_t>(starts.size());
@@ -264,8 +264,9 @@ ScaledAccumulators batched_accumulators(const QuantizedOperand& qa, const Quanti
 }  // namespace
 
 QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vector<std::int64_t>* only) {
-  const QuantizedOperand qa = quantize_activation(op.a, policy.quantize);
-  const QuantizedOperand qb = quantize_weights(op.b, policy.quantize);
+  QuantizedOperand qa_storage, qb_storage;  // integer operands are read where they are
+  const OperandView qa = activation_view(op.a, policy.quantize, qa_storage);
+  const OperandView qb = weights_view(op.b, policy.quantize, qb_storage);
   const BatchedGemmShape d = batched_gemm_shape(op.a.values.shape(), qb.q.shape(), op.b_layout);
   if (d.batched_b) {
     ScaledAccumulators all = batched_accumulators(qa, qb, d, policy);

@@ -121,6 +121,27 @@ QuantizedOperand quantize_weights(const QWeights& w, const QuantizePolicy& polic
   return {quantized_values(w.values, w.params, w.format, policy, where), w.params};
 }
 
+OperandView activation_view(const ActivationOperand& a, const QuantizePolicy& policy, QuantizedOperand& storage) {
+  const Tensor& x = a.values;
+  if (x.rank() >= 1 && is_int(x.dtype()) && a.quantization == ActivationQuantization::static_params) {
+    require_operand_format(x.dtype(), "activation");  // quantize_activation's checks, in its order
+    validate(a.params, x.shape(), x.dtype(), "activation");
+    return {x, a.params};
+  }
+  storage = quantize_activation(a, policy);
+  return {storage.q, storage.params};
+}
+
+OperandView weights_view(const QWeights& w, const QuantizePolicy& policy, QuantizedOperand& storage) {
+  if (!w.packing && is_int(w.values.dtype())) {
+    require_operand_format(w.values.dtype(), "weights");  // quantize_weights' checks, in its order
+    validate(w.params, w.values.shape(), w.values.dtype(), "weights");
+    return {w.values, w.params};
+  }
+  storage = quantize_weights(w, policy);
+  return {storage.q, storage.params};
+}
+
 std::vector<Rational> dequantized_values(const QuantizedOperand& x, std::optional<DType> format,
                                          const DequantizePolicy& policy) {
   std::vector<Rational> v;

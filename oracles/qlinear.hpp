@@ -58,6 +58,18 @@ QuantizedOperand quantize_activation(const ActivationOperand& a, const QuantizeP
 // Unpacks, quantizes or validates the weights.
 QuantizedOperand quantize_weights(const QWeights& w, const QuantizePolicy& policy);
 
+// An operand's integer values and parameters, where they are.
+struct OperandView {
+  const Tensor& q;
+  const QuantParams& params;
+};
+// quantize_activation and quantize_weights without their copy of integer values that need no
+// quantization (1 MiB at 1024 x 1024, a pass on the calling thread): the view is then of the op's
+// own values and parameters (valid while the op lives), else of `storage`, which takes the
+// function's result. The same checks and errors.
+OperandView activation_view(const ActivationOperand& a, const QuantizePolicy& policy, QuantizedOperand& storage);
+OperandView weights_view(const QWeights& w, const QuantizePolicy& policy, QuantizedOperand& storage);
+
 // The real values a quantized operand stands for, in its row-major order: (q - zp) * s exactly, or,
 // with `format`, the values dequantize.hpp rounds them to in that float format under `policy`.
 std::vector<Rational> dequantized_values(const QuantizedOperand& x, std::optional<DType> format,
