@@ -391,7 +391,6 @@ std::int64_t to_int64(const BigInt& v, const char* what) {
   return v.convert_to<std::int64_t>();
 }
 
-// The problem with int32 operands made from its bytes (B transposed to [N, K]), which a and bt hold.
 template <class S>
 void widen_bytes(const void* bytes, std::vector<std::int32_t>& v, std::size_t n) {
   const S* x = static_cast<const S*>(bytes);
@@ -399,6 +398,7 @@ void widen_bytes(const void* bytes, std::vector<std::int32_t>& v, std::size_t n)
   for (std::size_t i = 0; i < n; ++i) v[i] = x[i];
 }
 
+// The problem with int32 operands made from its bytes (B transposed to [N, K]), which a and bt hold.
 IntGemmProblem with_int32_operands(const IntGemmProblem& p, std::vector<std::int32_t>& a,
                                    std::vector<std::int32_t>& bt) {
   const auto R = static_cast<std::size_t>(p.rows), N = static_cast<std::size_t>(p.cols),

@@ -305,7 +305,7 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vecto
   // Byte operands go to the packed kernel as they are (IntGemmProblem::a_bytes): no int32 copy of A,
   // no transposed int32 copy of B. The selected elements and shifted activations take int32 copies.
   Int32Values a, bt;
-  if (!only && !shift && one_byte(qa.q.dtype()) && one_byte(qb.q.dtype())) {
+  if (!only && !shift && one_byte(qa.q.dtype()) && one_byte(qb.q.dtype()) && qa.q.size() > 0 && qb.q.size() > 0) {
     p.a_bytes = {qa.q.bytes().data(), info(qa.q.dtype()).is_signed};
     p.b_bytes = {qb.q.bytes().data(), info(qb.q.dtype()).is_signed};
     p.b_k_by_n = d.b_k_axis == 0;

@@ -372,5 +372,25 @@ TEST(QGemmOutputProperty, RowGroupsRequantizedAsTheSumsFinishThem) {
   }
 }
 
+// No rows, or no columns: byte operands with nothing to pack (one of them holds no bytes at all).
+TEST(QGemmOutputProperty, EmptyRowsOrColumnsGiveAnEmptyOutput) {
+  for (const auto& [M, N] : {std::pair<std::int64_t, std::int64_t>{0, 9}, {9, 0}}) {
+    const std::int64_t K = 5;
+    QGemmOp op;
+    op.a.values = ints(DType::u8, {M, K}, std::vector<std::int64_t>(static_cast<std::size_t>(M * K), 3));
+    op.a.params = test::per_tensor(0.5, 128);
+    op.b.values = ints(DType::i8, {K, N}, std::vector<std::int64_t>(static_cast<std::size_t>(K * N), -2));
+    op.b.format = DType::i8;
+    op.b.shape = op.b.values.shape();
+    op.b.params = test::per_tensor(0.25);
+    op.output = test::requant_out(4.0, 0);
+    QGemmPolicy p;
+    p.requantize.scheme = RequantizeScheme::ideal;
+    const QGemmResult r = qgemm(op, p);
+    EXPECT_EQ(r.y.shape(), (Shape{M, N}));
+    EXPECT_EQ(r.y.size(), 0);
+  }
+}
+
 }  // namespace qgemm_output_test
 }  // namespace qc
