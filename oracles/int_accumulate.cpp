@@ -105,7 +105,7 @@ void check_problem(const IntGemmProblem& p) {
   const auto R = static_cast<std::size_t>(p.rows), N = static_cast<std::size_t>(p.cols),
              K = static_cast<std::size_t>(p.depth), S = static_cast<std::size_t>(p.segments());
   if (p.rows < 0 || p.cols < 0 || p.depth < 0) throw InputError("accumulate_gemm: negative dimensions");
-  if (p.a.size() != R * K || p.bt.size() != N * K)
+  if (!p.bytes_only() && (p.a.size() != R * K || p.bt.size() != N * K))
     throw InputError("accumulate_gemm: operand sizes " + std::to_string(p.a.size()) + " and " +
                      std::to_string(p.bt.size()) + " do not match R*K = " + std::to_string(R * K) +
                      " and N*K = " + std::to_string(N * K));
@@ -154,31 +154,88 @@ struct OperandRanges {
   IntRange raw, multiplied;
 };
 
+// min and max of n values of S (n >= 1), written so the compiler vectorizes it.
+template <class S>
+void byte_minmax(const S* x, std::int64_t n, std::int32_t& lo, std::int32_t& hi) {
+  S l = std::numeric_limits<S>::max(), h = std::numeric_limits<S>::min();  // in S: 16 lanes a vector
+  for (std::int64_t i = 0; i < n; ++i) {
+    const S v = x[i];
+    l = v < l ? v : l;
+    h = v > h ? v : h;
+  }
+  lo = l;
+  hi = h;
+}
+
+// operand_ranges for the lines [i0, i1) of an operand given as bytes (IntGemmProblem::a_bytes,
+// b_bytes): `f(line, segment, lo, hi)` for each line and nonempty segment. B as [K, N] keeps a
+// running min and max per column along the rows of K (contiguous, vectorized).
+template <class S, class F>
+void byte_line_ranges(const IntGemmProblem& p, bool of_a, std::int64_t i0, std::int64_t i1, F&& f) {
+  const std::int64_t lines = of_a ? p.rows : p.cols, K = p.depth;
+  const S* x = static_cast<const S*>(of_a ? p.a_bytes.data : p.b_bytes.data);
+  for (std::int64_t s = 0; s < p.segments(); ++s) {
+    const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], L = p.segment_length(s);
+    if (L == 0) continue;
+    if (of_a || !p.b_k_by_n) {
+      for (std::int64_t i = i0; i < i1; ++i) {
+        std::int32_t lo, hi;
+        byte_minmax(x + i * K + k0, L, lo, hi);
+        f(i, s, lo, hi);
+      }
+      continue;
+    }
+    std::vector<S> lo(static_cast<std::size_t>(i1 - i0), std::numeric_limits<S>::max()),
+        hi(static_cast<std::size_t>(i1 - i0), std::numeric_limits<S>::min());
+    S* __restrict l = lo.data();
+    S* __restrict h = hi.data();
+    for (std::int64_t k = k0; k < k0 + L; ++k) {
+      const S* __restrict row = x + k * lines + i0;
+      for (std::int64_t n = 0; n < i1 - i0; ++n) {
+        const S v = row[n];
+        l[n] = v < l[n] ? v : l[n];
+        h[n] = v > h[n] ? v : h[n];
+      }
+    }
+    for (std::int64_t n = i0; n < i1; ++n)
+      f(n, s, lo[static_cast<std::size_t>(n - i0)], hi[static_cast<std::size_t>(n - i0)]);
+  }
+}
+
 OperandRanges operand_ranges(const IntGemmProblem& p, bool of_a, bool subtract) {
   const std::int64_t lines = of_a ? p.rows : p.cols, K = p.depth, S = p.segments();
-  const std::int32_t* values = of_a ? p.a.data() : p.bt.data();
+  const bool bytes = p.bytes_only();  // then one pass over the bytes themselves, 4 times less than int32
+  const std::int32_t* values = bytes ? nullptr : of_a ? p.a.data() : p.bt.data();
   constexpr IntRange kNone{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
   OperandRanges r{kNone, kNone};
   std::mutex merge;
   parallel_ranges(
-      lines, std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(1, K)),
+      lines, std::max<std::int64_t>(1, (std::int64_t{1} << (bytes ? 18 : 20)) / std::max<std::int64_t>(1, K)),
       [&](std::int64_t i0, std::int64_t i1) {
         OperandRanges part{kNone, kNone};
-        for (std::int64_t i = i0; i < i1; ++i)
-          for (std::int64_t s = 0; s < S; ++s) {
-            const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], L = p.segment_length(s);
-            if (L == 0) continue;
-            const std::int32_t* x = values + i * K + k0;
-            std::int32_t lo, hi;
-            int_gemm::minmax(x, L, lo, hi);
-            const std::int64_t z = !subtract ? 0
-                                   : of_a    ? p.a_zero_points[static_cast<std::size_t>(i * S + s)]
-                                             : p.b_zero_points[static_cast<std::size_t>(s * p.cols + i)];
-            part.raw.lo = std::min<std::int64_t>(part.raw.lo, lo);
-            part.raw.hi = std::max<std::int64_t>(part.raw.hi, hi);
-            part.multiplied.lo = std::min(part.multiplied.lo, lo - z);
-            part.multiplied.hi = std::max(part.multiplied.hi, hi - z);
-          }
+        const auto add = [&](std::int64_t i, std::int64_t s, std::int32_t lo, std::int32_t hi) {
+          const std::int64_t z = !subtract ? 0
+                                 : of_a    ? p.a_zero_points[static_cast<std::size_t>(i * S + s)]
+                                           : p.b_zero_points[static_cast<std::size_t>(s * p.cols + i)];
+          part.raw.lo = std::min<std::int64_t>(part.raw.lo, lo);
+          part.raw.hi = std::max<std::int64_t>(part.raw.hi, hi);
+          part.multiplied.lo = std::min(part.multiplied.lo, lo - z);
+          part.multiplied.hi = std::max(part.multiplied.hi, hi - z);
+        };
+        if (bytes && (of_a ? p.a_bytes : p.b_bytes).is_signed) {
+          byte_line_ranges<std::int8_t>(p, of_a, i0, i1, add);
+        } else if (bytes) {
+          byte_line_ranges<std::uint8_t>(p, of_a, i0, i1, add);
+        } else {
+          for (std::int64_t i = i0; i < i1; ++i)
+            for (std::int64_t s = 0; s < S; ++s) {
+              const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], L = p.segment_length(s);
+              if (L == 0) continue;
+              std::int32_t lo, hi;
+              int_gemm::minmax(values + i * K + k0, L, lo, hi);
+              add(i, s, lo, hi);
+            }
+        }
         const std::lock_guard<std::mutex> lock(merge);
         for (auto [into, from] : {std::pair{&r.raw, &part.raw}, std::pair{&r.multiplied, &part.multiplied}}) {
           into->lo = std::min(into->lo, from->lo);
@@ -332,6 +389,38 @@ std::int64_t to_int64(const BigInt& v, const char* what) {
   if (v < std::numeric_limits<std::int64_t>::min() || v > std::numeric_limits<std::int64_t>::max())
     throw InputError(std::string("accumulate_gemm: ") + what + " " + v.str() + " does not fit int64");
   return v.convert_to<std::int64_t>();
+}
+
+template <class S>
+void widen_bytes(const void* bytes, std::vector<std::int32_t>& v, std::size_t n) {
+  const S* x = static_cast<const S*>(bytes);
+  v.resize(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = x[i];
+}
+
+// The problem with int32 operands made from its bytes (B transposed to [N, K]), which a and bt hold.
+IntGemmProblem with_int32_operands(const IntGemmProblem& p, std::vector<std::int32_t>& a,
+                                   std::vector<std::int32_t>& bt) {
+  const auto R = static_cast<std::size_t>(p.rows), N = static_cast<std::size_t>(p.cols),
+             K = static_cast<std::size_t>(p.depth);
+  p.a_bytes.is_signed ? widen_bytes<std::int8_t>(p.a_bytes.data, a, R * K)
+                      : widen_bytes<std::uint8_t>(p.a_bytes.data, a, R * K);
+  std::vector<std::int32_t> b;
+  p.b_bytes.is_signed ? widen_bytes<std::int8_t>(p.b_bytes.data, b, N * K)
+                      : widen_bytes<std::uint8_t>(p.b_bytes.data, b, N * K);
+  if (p.b_k_by_n) {
+    bt.resize(N * K);
+    for (std::size_t k = 0; k < K; ++k)
+      for (std::size_t n = 0; n < N; ++n) bt[n * K + k] = b[k * N + n];
+  } else {
+    bt = std::move(b);
+  }
+  IntGemmProblem q = p;
+  q.a = a;
+  q.bt = bt;
+  q.a_bytes = {};
+  q.b_bytes = {};
+  return q;
 }
 
 // -zb·Σa - za·Σb + L·za·zb for one (row, column, segment): what `compensate` adds to the raw sum.
@@ -501,7 +590,7 @@ void apply_correction(ElementSum& e, Accumulation acc, std::int64_t c) {
 }  // namespace
 
 IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, ZeroPointCorrection zero_points,
-                                    PairRule pairs) {
+                                    PairRule pairs, const SumRowsReady* ready) {
   check_problem(p);
   const bool subtract = zero_points == ZeroPointCorrection::subtract_first;
   require_pair_operands(p, acc, subtract);
@@ -512,6 +601,11 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
   out.segments = S;
   const OperandRanges a_ranges = operand_ranges(p, true, subtract), b_ranges = operand_ranges(p, false, subtract);
   out.proof = prove(p, acc, a_ranges, b_ranges);
+  if (p.bytes_only() && !(out.proof.policy_exact && subtract && (out.proof.int32_loop || out.proof.int64_loop))) {
+    // Some element may need a path that reads int32 operands: make them from the bytes.
+    std::vector<std::int32_t> a32, bt32;
+    return accumulate_gemm(with_int32_operands(p, a32, bt32), acc, zero_points, pairs, ready);
+  }
   const LoopCoverage coverage(p, acc, subtract, out.proof);
   // Each loop below writes every sum, so only the path without one needs zeros first.
   if (coverage.loop())
@@ -525,7 +619,11 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
     // the plain loops below.
     const int_gemm::ByteOffsets bytes = int_gemm::byte_offsets(a_ranges.raw, b_ranges.raw);
     if (bytes.ok) {
-      int_gemm::exact_sums(p, subtract, bytes, int_gemm::chosen(), out.value);
+      // The kernel's rows are final when nothing follows it (step 2 below returns at once).
+      const bool final_rows = ready && out.proof.policy_exact && subtract;
+      const int_gemm::RowsDone done = [&](std::int64_t r0, std::int64_t r1) { (*ready)(out.value.data(), r0, r1); };
+      int_gemm::exact_sums(p, subtract, bytes, int_gemm::chosen(), out.value, final_rows ? &done : nullptr);
+      out.rows_reported = final_rows;
     } else {
       const bool narrow = fits_int16(out.proof.a_range) && fits_int16(out.proof.b_range);
       if (narrow)

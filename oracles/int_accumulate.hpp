@@ -24,6 +24,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -179,8 +180,19 @@ struct IntGemmProblem {
   std::vector<std::int64_t> segment_starts{0};
   std::vector<std::int64_t> a_zero_points;  // R * S: za[r][s]
   std::vector<std::int64_t> b_zero_points;  // S * N: zb[s][n]
+  // Optional: the same operands as the bytes the caller holds them in (one value a byte: u8, s8, u4,
+  // s4), A as [R, K] and B as [N, K] or, with b_k_by_n, [K, N]. Then a and bt may be empty: the
+  // packed kernel packs straight from the bytes (no int32 copy, no transpose), and accumulate_gemm
+  // makes the int32 operands itself only where some element needs another path.
+  struct Bytes {
+    const void* data = nullptr;
+    bool is_signed = false;
+  };
+  Bytes a_bytes, b_bytes;
+  bool b_k_by_n = false;
 
   std::int64_t segments() const { return static_cast<std::int64_t>(segment_starts.size()); }
+  bool bytes_only() const { return a_bytes.data && b_bytes.data && (a.empty() || bt.empty()); }
   bool any_zero_point() const;  // whether any za or zb is nonzero
   std::int64_t segment_length(std::int64_t s) const;
 };
@@ -202,6 +214,7 @@ struct IntGemmAccumulators {
   // Exact sums where they differ from `value` (an overflow), keyed by (r * N + n) * S + s.
   std::unordered_map<std::int64_t, BigInt> exact_where_different;
   AccumulationProof proof;
+  bool rows_reported = false;  // accumulate_gemm's `ready` was called for every row
 
   std::int64_t at(std::int64_t r, std::int64_t n, std::int64_t s) const {
     return value[static_cast<std::size_t>((r * cols + n) * segments + s)];
@@ -224,8 +237,15 @@ std::vector<std::int64_t> rows_of(const std::vector<std::int64_t>& elements, std
 // pair's byte ranges, and on an exact accumulator that does not fit int64.
 // With int16_pair_saturate, `pairs` says where the pairs restart (pair_block_starts; a segment
 // start restarts them too).
+// `ready`, when given, lets an output stage consume rows while they are in cache: where the packed
+// kernel's sums are the whole result (every element proven, nothing left for the per-element path),
+// it is called once for every row range [r0, r1) as soon as those rows are final, with `values` =
+// the result's value.data() (moved, not copied, into the result), on the worker threads (so
+// concurrently for disjoint ranges), and the result's rows_reported is set. Otherwise it is never
+// called.
+using SumRowsReady = std::function<void(const std::int64_t* values, std::int64_t r0, std::int64_t r1)>;
 IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, ZeroPointCorrection zero_points,
-                                    PairRule pairs = PairRule::u8s8_whole_k);
+                                    PairRule pairs = PairRule::u8s8_whole_k, const SumRowsReady* ready = nullptr);
 
 // The accumulator that `acc` means for one GEMM's operands, and whether its s8 activations enter
 // the pairs shifted to u8. int16_pair_saturate is the rule of vpmaddubsw, which multiplies unsigned

@@ -13,6 +13,7 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -153,8 +154,80 @@ void tile_generic(const void* av, const void* bv, std::int64_t kp, std::int64_t*
     for (int j = 0; j < cols; ++j) c[i * rs + j * cs] = (store ? 0 : c[i * rs + j * cs]) + acc[i][j];
 }
 
+// The exact removal of the offsets and zero points: Σ (a'-Ca)(b'-Cb) = Σ a'b' - Cb·Σa' - Ca·W with
+// W = Σb' - L·Cb per column and segment, in wrapping 64-bit arithmetic: exact modulo 2^64, so
+// exact, because the caller proved that the result fits int64. The oracle is built for baseline
+// x86-64, which has no packed 64-bit multiply, so the products are formed per row only where they
+// change: Cb·Σa' is one number per row when Cb is one per segment (a per-tensor zero point), and
+// Ca·W one vector per value of Ca (the same for every row under a per-tensor zero point); what is
+// left per element is subtractions, run by the kernel's build (KernelShape::subtract) so that they
+// take its vector width.
+class Correction {
+ public:
+  Correction(const IntGemmProblem& p, bool subtract, ByteOffsets off, const std::vector<std::int64_t>& col_sums,
+             SubtractFn subtract_fn)
+      : p_(p), subtract_(subtract), off_(off), S_(p.segments()), N_(p.cols), subtract_fn_(subtract_fn) {
+    using U = std::uint64_t;
+    const auto NS = static_cast<std::size_t>(N_ * S_);
+    cb_.resize(NS);
+    w_.resize(NS);
+    cb_const_.assign(static_cast<std::size_t>(S_), 1);
+    for (std::int64_t s = 0; s < S_; ++s) {
+      const U L = static_cast<U>(p.segment_length(s));
+      for (std::int64_t n = 0; n < N_; ++n) {  // [s][n]: contiguous per segment
+        const U cb = static_cast<U>(off.cb) +
+                     (subtract ? static_cast<U>(p.b_zero_points[static_cast<std::size_t>(s * N_ + n)]) : U{0});
+        const auto i = static_cast<std::size_t>(s * N_ + n);
+        cb_[i] = cb;
+        w_[i] = static_cast<U>(col_sums[static_cast<std::size_t>(n * S_ + s)]) - L * cb;
+        if (cb != cb_[static_cast<std::size_t>(s * N_)]) cb_const_[static_cast<std::size_t>(s)] = 0;
+      }
+    }
+  }
+
+  // Rows [r_begin, r_end) of out, each row's Σa' per segment in row_sums.
+  void rows(const std::vector<std::int64_t>& row_sums, std::int64_t r_begin, std::int64_t r_end,
+            AccumulatorValues& out) const {
+    using U = std::uint64_t;
+    const auto N = static_cast<std::size_t>(N_);
+    std::vector<U> caw(static_cast<std::size_t>(N_ * S_));  // Ca·W of the segment's last Ca
+    std::vector<U> last_ca(static_cast<std::size_t>(S_));
+    std::vector<char> have(static_cast<std::size_t>(S_), 0);
+    for (std::int64_t r = r_begin; r < r_end; ++r)
+      for (std::int64_t s = 0; s < S_; ++s) {
+        const auto rs = static_cast<std::size_t>(r * S_ + s), s0 = static_cast<std::size_t>(s) * N;
+        const U ca = static_cast<U>(off_.ca) + (subtract_ ? static_cast<U>(p_.a_zero_points[rs]) : U{0});
+        const U sum_a = static_cast<U>(row_sums[rs]);
+        U* cw = caw.data() + s0;
+        if (!have[static_cast<std::size_t>(s)] || last_ca[static_cast<std::size_t>(s)] != ca) {
+          for (std::size_t n = 0; n < N; ++n) cw[n] = ca * w_[s0 + n];
+          last_ca[static_cast<std::size_t>(s)] = ca;
+          have[static_cast<std::size_t>(s)] = 1;
+        }
+        auto* v = reinterpret_cast<U*>(out.data()) + r * N_ * S_ + s;
+        const auto S = static_cast<std::size_t>(S_);
+        if (cb_const_[static_cast<std::size_t>(s)]) {
+          subtract_fn_(v, S_, cw, cb_[s0] * sum_a, N_);  // vectorized for the kernel's ISA
+        } else {
+          const U* cb = cb_.data() + s0;
+          for (std::size_t n = 0; n < N; ++n) v[n * S] = v[n * S] - cb[n] * sum_a - cw[n];
+        }
+      }
+  }
+
+ private:
+  const IntGemmProblem& p_;
+  bool subtract_;
+  ByteOffsets off_;
+  std::int64_t S_, N_;
+  SubtractFn subtract_fn_;
+  std::vector<std::uint64_t> cb_, w_;  // [s][n]: Cb and W
+  std::vector<char> cb_const_;         // per segment: one Cb for every column
+};
+
 template <class EA, class EB>
-void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelShape& ks, AccumulatorValues& out) {
+void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelShape& ks, AccumulatorValues& out,
+         const RowsDone* done) {
   const std::int64_t R = p.rows, N = p.cols, K = p.depth, S = p.segments();
   const int mr = ks.mr, nr = ks.nr;
   std::int64_t Kp = 0;
@@ -165,6 +238,7 @@ void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelSh
   auto* A = reinterpret_cast<EA*>(a_packed.data());
   auto* B = reinterpret_cast<EB*>(b_packed.data());
   const bool correct = off.ca != 0 || off.cb != 0 || (subtract && p.any_zero_point());
+  const bool bytes = p.bytes_only();  // pack from the caller's bytes (IntGemmProblem::a_bytes)
   std::vector<std::int64_t> row_sums(correct ? static_cast<std::size_t>(R * S) : 0),
       col_sums(correct ? static_cast<std::size_t>(N * S) : 0);
 
@@ -174,65 +248,89 @@ void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelSh
                   [&](std::int64_t np0, std::int64_t np1) {
                     for (std::int64_t np = np0; np < np1; ++np) {
                       const std::int64_t n0 = np * nr, lines = std::min<std::int64_t>(nr, N - n0);
-                      ks.pack_b({p.bt.data() + n0 * K, K, lines, nr, off.cb, pieces.data(), pieces.size(), Kp,
-                                 B + np * Kp * nr, correct ? col_sums.data() + n0 * S : nullptr, S});
+                      PackJob j{bytes ? nullptr : p.bt.data() + n0 * K,
+                                nullptr,
+                                false,
+                                K,
+                                1,
+                                K,
+                                lines,
+                                nr,
+                                off.cb,
+                                pieces.data(),
+                                pieces.size(),
+                                Kp,
+                                B + np * Kp * nr,
+                                correct ? col_sums.data() + n0 * S : nullptr,
+                                S};
+                      if (bytes) {  // B's rows [N, K], or its columns of [K, N]
+                        j.bytes_signed = p.b_bytes.is_signed;
+                        j.bytes = static_cast<const std::uint8_t*>(p.b_bytes.data) + (p.b_k_by_n ? n0 : n0 * K);
+                        j.line_stride = p.b_k_by_n ? 1 : K;
+                        j.k_stride = p.b_k_by_n ? N : 1;
+                      }
+                      ks.pack_b(j);
                     }
                   });
 
-  // Rows of panels across the threads; within one, blocks of B's panels (about 256 KiB, kept in L2)
-  // are swept by each A panel (kept in L1) piece by piece. A segment's first piece stores into
-  // `out`, the rest add: `out` needs no zeros beforehand.
+  std::optional<Correction> correction;
+  if (correct) correction.emplace(p, subtract, off, col_sums, ks.subtract);
+
+  // Rows of panels across the threads, and within one thread in groups whose int64 results (about
+  // 512 KiB) stay in L2: per group, blocks of B's panels (about 256 KiB, kept in L2) are swept by
+  // each A panel (kept in L1) piece by piece; then the group's rows are corrected and handed to
+  // `done` while they are still in cache. A segment's first piece stores into `out`, the rest add:
+  // `out` needs no zeros beforehand.
   const std::int64_t block_n =
       std::max<std::int64_t>(1, (std::int64_t{256} * 1024) / (nr * kPieceK * static_cast<std::int64_t>(sizeof(EB))));
+  const std::int64_t group = std::max<std::int64_t>(
+      1, (std::int64_t{512} * 1024) / (mr * N * S * static_cast<std::int64_t>(sizeof(std::int64_t))));
   const std::int64_t row_work = std::max<std::int64_t>(1, mr * N * K);
   auto rows = [&](std::int64_t mp0, std::int64_t mp1) {
-    const std::int64_t r_begin = mp0 * mr, r_end = std::min(R, mp1 * mr);
-    for (std::int64_t mp = mp0; mp < mp1; ++mp) {
-      const std::int64_t r0 = mp * mr;
-      ks.pack_a({p.a.data() + r0 * K, K, std::min<std::int64_t>(mr, R - r0), mr, off.ca, pieces.data(), pieces.size(),
-                 Kp, A + mp * Kp * mr, correct ? row_sums.data() + r0 * S : nullptr, S});
-    }
-    for (std::int64_t nb = 0; nb < panels_n; nb += block_n) {
-      const std::int64_t nb_end = std::min(panels_n, nb + block_n);
-      for (const Piece& c : pieces)
-        for (std::int64_t mp = mp0; mp < mp1; ++mp) {
-          const std::int64_t r0 = mp * mr;
-          const int rows_here = static_cast<int>(std::min<std::int64_t>(mr, R - r0));
-          const EA* a = A + mp * Kp * mr + c.packed * mr;
-          for (std::int64_t np = nb; np < nb_end; ++np) {
-            const std::int64_t n0 = np * nr;
-            const int cols = static_cast<int>(std::min<std::int64_t>(nr, N - n0));
-            ks.kernel(a, B + np * Kp * nr + c.packed * nr, c.packed_len, out.data() + (r0 * N + n0) * S + c.segment,
-                      N * S, S, rows_here, cols, c.first);
-          }
+    for (std::int64_t g0 = mp0; g0 < mp1; g0 += group) {
+      const std::int64_t g1 = std::min(mp1, g0 + group);
+      const std::int64_t r_begin = g0 * mr, r_end = std::min(R, g1 * mr);
+      for (std::int64_t mp = g0; mp < g1; ++mp) {
+        const std::int64_t r0 = mp * mr;
+        PackJob j{bytes ? nullptr : p.a.data() + r0 * K,
+                  nullptr,
+                  false,
+                  K,
+                  1,
+                  K,
+                  std::min<std::int64_t>(mr, R - r0),
+                  mr,
+                  off.ca,
+                  pieces.data(),
+                  pieces.size(),
+                  Kp,
+                  A + mp * Kp * mr,
+                  correct ? row_sums.data() + r0 * S : nullptr,
+                  S};
+        if (bytes) {
+          j.bytes = static_cast<const std::uint8_t*>(p.a_bytes.data) + r0 * K;
+          j.bytes_signed = p.a_bytes.is_signed;
         }
-    }
-    if (!correct) return;
-    // Σ (a'-Ca)(b'-Cb) = Σ a'b' - Cb·Σa' - Ca·Σb' + L·Ca·Cb in wrapping 64-bit arithmetic: exact
-    // modulo 2^64, so exact, because the caller proved that the result fits int64.
-    using U = std::uint64_t;
-    for (std::int64_t r = r_begin; r < r_end; ++r)
-      for (std::int64_t s = 0; s < S; ++s) {
-        const auto rs = static_cast<std::size_t>(r * S + s);
-        const U ca = static_cast<U>(off.ca) + (subtract ? static_cast<U>(p.a_zero_points[rs]) : U{0});
-        const U sum_a = static_cast<U>(row_sums[rs]), L = static_cast<U>(p.segment_length(s));
-        const std::int64_t* zb = p.b_zero_points.data() + s * N;
-        const std::int64_t* sum_b = col_sums.data() + s;
-        std::int64_t* v = out.data() + r * N * S + s;
-        if (S == 1 && subtract) {  // contiguous: vectorized
-          for (std::int64_t n = 0; n < N; ++n) {
-            const U cb = static_cast<U>(off.cb) + static_cast<U>(zb[n]);
-            v[n] = static_cast<std::int64_t>(static_cast<U>(v[n]) - cb * sum_a - ca * static_cast<U>(sum_b[n]) +
-                                             L * ca * cb);
-          }
-          continue;
-        }
-        for (std::int64_t n = 0; n < N; ++n) {
-          const U cb = static_cast<U>(off.cb) + (subtract ? static_cast<U>(zb[n]) : U{0});
-          v[n * S] = static_cast<std::int64_t>(static_cast<U>(v[n * S]) - cb * sum_a -
-                                               ca * static_cast<U>(sum_b[n * S]) + L * ca * cb);
-        }
+        ks.pack_a(j);
       }
+      for (std::int64_t nb = 0; nb < panels_n; nb += block_n) {
+        const std::int64_t nb_end = std::min(panels_n, nb + block_n);
+        for (const Piece& c : pieces)
+          for (std::int64_t mp = g0; mp < g1; ++mp) {
+            const std::int64_t r0 = mp * mr;
+            const int rows_here = static_cast<int>(std::min<std::int64_t>(mr, R - r0));
+            const EA* a = A + mp * Kp * mr + c.packed * mr;
+            for (std::int64_t np = nb; np < nb_end; ++np) {
+              const std::int64_t n0 = np * nr;
+              const int cols = static_cast<int>(std::min<std::int64_t>(nr, N - n0));
+              ks.kernel(a, B + np * Kp * nr + c.packed * nr, c.packed_len, out.data() + (r0 * N + n0) * S + c.segment,
+                        N * S, S, rows_here, cols, c.first);
+            }
+          }
+      }
+      if (correction) correction->rows(row_sums, r_begin, r_end, out);
+      if (done) (*done)(r_begin, r_end);
+    }
   };
   parallel_ranges(panels_m, std::max<std::int64_t>(1, (std::int64_t{1} << 21) / row_work), rows);
 }
@@ -245,9 +343,10 @@ KernelShape kernel_generic() {
           4,
           false,
           &detail::tile_generic,
-          &int_gemm_pack_panel<std::uint8_t, 4>,
-          &int_gemm_pack_panel<std::int8_t, 4>,
-          &int_gemm_minmax};
+          &int_gemm_pack_panel<std::uint8_t, 4, false>,
+          &int_gemm_pack_panel<std::int8_t, 4, true>,
+          &int_gemm_minmax,
+          &int_gemm_subtract};
 }
 
 namespace detail {
@@ -271,11 +370,13 @@ KernelShape kernel_avx2() { return kernel_generic(); }
 KernelShape kernel_avx512_vnni() { return kernel_generic(); }
 #endif
 
-void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa isa, AccumulatorValues& out) {
+void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa isa, AccumulatorValues& out,
+                const RowsDone* done) {
   if (!offsets.ok) throw InputError("int_gemm::exact_sums: the operands do not fit bytes after an offset");
   const auto size = static_cast<std::size_t>(p.rows * p.cols * p.segments());
   if (p.rows == 0 || p.cols == 0 || p.depth == 0) {
     out.assign(size, 0);  // empty sums: no tile writes them
+    if (done && p.rows > 0) (*done)(0, p.rows);
     return;
   }
   out.resize(size);  // uninitialized: the tiles write every element (a segment's first piece stores)
@@ -284,11 +385,11 @@ void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa
 #endif
   switch (isa) {
     case Isa::generic:
-      return detail::run<std::uint8_t, std::int8_t>(p, subtract, offsets, kernel_generic(), out);
+      return detail::run<std::uint8_t, std::int8_t>(p, subtract, offsets, kernel_generic(), out, done);
     case Isa::avx2:
-      return detail::run<std::int16_t, std::int16_t>(p, subtract, offsets, kernel_avx2(), out);
+      return detail::run<std::int16_t, std::int16_t>(p, subtract, offsets, kernel_avx2(), out, done);
     case Isa::avx512_vnni:
-      return detail::run<std::uint8_t, std::int8_t>(p, subtract, offsets, kernel_avx512_vnni(), out);
+      return detail::run<std::uint8_t, std::int8_t>(p, subtract, offsets, kernel_avx512_vnni(), out, done);
   }
 }
 

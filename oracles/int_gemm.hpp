@@ -25,6 +25,7 @@
 #include "oracles/int_accumulate.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -61,7 +62,12 @@ ByteOffsets byte_offsets(IntRange a_raw, IntRange b_raw);
 // Splits the rows across worker threads (qconform/parallel.hpp); the result does not depend on
 // their number. `out` is resized to R*N*S and every element written (the first piece of each
 // segment stores its tile, later ones add), so it needs no zeros beforehand.
-void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa isa, AccumulatorValues& out);
+// `done`, when given, is called once for every row range [r0, r1) as soon as those rows of `out`
+// are final, on the worker thread that computed them (so concurrently for disjoint ranges), while
+// they are still in its cache: an output stage can consume them there instead of in a second pass.
+using RowsDone = std::function<void(std::int64_t r0, std::int64_t r1)>;
+void exact_sums(const IntGemmProblem& p, bool subtract, ByteOffsets offsets, Isa isa, AccumulatorValues& out,
+                const RowsDone* done = nullptr);
 
 // min and max of v[0, n) (n >= 1) with the chosen build's vector instructions (the oracle itself is
 // built for baseline x86-64, which has no packed 32-bit min/max).
@@ -77,9 +83,13 @@ struct Piece {
 };
 
 // One panel to pack (int_gemm_pack.hpp): `lines` lines of src (line i at src + i*K, raw values),
-// plus `offset`, into a panel of width W over packed_k values of K.
+// or of `bytes` (line i's value k at bytes[i * line_stride + k * k_stride], u8 or s8), plus
+// `offset`, into a panel of width W over packed_k values of K.
 struct PackJob {
   const std::int32_t* src = nullptr;
+  const void* bytes = nullptr;
+  bool bytes_signed = false;
+  std::int64_t line_stride = 0, k_stride = 1;
   std::int64_t K = 0, lines = 0;
   int W = 0;
   std::int32_t offset = 0;
@@ -92,6 +102,9 @@ struct PackJob {
 };
 using PackFn = void (*)(const PackJob&);
 using MinMaxFn = void (*)(const std::int32_t*, std::int64_t, std::int32_t&, std::int32_t&);
+// v[i * stride] -= row_term + w[i] for i < n, wrapping (the offset correction's step per element).
+using SubtractFn = void (*)(std::uint64_t* v, std::int64_t stride, const std::uint64_t* w, std::uint64_t row_term,
+                            std::int64_t n);
 
 // One MR x NR tile over one piece: c[i*rs + j*cs] += Σ_{k < kp} a[..]·b[..] for i < rows, j < cols
 // (= instead of += when `store`). a: the packed A panel at the piece's start, b: the packed B panel
@@ -106,6 +119,7 @@ struct KernelShape {
   TileKernel kernel = nullptr;
   PackFn pack_a = nullptr, pack_b = nullptr;
   MinMaxFn minmax = nullptr;
+  SubtractFn subtract = nullptr;
 };
 KernelShape kernel_generic();
 KernelShape kernel_avx2();

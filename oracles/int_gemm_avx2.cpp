@@ -97,9 +97,10 @@ KernelShape kernel_avx2() {
           2,
           true,
           &avx2_detail::tile,
-          &int_gemm_pack_panel<std::int16_t, 2>,
-          &int_gemm_pack_panel<std::int16_t, 2>,
-          &int_gemm_minmax};
+          &int_gemm_pack_panel<std::int16_t, 2, false>,
+          &int_gemm_pack_panel<std::int16_t, 2, true>,
+          &int_gemm_minmax,
+          &int_gemm_subtract};
 }
 
 }  // namespace qc::int_gemm

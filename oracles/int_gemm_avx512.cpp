@@ -100,9 +100,10 @@ KernelShape kernel_avx512_vnni() {
           4,
           false,
           &avx512_detail::tile,
-          &int_gemm_pack_panel<std::uint8_t, 4>,
-          &int_gemm_pack_panel<std::int8_t, 4>,
-          &int_gemm_minmax};
+          &int_gemm_pack_panel<std::uint8_t, 4, false>,
+          &int_gemm_pack_panel<std::int8_t, 4, true>,
+          &int_gemm_minmax,
+          &int_gemm_subtract};
 }
 
 }  // namespace qc::int_gemm

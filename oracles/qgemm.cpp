@@ -92,6 +92,9 @@ void transpose_widen(const T* b, std::int64_t K, std::int64_t N, std::int32_t* t
   });
 }
 
+// The operand formats held one value a byte (i4 and u4 too), which the packed kernel reads as they are.
+bool one_byte(DType t) { return t == DType::i8 || t == DType::u8 || t == DType::i4 || t == DType::u4; }
+
 // B as [N, K] rows: contiguous dot products.
 Int32Values transposed_b(const Tensor& b, const GemmShape& d) {
   if (d.b_k_axis == 1) return int32_values(b);
@@ -186,8 +189,8 @@ ScaledAccumulators selected_elements(const ScaledAccumulators& all, const std::v
 
 // A batched B (batched_gemm_shape): one integer GEMM per output batch, each on its batch of A and
 // its matrix of B, with parameters indexed over the whole operands; the accumulators in output order.
-ScaledAccumulators batched_accumulators(const QuantizedOperand& qa, const QuantizedOperand& qb,
-                                        const BatchedGemmShape& d, const QGemmPolicy& policy) {
+ScaledAccumulators batched_accumulators(const OperandView& qa, const OperandView& qb, const BatchedGemmShape& d,
+                                        const QGemmPolicy& policy) {
   const int b_k_axis = static_cast<int>(qb.q.shape().size()) - 2 + d.b_k_axis;
   const std::vector<std::int64_t> starts = k_segment_starts(qa.params, qa.q.shape(), qb.params, qb.q.shape(), b_k_axis);
   const auto S = static_cast<std::int64_t>(starts.size());
@@ -261,8 +264,9 @@ ScaledAccumulators batched_accumulators(const QuantizedOperand& qa, const Quanti
 }  // namespace
 
 QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vector<std::int64_t>* only) {
-  const QuantizedOperand qa = quantize_activation(op.a, policy.quantize);
-  const QuantizedOperand qb = quantize_weights(op.b, policy.quantize);
+  QuantizedOperand qa_storage, qb_storage;  // integer operands are read where they are
+  const OperandView qa = activation_view(op.a, policy.quantize, qa_storage);
+  const OperandView qb = weights_view(op.b, policy.quantize, qb_storage);
   const BatchedGemmShape d = batched_gemm_shape(op.a.values.shape(), qb.q.shape(), op.b_layout);
   if (d.batched_b) {
     ScaledAccumulators all = batched_accumulators(qa, qb, d, policy);
@@ -270,14 +274,10 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vecto
                          op.output, policy);
   }
 
-  Int32Values a = int32_values(qa.q);
-  const Int32Values bt = transposed_b(qb.q, d);
   IntGemmProblem p;
   p.rows = d.rows;
   p.cols = d.cols;
   p.depth = d.depth;
-  p.a = a;
-  p.bt = bt;
   p.segment_starts = k_segment_starts(qa.params, qa.q.shape(), qb.params, qb.q.shape(), d.b_k_axis);
   const std::int64_t S = p.segments();
 
@@ -302,26 +302,38 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vecto
 
   const auto [accumulation, shift] =
       paired_accumulation(policy.accumulation, policy.pair_rule, qa.q.dtype(), qb.q.dtype(), p.any_zero_point());
+  // Byte operands go to the packed kernel as they are (IntGemmProblem::a_bytes): no int32 copy of A,
+  // no transposed int32 copy of B. The selected elements and shifted activations take int32 copies.
+  Int32Values a, bt;
+  if (!only && !shift && one_byte(qa.q.dtype()) && one_byte(qb.q.dtype()) && qa.q.size() > 0 && qb.q.size() > 0) {
+    p.a_bytes = {qa.q.bytes().data(), info(qa.q.dtype()).is_signed};
+    p.b_bytes = {qb.q.bytes().data(), info(qb.q.dtype()).is_signed};
+    p.b_k_by_n = d.b_k_axis == 0;
+  } else {
+    a = int32_values(qa.q);
+    bt = transposed_b(qb.q, d);
+    p.a = a;
+    p.bt = bt;
+  }
   if (only)
     return finish_output(selected_accumulators(p, d, *only, a_idx, b_idx, accumulation, shift, policy), qa.params,
                          qb.params, op.bias, op.output, policy);
   if (shift) {
     shift_signed_activations(a, p.a_zero_points);  // in place: p.a still views a
   }
-  IntGemmAccumulators acc = accumulate_gemm(p, accumulation, policy.zero_points, policy.pair_rule);
-
   ScaledAccumulators sa;
   sa.shape = d.out_shape;
   sa.channels = d.cols;
   sa.segments = S;
-  sa.value = std::move(acc.value);
-  sa.exact_where_different = std::move(acc.exact_where_different);
-  sa.proof = acc.proof;
   sa.cols = d.cols;  // A's indices per row, B's per column: one table of each
   sa.rows_per_b = std::max<std::int64_t>(d.rows, 1);
   sa.a_index.assign(a_idx.begin(), a_idx.end());
   sa.b_index.assign(b_idx.begin(), b_idx.end());
-  return finish_output(std::move(sa), qa.params, qb.params, op.bias, op.output, policy);
+  // The sums inside the output stage: a requantized output takes each group of rows in cache.
+  const Accumulation mode = accumulation;  // a structured binding, which clang cannot capture
+  return finish_output_by_rows(
+      std::move(sa), qa.params, qb.params, op.bias, op.output, policy,
+      [&](const SumRowsReady* ready) { return accumulate_gemm(p, mode, policy.zero_points, policy.pair_rule, ready); });
 }
 
 DotTerms qgemm_terms(const QGemmOp& op, const QGemmPolicy& policy, std::int64_t e) {

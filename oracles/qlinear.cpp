@@ -121,6 +121,27 @@ QuantizedOperand quantize_weights(const QWeights& w, const QuantizePolicy& polic
   return {quantized_values(w.values, w.params, w.format, policy, where), w.params};
 }
 
+OperandView activation_view(const ActivationOperand& a, const QuantizePolicy& policy, QuantizedOperand& storage) {
+  const Tensor& x = a.values;
+  if (x.rank() >= 1 && is_int(x.dtype()) && a.quantization == ActivationQuantization::static_params) {
+    require_operand_format(x.dtype(), "activation");  // quantize_activation's checks, in its order
+    validate(a.params, x.shape(), x.dtype(), "activation");
+    return {x, a.params};
+  }
+  storage = quantize_activation(a, policy);
+  return {storage.q, storage.params};
+}
+
+OperandView weights_view(const QWeights& w, const QuantizePolicy& policy, QuantizedOperand& storage) {
+  if (!w.packing && is_int(w.values.dtype())) {
+    require_operand_format(w.values.dtype(), "weights");  // quantize_weights' checks, in its order
+    validate(w.params, w.values.shape(), w.values.dtype(), "weights");
+    return {w.values, w.params};
+  }
+  storage = quantize_weights(w, policy);
+  return {storage.q, storage.params};
+}
+
 std::vector<Rational> dequantized_values(const QuantizedOperand& x, std::optional<DType> format,
                                          const DequantizePolicy& policy) {
   std::vector<Rational> v;
@@ -304,13 +325,14 @@ RequantizeElement requantize_real(const Rational& v_over_scale, double scale, DT
 
 namespace {
 
-void check_accumulators(const ScaledAccumulators& acc, const QuantParams& a, const QuantParams& b) {
+// `values`: also the accumulator values' count (finish_output_by_rows checks it once they exist).
+void check_accumulators(const ScaledAccumulators& acc, const QuantParams& a, const QuantParams& b, bool values = true) {
   const std::int64_t E = numel(acc.shape), S = acc.segments;
-  if (E == 0 && S >= 1 && acc.value.empty()) return;  // no element reads an index
+  if (E == 0 && S >= 1 && (acc.value.empty() || !values)) return;  // no element reads an index
   const bool rows_ok = acc.cols >= 1 && acc.rows_per_b >= 1 && E % acc.cols == 0;
   const std::int64_t rows = rows_ok ? E / acc.cols : 0,
                      b_tables = rows_ok ? (rows + acc.rows_per_b - 1) / acc.rows_per_b : 0;
-  if (S < 1 || !rows_ok || acc.value.size() != static_cast<std::size_t>(E * S) ||
+  if (S < 1 || !rows_ok || (values && acc.value.size() != static_cast<std::size_t>(E * S)) ||
       acc.a_index.size() != static_cast<std::size_t>(rows * S) ||
       acc.b_index.size() != static_cast<std::size_t>(b_tables * S * acc.cols) ||
       (!acc.channel.empty() && acc.channel.size() != static_cast<std::size_t>(E)))
@@ -688,70 +710,112 @@ requantize_rows::Out row_format(DType t) {
   }
 }
 
-// RequantizeScheme::ideal over the rows of a GEMM's output, split across the oracle's threads: per
-// row, the column factors s_b / s_out (once per B table) and the row factor s_a, the row kernel, and
-// `element` (the definition) for each element it flags. An overflowed accumulation is labelled
-// saturated, as the definition's caller labels it; its value is the held accumulator's either way.
+// RequantizeScheme::ideal over rows of a GEMM's output: per row, the column factors s_b / s_out
+// (once per B table) and the row factor s_a, the row kernel, and `element` (the definition) for
+// each element it flags. An overflowed accumulation is labelled saturated, as the definition's
+// caller labels it; its value is the held accumulator's either way.
 template <class Element>
-void ideal_rows_output(const QLinearResult::State& st, const QGemmPolicy& policy, const RequantizePolicy& p,
-                       IntRange range, QLinearResult& r, Element element) {
-  const ScaledAccumulators& acc = st.acc;
-  const std::int64_t C = acc.cols, rows = r.y.size() / C;
-  const std::int64_t keys = static_cast<std::int64_t>(st.a_scales.size() * st.b_scales.size());
-  requantize_rows::Params params;
-  params.zp = static_cast<double>(st.out.zero_point);
-  params.zp_before = p.zero_point == ZeroPointAdd::float_before_rounding;
-  params.lo = static_cast<double>(range.lo);
-  params.hi = static_cast<double>(range.hi);
-  params.mode = p.rounding;
-  const requantize_rows::Kernel kernel = requantize_rows::kernel();
-  const requantize_rows::Out format = row_format(r.y.dtype());
-  std::byte* y = r.y.bytes().data();
-  static constexpr double kUnusable = std::numeric_limits<double>::quiet_NaN();  // flags every element it meets
-  const auto factor = [](double f) { return requantize_rows::usable_factor(f) ? f : kUnusable; };
-  parallel_ranges(rows, std::max<std::int64_t>(1, 8192 / C), [&](std::int64_t r0, std::int64_t r1) {
-    std::vector<double> column_factor(static_cast<std::size_t>(C));
-    std::vector<std::int64_t> biased(st.int_bias.empty() ? 0 : static_cast<std::size_t>(C));
+class IdealRows {
+ public:
+  // `used`: whether rows() will run (the row kernel applies), so the shared tables are worth making.
+  IdealRows(const QLinearResult::State& st, const QGemmPolicy& policy, const RequantizePolicy& p, IntRange range,
+            QLinearResult& r, Element element, bool used)
+      : st_(st), policy_(policy), r_(r), element_(element), kernel_(requantize_rows::kernel()) {
+    params_.zp = static_cast<double>(st.out.zero_point);
+    params_.zp_before = p.zero_point == ZeroPointAdd::float_before_rounding;
+    params_.lo = static_cast<double>(range.lo);
+    params_.hi = static_cast<double>(range.hi);
+    params_.mode = p.rounding;
+    const std::int64_t C = st.acc.cols;
+    if (used && r.y.size() > 0 && st.acc.rows_per_b >= r.y.size() / C) {  // one B table: its factors once
+      column_factor_.resize(static_cast<std::size_t>(C));
+      for (std::int64_t c = 0; c < C; ++c) column_factor_[static_cast<std::size_t>(c)] = column_factor(c);
+    }
+  }
+
+  // Rows [r0, r1), their accumulators (one segment) at values + row * cols.
+  void rows(const std::int64_t* values, std::int64_t r0, std::int64_t r1) const {
+    const ScaledAccumulators& acc = st_.acc;
+    const std::int64_t C = acc.cols;
+    const std::int64_t keys = static_cast<std::int64_t>(st_.a_scales.size() * st_.b_scales.size());
+    const requantize_rows::Out format = row_format(r_.y.dtype());
+    std::byte* y = r_.y.bytes().data();
+    std::vector<double> table_factor(column_factor_.empty() ? static_cast<std::size_t>(C) : 0);  // per B table
+    const double* cf = column_factor_.empty() ? table_factor.data() : column_factor_.data();
+    std::vector<std::int64_t> biased(st_.int_bias.empty() ? 0 : static_cast<std::size_t>(C));
     std::vector<std::int64_t> q(static_cast<std::size_t>(C)),
         code(static_cast<std::size_t>(C));       // the kernel's scratch
     std::optional<MultiplierCache> multipliers;  // for the flagged elements' definitions
     std::int64_t table = -1;
     for (std::int64_t row = r0; row < r1; ++row) {
       const std::int64_t e0 = row * C;
-      if (row / acc.rows_per_b != table) {
+      if (column_factor_.empty() && row / acc.rows_per_b != table) {
         table = row / acc.rows_per_b;
-        for (std::int64_t c = 0; c < C; ++c)
-          column_factor[static_cast<std::size_t>(c)] = factor(st.b_scale_value(e0 + c, 0) / st.out.scale);
+        for (std::int64_t c = 0; c < C; ++c) table_factor[static_cast<std::size_t>(c)] = column_factor(e0 + c);
       }
-      requantize_rows::Params row_params = params;
-      row_params.row_factor = factor(st.a_scale_value(e0, 0));
-      const std::int64_t* a = acc.value.data() + e0;
+      requantize_rows::Params row_params = params_;
+      row_params.row_factor = factor(st_.a_scale_value(e0, 0));
+      const std::int64_t* a = values + e0;
       if (!biased.empty()) {
         for (std::int64_t c = 0; c < C; ++c)
           biased[static_cast<std::size_t>(c)] =
-              add_in_accumulator(policy.accumulation, a[c], st.int_bias[static_cast<std::size_t>(c)]);
+              add_in_accumulator(policy_.accumulation, a[c], st_.int_bias[static_cast<std::size_t>(c)]);
         a = biased.data();
       }
       const std::int64_t flagged =
-          kernel(row_params, a, column_factor.data(),
-                 {C, format, y + e0 * info(r.y.dtype()).storage_bytes, r.labels.data() + e0, q.data(), code.data()});
+          kernel_(row_params, a, cf,
+                  {C, format, y + e0 * info(r_.y.dtype()).storage_bytes, r_.labels.data() + e0, q.data(), code.data()});
       if (flagged < 0) {  // an accumulator beyond 2^51 (int64 sums): the row by definition
         if (!multipliers) multipliers.emplace(keys);
-        for (std::int64_t c = 0; c < C; ++c) element(e0 + c, *multipliers);
+        for (std::int64_t c = 0; c < C; ++c) element_(e0 + c, *multipliers, values);
         continue;
       }
       if (flagged == 0) continue;
       if (!multipliers) multipliers.emplace(keys);
       for (std::int64_t c = 0; c < C; ++c)
-        if (code[static_cast<std::size_t>(c)] & requantize_rows::kFlagged) element(e0 + c, *multipliers);
+        if (code[static_cast<std::size_t>(c)] & requantize_rows::kFlagged) element_(e0 + c, *multipliers, values);
     }
-  });
-  for (const auto& entry : acc.exact_where_different)
-    r.labels[static_cast<std::size_t>(entry.first / st.segments)] = Label::saturated;
+  }
+
+  // Every row of st.acc, split across the oracle's threads.
+  void all_rows() const {
+    const std::int64_t C = st_.acc.cols, rows = r_.y.size() / C;
+    parallel_ranges(rows, std::max<std::int64_t>(1, 8192 / C),
+                    [&](std::int64_t r0, std::int64_t r1) { this->rows(st_.acc.value.data(), r0, r1); });
+    for (const auto& entry : st_.acc.exact_where_different)
+      r_.labels[static_cast<std::size_t>(entry.first / st_.segments)] = Label::saturated;
+  }
+
+ private:
+  static double factor(double f) {
+    return requantize_rows::usable_factor(f) ? f : std::numeric_limits<double>::quiet_NaN();  // NaN: flagged
+  }
+  // s_b / s_out of output element e's column.
+  double column_factor(std::int64_t e) const { return factor(st_.b_scale_value(e, 0) / st_.out.scale); }
+
+  const QLinearResult::State& st_;
+  const QGemmPolicy& policy_;
+  QLinearResult& r_;
+  Element element_;
+  requantize_rows::Kernel kernel_;
+  requantize_rows::Params params_;
+  std::vector<double> column_factor_;  // with one B table, its factors for every row
+};
+
+// The integer stage run inside the output stage (finish_output_by_rows): it fills st.acc and may
+// hand rows over while they are in cache.
+using SumsStage = std::function<IntGemmAccumulators(const SumRowsReady*)>;
+
+void install_sums(QLinearResult::State& st, IntGemmAccumulators acc, QLinearResult& r) {
+  st.acc.value = std::move(acc.value);
+  st.acc.exact_where_different = std::move(acc.exact_where_different);
+  st.acc.proof = acc.proof;
+  r.proof = acc.proof;
 }
 
-void requantized_output(const QLinearResult::State& st, const QGemmPolicy& policy, DType scale_dtype,
-                        QLinearResult& r) {
+// The requantized output's own checks (InputError), before it reads any accumulator; its policy
+// with the fused clamp.
+RequantizePolicy requantize_checks(const QLinearResult::State& st, const QGemmPolicy& policy, const QLinearResult& r) {
   const OutputStage& out = st.out;
   if (!is_int(out.format)) throw InputError("output: a requantized output needs an integer format");
   const RequantizePolicy p = with_fused_clamp(policy.requantize, out.clamp);
@@ -763,15 +827,25 @@ void requantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
   // A clip that leaves no value is the definition's error at every element: raised here once, before
   // any fast path decides an element without looking at it.
   if (r.y.size() > 0) (void)requantize_detail::output_range(out.format, p);
+  return p;
+}
+
+// With `sums`, the integer stage runs here, after the checks, and when the row kernel applies it
+// requantizes each group of rows as the sums hand it over (in cache, on the thread that summed it).
+void requantized_output(QLinearResult::State& st, const QGemmPolicy& policy, DType scale_dtype, QLinearResult& r,
+                        const SumsStage* sums = nullptr) {
+  const OutputStage& out = st.out;
+  const RequantizePolicy p = requantize_checks(st, policy, r);
+  const bool one_accumulator = st.segments == 1 && st.float_bias.empty();
   const IntRange range = requantize_range(out.format, p);
   const bool ideal = p.scheme == RequantizeScheme::ideal;
   const std::int64_t na = static_cast<std::int64_t>(st.a_scales.size()),
                      nb = static_cast<std::int64_t>(st.b_scales.size());
   const Rational s_out(out.scale);
-  // One element by its definition (ideal_requantize_fast first, for the ideal scheme). Each thread
-  // keeps its own multipliers, formed when one of its elements first needs a (scale of A, scale of
-  // B) pair.
-  const auto element = [&](std::int64_t e, MultiplierCache& multipliers) {
+  // One element by its definition (ideal_requantize_fast first, for the ideal scheme), its
+  // accumulators at values[e * S + s]. Each thread keeps its own multipliers, formed when one of its
+  // elements first needs a (scale of A, scale of B) pair.
+  const auto element = [&](std::int64_t e, MultiplierCache& multipliers, const std::int64_t* values) {
     const bool overflowed = st.overflowed(e);
     // A RequantizeElement holds a rational (heap memory): only the elements the fast path leaves make one.
     auto store = [&](const RequantizeElement& q) {
@@ -787,7 +861,9 @@ void requantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
         if (ideal) made.ideal = ideal_fraction(made.m.exact);
         return made;
       });
-      const std::int64_t acc = st.policy_accumulator(e, 0, policy.accumulation);
+      const std::int64_t held = values[e];  // one segment
+      const std::int64_t acc =
+          st.int_bias.empty() ? held : add_in_accumulator(policy.accumulation, held, st.bias_of(e));
       if (ideal && !overflowed) {
         if (const auto fast = ideal_requantize_fast(acc, cm.ideal, out.zero_point, range, p)) {
           store_int(r.y, e, fast->q);
@@ -802,21 +878,33 @@ void requantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
       store(requantize_real(v / s_out, out.scale, scale_dtype, out.zero_point, out.format, p));
     }
   };
-  if (ideal && one_accumulator && ideal_rows_apply(st, p, scale_dtype)) {
-    ideal_rows_output(st, policy, p, range, r, [&](std::int64_t e, MultiplierCache& m) { element(e, m); });
+  const bool by_rows = ideal && one_accumulator && ideal_rows_apply(st, p, scale_dtype);
+  const IdealRows rows(st, policy, p, range, r, element, by_rows);
+  if (sums) {
+    const SumRowsReady ready = [&](const std::int64_t* values, std::int64_t r0, std::int64_t r1) {
+      rows.rows(values, r0, r1);
+    };
+    IntGemmAccumulators done = (*sums)(by_rows ? &ready : nullptr);
+    const bool requantized = done.rows_reported;  // every row already went through `rows`
+    install_sums(st, std::move(done), r);
+    if (st.acc.value.size() != static_cast<std::size_t>(r.y.size() * st.segments))
+      throw InputError("finish_output: accumulator arrays do not match shape " + shape_str(st.acc.shape));
+    if (requantized) return;  // and nothing overflowed: the rows_reported contract
+  }
+  if (by_rows) {
+    rows.all_rows();
     return;
   }
   parallel_ranges(r.y.size(), 4096, [&](std::int64_t e0, std::int64_t e1) {
     MultiplierCache multipliers(na * nb);
-    for (std::int64_t e = e0; e < e1; ++e) element(e, multipliers);
+    for (std::int64_t e = e0; e < e1; ++e) element(e, multipliers, st.acc.value.data());
   });
 }
 
-}  // namespace
-
-QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const QuantParams& b,
-                            const std::optional<Tensor>& bias, const OutputStage& out, const QGemmPolicy& policy) {
-  check_accumulators(acc, a, b);
+// What finish_output checks and builds before its stage; the accumulator values are not read.
+std::shared_ptr<QLinearResult::State> output_state(ScaledAccumulators acc, const QuantParams& a, const QuantParams& b,
+                                                   const std::optional<Tensor>& bias, const OutputStage& out,
+                                                   QLinearResult& r) {
   auto st = std::make_shared<QLinearResult::State>();
   st->segments = acc.segments;
   st->acc = std::move(acc);
@@ -831,22 +919,63 @@ QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const 
       (out.zero_point < int_min(out.format) || out.zero_point > int_max(out.format)))
     throw InputError("output: zero point " + std::to_string(out.zero_point) + " is outside " +
                      std::string(name(out.format)));
-
-  QLinearResult r;
   r.y = Tensor(out.format, st->acc.shape);
   r.labels.assign(static_cast<std::size_t>(r.y.size()), Label::clear);
   r.proof = st->acc.proof;
-  switch (out.kind) {
+  return st;
+}
+
+void output_stage(QLinearResult::State& st, const QGemmPolicy& policy, DType scale_dtype, QLinearResult& r) {
+  switch (st.out.kind) {
     case OutputKind::int32:
-      int32_output(*st, policy, r);
+      int32_output(st, policy, r);
       break;
     case OutputKind::dequantized:
-      dequantized_output(*st, policy, a.scale_dtype, r);
+      dequantized_output(st, policy, scale_dtype, r);
       break;
     case OutputKind::requantized:
-      requantized_output(*st, policy, a.scale_dtype, r);
+      requantized_output(st, policy, scale_dtype, r);
       break;
   }
+}
+
+}  // namespace
+
+QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const QuantParams& b,
+                            const std::optional<Tensor>& bias, const OutputStage& out, const QGemmPolicy& policy) {
+  check_accumulators(acc, a, b);
+  QLinearResult r;
+  auto st = output_state(std::move(acc), a, b, bias, out, r);
+  output_stage(*st, policy, a.scale_dtype, r);
+  r.state = std::move(st);
+  return r;
+}
+
+QLinearResult finish_output_by_rows(ScaledAccumulators acc, const QuantParams& a, const QuantParams& b,
+                                    const std::optional<Tensor>& bias, const OutputStage& out,
+                                    const QGemmPolicy& policy, const SumsStage& sums) {
+  // Only a requantized output works by rows. Any check that fails runs the plain order (the sums,
+  // then finish_output), so that an input both stages reject reports the integer stage's error first.
+  bool checked = false;
+  QLinearResult r;
+  std::shared_ptr<QLinearResult::State> st;
+  if (out.kind == OutputKind::requantized) {
+    try {
+      check_accumulators(acc, a, b, false);
+      st = output_state(acc, a, b, bias, out, r);
+      (void)requantize_checks(*st, policy, r);
+      checked = true;
+    } catch (const InputError&) {
+    }
+  }
+  if (!checked) {
+    IntGemmAccumulators sums_done = sums(nullptr);
+    acc.value = std::move(sums_done.value);
+    acc.exact_where_different = std::move(sums_done.exact_where_different);
+    acc.proof = sums_done.proof;
+    return finish_output(std::move(acc), a, b, bias, out, policy);
+  }
+  requantized_output(*st, policy, a.scale_dtype, r, &sums);
   r.state = std::move(st);
   return r;
 }

@@ -35,6 +35,7 @@
 #include "qconform/qparams.hpp"
 #include "qconform/tensor.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -56,6 +57,18 @@ struct QuantizedOperand {
 QuantizedOperand quantize_activation(const ActivationOperand& a, const QuantizePolicy& policy);
 // Unpacks, quantizes or validates the weights.
 QuantizedOperand quantize_weights(const QWeights& w, const QuantizePolicy& policy);
+
+// An operand's integer values and parameters, where they are.
+struct OperandView {
+  const Tensor& q;
+  const QuantParams& params;
+};
+// quantize_activation and quantize_weights without their copy of integer values that need no
+// quantization (1 MiB at 1024 x 1024, a pass on the calling thread): the view is then of the op's
+// own values and parameters (valid while the op lives), else of `storage`, which takes the
+// function's result. The same checks and errors.
+OperandView activation_view(const ActivationOperand& a, const QuantizePolicy& policy, QuantizedOperand& storage);
+OperandView weights_view(const QWeights& w, const QuantizePolicy& policy, QuantizedOperand& storage);
 
 // The real values a quantized operand stands for, in its row-major order: (q - zp) * s exactly, or,
 // with `format`, the values dequantize.hpp rounds them to in that float format under `policy`.
@@ -165,6 +178,16 @@ class QLinearResult {
 // combinations the policy cannot express.
 QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const QuantParams& b,
                             const std::optional<Tensor>& bias, const OutputStage& out, const QGemmPolicy& policy);
+
+// finish_output with the integer stage run inside it, so that the output stage can take each group
+// of rows while it is still in cache, on the thread that summed it (the ideal requantize's row
+// kernel does): `acc` comes without its values, exact_where_different and proof, which `sums`
+// returns (accumulate_gemm, given `ready`). The result is finish_output's on the completed
+// accumulators, errors included.
+QLinearResult finish_output_by_rows(ScaledAccumulators acc, const QuantParams& a, const QuantParams& b,
+                                    const std::optional<Tensor>& bias, const OutputStage& out,
+                                    const QGemmPolicy& policy,
+                                    const std::function<IntGemmAccumulators(const SumRowsReady*)>& sums);
 
 // The ideal requantize scheme applied to a real value x = v / s_out: requantize_element of
 // accumulator 1 with the exact multiplier x, so rounding, zero-point placement, clamp and label are

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 namespace qc::int_gemm_test {
@@ -92,8 +93,45 @@ void expect_all_match(const IntGemmProblem& p, bool subtract, Isa isa, const std
   // from a value no sum here can take (|sum| <= K * 255 * 128 < 2^40), so an element it skipped
   // or added into would show.
   AccumulatorValues out(static_cast<std::size_t>(p.rows * p.cols * p.segments()), std::int64_t{0x5a5a5a5a5a5a5a5a});
-  int_gemm::exact_sums(p, subtract, off, isa, out);
+  // Every row is handed to `done` once, after its sums are final.
+  std::vector<std::atomic<int>> reported(static_cast<std::size_t>(p.rows));
+  const int_gemm::RowsDone done = [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) reported[static_cast<std::size_t>(r)]++;
+  };
+  int_gemm::exact_sums(p, subtract, off, isa, out, &done);
   ASSERT_EQ(out.size(), static_cast<std::size_t>(p.rows * p.cols * p.segments()));
+  if (p.cols > 0) {
+    for (std::int64_t r = 0; r < p.rows; ++r) {
+      ASSERT_EQ(reported[static_cast<std::size_t>(r)], 1) << what << " row " << r;
+    }
+  }
+  // The same operands as bytes (IntGemmProblem::a_bytes), B as [N, K] and as [K, N]: the same sums.
+  if (p.depth > 0) {
+    const auto bytes = [](std::span<const std::int32_t> v) {
+      std::vector<std::uint8_t> b(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) b[i] = static_cast<std::uint8_t>(v[i]);  // two's complement
+      return b;
+    };
+    const std::vector<std::uint8_t> a8 = bytes(p.a), bt8 = bytes(p.bt);
+    std::vector<std::uint8_t> b8(bt8.size());
+    for (std::int64_t n = 0; n < p.cols; ++n)
+      for (std::int64_t k = 0; k < p.depth; ++k)
+        b8[static_cast<std::size_t>(k * p.cols + n)] = bt8[static_cast<std::size_t>(n * p.depth + k)];
+    const bool a_signed = std::any_of(p.a.begin(), p.a.end(), [](std::int32_t v) { return v < 0; });
+    const bool b_signed = std::any_of(p.bt.begin(), p.bt.end(), [](std::int32_t v) { return v < 0; });
+    for (const bool k_by_n : {false, true}) {
+      IntGemmProblem q = p;
+      q.a = {};
+      q.bt = {};
+      q.a_bytes = {a8.data(), a_signed};
+      q.b_bytes = {k_by_n ? b8.data() : bt8.data(), b_signed};
+      q.b_k_by_n = k_by_n;
+      AccumulatorValues from_bytes(out.size(), std::int64_t{0x5a5a5a5a5a5a5a5a});
+      int_gemm::exact_sums(q, subtract, off, isa, from_bytes);
+      ASSERT_TRUE(from_bytes == out) << what << " " << int_gemm::name(isa) << ": from bytes"
+                                     << (k_by_n ? " [K, N]" : " [N, K]");
+    }
+  }
   int mismatches = 0;
   for (std::int64_t r = 0; r < p.rows; ++r)
     for (std::int64_t n = 0; n < p.cols; ++n)

@@ -11,6 +11,7 @@
 // generic (tests/oracle/CMakeLists.txt).
 #include "oracles/qgemm.hpp"
 #include "oracles/requantize_rows.hpp"
+#include "qconform/parallel.hpp"
 #include "tests/oracle/both_paths.hpp"
 #include "tests/oracle/qlinear_test_util.hpp"
 
@@ -326,6 +327,68 @@ TEST(QGemmOutputProperty, AccumulatorsAreTheExactSumsOfTheOperands) {
             << "M " << M << " K " << K << " N " << N << (n_by_k ? " [N, K]" : " [K, N]") << ", row " << m << ", column "
             << n;
       }
+  }
+}
+
+// Enough rows for several of the sums' row groups per thread (int_gemm.hpp: the output stage takes
+// each group as it is finished, on its thread), with per-row and per-column scales, a bias and
+// near-tie multipliers: every element against its definition, on one thread and on two.
+TEST(QGemmOutputProperty, RowGroupsRequantizedAsTheSumsFinishThem) {
+  SplitMix64 rng(7);
+  const std::int64_t M = 1000, K = 37, N = 264;
+  std::vector<std::int64_t> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * N)), bias;
+  for (auto& v : a) v = static_cast<std::int64_t>(rng.below(256));
+  for (auto& v : b) v = static_cast<std::int64_t>(rng.below(256)) - 128;
+  for (std::int64_t n = 0; n < N; ++n) bias.push_back(static_cast<std::int64_t>(rng.below(4001)) - 2000);
+  std::vector<double> sa, sb;
+  for (std::int64_t m = 0; m < M; ++m) sa.push_back(std::ldexp(1.0, -static_cast<int>(rng.below(8))));
+  for (std::int64_t n = 0; n < N; ++n) sb.push_back(pick_scale(rng, false));
+  QGemmOp op;
+  op.a.values = ints(DType::u8, {M, K}, a);
+  op.a.params = test::per_axis(0, sa, std::vector<std::int64_t>(static_cast<std::size_t>(M), 128));
+  op.b.values = ints(DType::i8, {K, N}, b);
+  op.b.format = DType::i8;
+  op.b.shape = op.b.values.shape();
+  op.b.params = test::per_axis(1, sb);
+  op.bias = ints(DType::i32, {N}, bias);
+  op.output = test::requant_out(0.5, 3);
+  QGemmPolicy p;
+  p.requantize.scheme = RequantizeScheme::ideal;
+  for (const int threads : {1, 2}) {
+    set_worker_threads(threads);
+    const QGemmResult r = qgemm(op, p);
+    set_worker_threads(0);
+    for (std::int64_t e = 0; e < r.y.size(); ++e) {
+      std::int64_t sum = 0;
+      for (std::int64_t k = 0; k < K; ++k)
+        sum += (a[static_cast<std::size_t>(e / N * K + k)] - 128) * b[static_cast<std::size_t>(k * N + e % N)];
+      ASSERT_EQ(r.accumulator(e), sum) << threads << " threads, element " << e;
+      const std::int64_t acc = add_in_accumulator(p.accumulation, r.accumulator(e), r.int_bias(e));
+      const RequantizeScales s{a_scale(op, e, N), b_scale(op, e, N), op.output.scale, op.a.params.scale_dtype};
+      const RequantizeElement want = requantize_element(acc, s, op.output.zero_point, op.output.format, p.requantize);
+      ASSERT_EQ(r.y.get_int(e), want.q) << threads << " threads, element " << e;
+      ASSERT_EQ(r.labels[static_cast<std::size_t>(e)], want.label) << threads << " threads, element " << e;
+    }
+  }
+}
+
+// No rows, or no columns: byte operands with nothing to pack (one of them holds no bytes at all).
+TEST(QGemmOutputProperty, EmptyRowsOrColumnsGiveAnEmptyOutput) {
+  for (const auto& [M, N] : {std::pair<std::int64_t, std::int64_t>{0, 9}, {9, 0}}) {
+    const std::int64_t K = 5;
+    QGemmOp op;
+    op.a.values = ints(DType::u8, {M, K}, std::vector<std::int64_t>(static_cast<std::size_t>(M * K), 3));
+    op.a.params = test::per_tensor(0.5, 128);
+    op.b.values = ints(DType::i8, {K, N}, std::vector<std::int64_t>(static_cast<std::size_t>(K * N), -2));
+    op.b.format = DType::i8;
+    op.b.shape = op.b.values.shape();
+    op.b.params = test::per_tensor(0.25);
+    op.output = test::requant_out(4.0, 0);
+    QGemmPolicy p;
+    p.requantize.scheme = RequantizeScheme::ideal;
+    const QGemmResult r = qgemm(op, p);
+    EXPECT_EQ(r.y.shape(), (Shape{M, N}));
+    EXPECT_EQ(r.y.size(), 0);
   }
 }
 
