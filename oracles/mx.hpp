@@ -23,8 +23,10 @@
 
 #include "oracles/format.hpp"
 #include "oracles/labels.hpp"
+#include "oracles/quantize.hpp"  // OraclePath
 #include "qconform/ops.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,10 +70,16 @@ struct MxQuantizeResult {
   Tensor scales;                       // u8 scale codes (E8M0, or E4M3 for NVFP4), mx_scale_shape
   std::optional<double> global_scale;  // NVFP4: the per-tensor scale used
   std::vector<Label> labels;           // V_i / X against the element grid: tie, near_tie, saturated, special
+  std::int64_t slow_elements = 0;      // how many elements the definition evaluated (see below)
 };
-MxQuantizeResult mx_quantize(const MxQuantizeOp& op);
+// The definition (OraclePath::slow) evaluates every step on exact rationals. The fast path (mx.cpp)
+// gives the same codes, values and labels from doubles: every MX element (each step is exact in
+// double), and every NVFP4 element but those of a block whose g * s8 overflows or underflows in f32,
+// which it hands to the definition.
+MxQuantizeResult mx_quantize(const MxQuantizeOp& op, OraclePath path = OraclePath::fast);
 
-// The values of element and scale codes (MxDequantizeOp), f32.
-Tensor mx_dequantize(const MxDequantizeOp& op);
+// The values of element and scale codes (MxDequantizeOp), f32. The fast path multiplies the codes'
+// values as doubles (exact) and rounds once, as the definition does on rationals.
+Tensor mx_dequantize(const MxDequantizeOp& op, OraclePath path = OraclePath::fast);
 
 }  // namespace qc

@@ -28,10 +28,12 @@ set(QCONFORM_TEST_COSTS
     oracle.sweep_f32 6
     QuantizeProperty.FastPathEqualsSlowPath 5
     Float8Property.QuantizeFastPathEqualsDefinition 5
+    MxProperty.QuantizeFastPathEqualsDefinition 5
     peer.xnnpack 5
     oracle.quantize_property.generic_isa 5
     peer.gemmlowp 4
     DequantizeProperty.FastPathEqualsSlowPath 4
+    MxProperty.DequantizeFastPathEqualsDefinition 4
     FormatEncode.F32EncodeMatchesTheHardwareCastOnRandomDoubles 3
     conformance.peers_qconv2d.avx2-maddubs 3
     KilledRun.AnExecRunnerDiesWithTheHarness 3
