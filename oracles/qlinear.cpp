@@ -4,6 +4,7 @@
 
 #include "oracles/dequantize.hpp"
 #include "oracles/ieee.hpp"
+#include "oracles/qlinear_fast.hpp"
 #include "oracles/quantize.hpp"
 #include "oracles/requantize_detail.hpp"
 #include "oracles/requantize_rows.hpp"
@@ -893,6 +894,18 @@ void requantized_output(QLinearResult::State& st, const QGemmPolicy& policy, DTy
   }
   if (by_rows) {
     rows.all_rows();
+    return;
+  }
+  if (!ideal && one_accumulator) {  // the requantize op's fast channels, one per (A scale, B scale) pair
+    const qlinear_fast::RequantizeStage stage{&st.acc,      &st.a_scale_values,  &st.b_scale_values,
+                                              &st.int_bias, policy.accumulation, out.scale,
+                                              scale_dtype,  out.zero_point,      &p};
+    r.slow_elements =
+        qlinear_fast::requantize_by_pairs(stage, r.y, r.labels, [&](const std::vector<std::int64_t>& slow) {
+          if (slow.empty()) return;
+          MultiplierCache multipliers(na * nb);
+          for (const std::int64_t e : slow) element(e, multipliers, st.acc.value.data());
+        });
     return;
   }
   parallel_ranges(r.y.size(), 4096, [&](std::int64_t e0, std::int64_t e1) {
