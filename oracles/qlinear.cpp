@@ -590,9 +590,27 @@ void dequantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
   const Arith A = resolve_compute(policy.dequantize.compute, DType::i32, scale_dtype);
   const std::string compute = A.name();
   const bool fast = st.segments == 1 && st.float_bias.empty();
+  // Several segments or a float bias: the recipe and the exact value in doubles with an error bound.
+  const qlinear_fast::DequantizeFast several(compute, out, st.float_bias);
+  std::vector<std::int64_t> accs(static_cast<std::size_t>(st.segments));
+  std::vector<double> sas(accs.size()), sbs(accs.size());
   for (std::int64_t e = 0; e < r.y.size(); ++e) {
     auto acc_of = [&](std::int64_t s) { return st.policy_accumulator(e, s, policy.accumulation); };
     const bool overflowed = st.overflowed(e);
+    if (!fast && !overflowed) {
+      for (std::int64_t s = 0; s < st.segments; ++s) {
+        const auto k = static_cast<std::size_t>(s);
+        accs[k] = acc_of(s);
+        sas[k] = st.a_scale_value(e, s);
+        sbs[k] = st.b_scale_value(e, s);
+      }
+      if (const auto bits = several.element(accs.data(), sas.data(), sbs.data(), st.segments, st.channel_of(e))) {
+        r.y.set_bits(e, *bits);
+        r.labels[static_cast<std::size_t>(e)] = Label::clear;
+        continue;
+      }
+    }
+    if (!fast) ++r.slow_elements;
     if (fast && !overflowed) {
       const double sa = st.a_scale_value(e, 0), sb = st.b_scale_value(e, 0);
       const std::int64_t acc = acc_of(0);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -229,6 +230,133 @@ std::int64_t requantize_by_pairs(const RequantizeStage& s, Tensor& y, std::vecto
     definition(slow);
   });
   return slow_count.load();
+}
+
+// ---- Dequantized outputs with several segments or a float bias ---------------------------------
+
+namespace {
+
+// Doubles beyond these stay clear of underflow (every product and sum below is then exact or
+// correctly rounded with the usual error bounds) and of overflow.
+constexpr double kTinyDouble = 0x1p-900, kHugeDouble = 0x1p900;
+
+bool moderate(double v) { return v == 0 || (std::fabs(v) >= kTinyDouble && std::fabs(v) <= kHugeDouble); }
+
+// s + err = a + b exactly (Knuth's TwoSum; no overflow here).
+void two_sum(double a, double b, double& s, double& err) {
+  s = a + b;
+  const double bb = s - a;
+  err = (a - (s - bb)) + (b - bb);
+}
+
+// e += b exactly: Shewchuk's GROW-EXPANSION with zero elimination. e holds nonoverlapping
+// components in increasing magnitude; their exact sum is the value.
+void grow(std::vector<double>& e, double b) {
+  double q = b;
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    double s, err;
+    two_sum(q, e[i], s, err);
+    q = s;
+    if (err != 0) e[out++] = err;
+  }
+  e.resize(out);
+  if (q != 0) e.push_back(q);
+}
+
+// The components summed in double (smallest first), and a bound on that sum's error:
+// (n - 1) u Σ|e_i| with u = 2^-53, taken generously.
+double approximate(const std::vector<double>& e, double& error_bound) {
+  double sum = 0, magnitude = 0;
+  for (const double c : e) {
+    sum += c;
+    magnitude += std::fabs(c);
+  }
+  error_bound = magnitude * static_cast<double>(e.size() + 1) * 0x1p-52;
+  return sum;
+}
+
+// With |v - (hi + lo)| <= delta: the output bits of v correctly rounded when v is provably farther
+// than kNearTieDistance output ulps from every midpoint of out's grid (qlinear.cpp clear_rounding,
+// with the bound delta added to its error); nullopt near midpoints, binade boundaries, zero,
+// subnormal limits and overflow.
+std::optional<std::uint64_t> clear_with_bound(double hi, double lo, double delta, DType out) {
+  const std::uint64_t y_bits = double_to_float_bits(out, hi);
+  const double y = float_bits_to_double(out, y_bits);
+  if (!std::isfinite(y) || y == 0) return std::nullopt;
+  int e;
+  if (std::frexp(std::abs(y), &e) == 0.5) return std::nullopt;  // a power of two: the spacing changes here
+  const double next = float_bits_to_double(out, y_bits + 1);    // one step away from zero
+  if (!std::isfinite(next)) return std::nullopt;
+  const double ulp = std::abs(next) - std::abs(y);  // exact: neighbours of one binade
+  if (!(delta <= ulp * 0x1p-40)) return std::nullopt;
+  const double d = ((hi - y) + lo) / ulp;  // hi - y exact (Sterbenz); the rest far below the margin
+  if (!(std::abs(d) < 0.5 - kNearTieDistance - 0x1p-20)) return std::nullopt;
+  return y_bits;
+}
+
+}  // namespace
+
+DequantizeFast::DequantizeFast(std::string compute, DType out, const std::vector<Rational>& float_bias) : out_(out) {
+  compute_ = compute == "exact" ? Compute::exact
+             : compute == "f32" ? Compute::f32
+             : compute == "f64" ? Compute::f64
+                                : Compute::none;
+  bias_.reserve(float_bias.size());
+  for (const Rational& b : float_bias) bias_.push_back(b.convert_to<double>());  // exact: a float tensor's value
+}
+
+std::optional<std::uint64_t> DequantizeFast::element(const std::int64_t* acc, const double* sa, const double* sb,
+                                                     std::int64_t segments, std::int64_t channel) const {
+  if (compute_ == Compute::none) return std::nullopt;
+  constexpr std::int64_t kExactInDouble = std::int64_t{1} << 53;
+  // v exactly: each acc_s * s_a * s_b is a double-double (the scale product exact in double, then
+  // TwoProduct), the bias a double; their sum an expansion.
+  thread_local std::vector<double> v;
+  v.clear();
+  for (std::int64_t s = 0; s < segments; ++s) {
+    if (acc[s] > kExactInDouble || acc[s] < -kExactInDouble) return std::nullopt;
+    const double p = sa[s] * sb[s];
+    if (!moderate(p) || p == 0 || std::fma(sa[s], sb[s], -p) != 0) return std::nullopt;
+    const auto a = static_cast<double>(acc[s]);
+    const double hi = a * p;
+    if (!moderate(hi)) return std::nullopt;
+    grow(v, hi);
+    grow(v, std::fma(a, p, -hi));
+  }
+  const double bias = bias_.empty() ? 0.0 : bias_[static_cast<std::size_t>(channel)];
+  if (!moderate(bias)) return std::nullopt;
+  if (!bias_.empty()) grow(v, bias);
+  double hi_error = 0;  // unused: v - hi is formed exactly below
+  const double hi = approximate(v, hi_error);
+  if (!moderate(hi) || hi == 0) return std::nullopt;
+  grow(v, -hi);  // v - hi, exactly
+  double delta = 0;
+  const double lo = approximate(v, delta);
+  const std::optional<std::uint64_t> nearest = clear_with_bound(hi, lo, delta, out_);
+  if (!nearest || compute_ == Compute::exact) return nearest;
+  // The recipe in hardware: each operation one IEEE operation in the compute format (-ffp-contract=off,
+  // FLT_EVAL_METHOD 0), as Arith rounds it.
+  double y;
+  if (compute_ == Compute::f32) {
+    float sum = 0;
+    for (std::int64_t s = 0; s < segments; ++s) {
+      const float term = static_cast<float>(acc[s]) * (static_cast<float>(sa[s]) * static_cast<float>(sb[s]));
+      sum = s == 0 ? term : sum + term;
+    }
+    if (!bias_.empty()) sum = sum + static_cast<float>(bias);
+    y = static_cast<double>(sum);
+  } else {
+    double sum = 0;
+    for (std::int64_t s = 0; s < segments; ++s) {
+      const double term = static_cast<double>(acc[s]) * (sa[s] * sb[s]);
+      sum = s == 0 ? term : sum + term;
+    }
+    if (!bias_.empty()) sum = sum + bias;
+    y = sum;
+  }
+  if (!std::isfinite(y)) return std::nullopt;  // an overflow on the way: the definition labels it
+  return double_to_float_bits(out_, y);
 }
 
 }  // namespace qc::qlinear_fast

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace qc::qlinear_fast {
@@ -39,5 +41,30 @@ struct RequantizeStage {
 // Returns how many elements went to `definition`.
 std::int64_t requantize_by_pairs(const RequantizeStage& s, Tensor& y, std::vector<Label>& labels,
                                  const std::function<void(const std::vector<std::int64_t>&)>& definition);
+
+// A dequantized output with several K segments and/or a float bias: each element's recipe
+// (qlinear.hpp: float(acc_s) * (float(s_a) * float(s_b)) per segment, summed in segment order, +
+// float(bias), each operation rounded in the compute format, then cast RNE to the output format)
+// in hardware f32 or f64, and the exact value v as an exact sum of doubles, which decides whether
+// v is provably farther than kNearTieDistance output ulps from every midpoint: then the element is
+// `clear` and the correctly rounded v is known. Anything else (a compute format other than f32,
+// f64 or exact, scales whose product is not exact in double, accumulators beyond 2^53, a
+// non-finite intermediate, values near a midpoint, a binade boundary, zero or overflow) is left to
+// the definition.
+class DequantizeFast {
+ public:
+  // `compute`: the compute format's name (Arith::name()); `float_bias`: per channel, exact values
+  // of a float tensor (empty: none).
+  DequantizeFast(std::string compute, DType out, const std::vector<Rational>& float_bias);
+  // The output bits of one element from its policy accumulators and per-segment scales, and its
+  // output channel (for the bias); nullopt: the definition decides (its label is `clear` otherwise).
+  std::optional<std::uint64_t> element(const std::int64_t* acc, const double* sa, const double* sb,
+                                       std::int64_t segments, std::int64_t channel) const;
+
+ private:
+  enum class Compute : std::uint8_t { none, exact, f32, f64 } compute_ = Compute::none;
+  DType out_;
+  std::vector<double> bias_;  // per channel; empty: none
+};
 
 }  // namespace qc::qlinear_fast

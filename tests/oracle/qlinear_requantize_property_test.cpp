@@ -7,8 +7,11 @@
 // per-tensor, per-row A, per-column B and batched B parameters, a convolution's per-channel weights,
 // int32 sums that wrap and int64 sums beyond int32, int32 biases, fused clamps, narrow range and
 // clips, the policy's clamp, rounding and zero-point placement, and every integer output format.
+#include "oracles/format.hpp"
+#include "oracles/ieee.hpp"
 #include "oracles/qconv2d.hpp"
 #include "oracles/qgemm.hpp"
+#include "oracles/quantize.hpp"
 #include "tests/oracle/both_paths.hpp"
 #include "tests/oracle/qlinear_test_util.hpp"
 
@@ -305,6 +308,93 @@ TEST(QLinearRequantize, EverySchemeEqualsTheDefinition) {
   EXPECT_LT(eligible_slow, eligible / 20) << "of " << eligible << " elements the fast channels could take";
   // (At the default budget: 251313 compared, 192872 eligible, 74 of them slow; 2096 overflowed or
   // beyond int32.)
+}
+
+// Dequantized outputs with blocked B (several K segments) and/or a float bias: each value is the
+// recipe of qlinear.hpp evaluated here in Arith (float(acc_s) * (float(s_a) * float(s_b)) per
+// segment, summed in order, + float(bias), then cast RNE), the label float_grid_label of the exact
+// value (saturated for an overflowed accumulation or a non-finite result). The scales per segment
+// come from qgemm_terms (the op's own parameters, not the output stage).
+TEST(QLinearDequantize, SeveralSegmentsAndFloatBiasEqualTheRecipe) {
+  SplitMix64 rng(31);
+  std::int64_t eligible = 0, slow = 0;
+  std::array<std::int64_t, kLabelCount> seen{};
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::int64_t M = 1 + static_cast<std::int64_t>(rng.below(12)),
+                       N = 1 + static_cast<std::int64_t>(rng.below(24)),
+                       block = 1 + static_cast<std::int64_t>(rng.below(16)),
+                       K = 1 + static_cast<std::int64_t>(rng.below(64));
+    const bool wide = rng.below(6) == 0;  // i16 operands: int32 sums that wrap
+    const DType t = wide ? DType::i16 : DType::i8;
+    std::vector<std::int64_t> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * N));
+    const std::int64_t spread = wide ? 30000 : rng.below(2) ? 3 : 127;
+    for (auto& v : a) v = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(2 * spread + 1))) - spread;
+    for (auto& v : b) v = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(2 * spread + 1))) - spread;
+    QGemmOp op;
+    op.a.values = ints(t, {M, K}, a);
+    op.a.format = t;
+    op.a.params = test::per_tensor(test::pick(rng, {1.0 / 64, static_cast<double>(0.0123f), 0.5}));
+    op.b.values = ints(t, {K, N}, b);
+    op.b.format = t;
+    op.b.shape = {K, N};
+    const bool blocked = rng.below(4) != 0;
+    std::vector<double> sb;
+    const std::int64_t blocks = blocked ? (K + block - 1) / block : 1;
+    for (std::int64_t i = 0; i < blocks * N; ++i)
+      sb.push_back(rng.below(3) ? static_cast<double>(static_cast<float>(pick_scale(rng)))
+                                : std::ldexp(1.0, -static_cast<int>(rng.below(12))));
+    op.b.params = blocked ? test::blocked(0, block, sb) : test::per_axis(1, sb);
+    const DType out = test::pick(rng, {DType::f32, DType::f32, DType::f16, DType::bf16, DType::f64});
+    if (!blocked || rng.below(2)) {
+      std::vector<double> bias;
+      for (std::int64_t n = 0; n < N; ++n)
+        bias.push_back(rng.below(4) == 0 ? 0.0
+                                         : static_cast<double>(static_cast<float>(
+                                               (static_cast<double>(rng.below(20001)) - 10000) / 256)));
+      op.bias = test::floats(test::pick(rng, {DType::f32, DType::f16, DType::f64}), {N}, bias);
+    }
+    op.output = test::float_out(out);
+    QGemmPolicy p;
+    using Kd = ComputeFormat::Kind;
+    p.dequantize.compute = {test::pick(rng, {Kd::f32, Kd::f32, Kd::f64, Kd::exact, Kd::f16}), 0};
+    p.accumulation = wide ? Accumulation::int32_wrap : Accumulation::int64;
+    const QGemmResult r = qgemm(op, p);
+    const Arith A = resolve_compute(p.dequantize.compute, DType::i32, op.a.params.scale_dtype);
+    const std::vector<double> bias_values = op.bias ? test::float_values(*op.bias) : std::vector<double>{};
+    for (std::int64_t e = 0; e < r.y.size(); ++e) {
+      const DotTerms terms = qgemm_terms(op, p, e);
+      ExactFloat sum;
+      bool overflowed = false;
+      for (std::int64_t s = 0; s < r.segments(); ++s) {
+        overflowed = overflowed || r.exact_accumulator(e, s) != BigInt(r.accumulator(e, s));
+        const ExactFloat fa = A.convert(ExactFloat::finite(Rational(r.accumulator(e, s))));
+        const ExactFloat fsa = A.convert(ExactFloat::finite(Rational(terms.a_scale[static_cast<std::size_t>(s)])));
+        const ExactFloat fsb = A.convert(ExactFloat::finite(Rational(terms.b_scale[static_cast<std::size_t>(s)])));
+        const ExactFloat term = A.mul(fa, A.mul(fsa, fsb));
+        sum = s == 0 ? term : A.add(sum, term);
+      }
+      if (op.bias)
+        sum = A.add(sum, A.convert(ExactFloat::finite(Rational(bias_values[static_cast<std::size_t>(e % N)]))));
+      const std::uint64_t want = encode_float(out, sum, RoundingMode::rne, Overflow::ieee);
+      const bool finite = decode_float(out, want).is_finite();
+      const Label want_label = overflowed || !finite ? Label::saturated : float_grid_label(r.exact_value(e), out);
+      const std::string what = "trial " + std::to_string(trial) + " element " + std::to_string(e) + " out " +
+                               std::string(name(out)) + " compute " + A.name() + (blocked ? " blocked" : "") +
+                               (op.bias ? " bias" : "");
+      ASSERT_EQ(r.y.bits(e), want) << what;
+      ASSERT_EQ(r.labels[static_cast<std::size_t>(e)], want_label) << what;
+      ++seen[static_cast<std::size_t>(want_label)];
+    }
+    if (!wide && A.name() != "f16") {
+      eligible += r.y.size();
+      slow += r.slow_elements;
+    }
+  }
+  for (const Label l : {Label::clear, Label::near_tie, Label::tie, Label::saturated})
+    EXPECT_GT(seen[static_cast<std::size_t>(l)], 0) << name(l);
+  // f16 compute, overflows (wrapped sums; large values in f16) and elements near the grid's midpoints
+  // go to the definition; little else does.
+  EXPECT_LT(slow, eligible / 10) << "of " << eligible;
 }
 
 }  // namespace qlinear_requantize_test
