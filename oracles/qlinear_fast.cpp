@@ -81,7 +81,10 @@ void make_pair_channel(PairState& pair, const RequantizeStage& s, DType out) {
   } catch (const InputError&) {
     return;
   }
-  pair.channel = requantize_detail::make_fast_channel(*pair.multiplier, s.zero_point, out, *s.policy);
+  try {  // (make_fast_channel already leaves a channel the definition rejects to the definition)
+    pair.channel = requantize_detail::make_fast_channel(*pair.multiplier, s.zero_point, out, *s.policy);
+  } catch (const InputError&) {
+  }
 }
 
 // y[to[j]] = from[j] for one element's storage bytes.
