@@ -4,6 +4,7 @@
 
 #include "oracles/dequantize.hpp"
 #include "oracles/ieee.hpp"
+#include "oracles/qlinear_fast.hpp"
 #include "oracles/quantize.hpp"
 #include "oracles/requantize_detail.hpp"
 #include "oracles/requantize_rows.hpp"
@@ -589,9 +590,27 @@ void dequantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
   const Arith A = resolve_compute(policy.dequantize.compute, DType::i32, scale_dtype);
   const std::string compute = A.name();
   const bool fast = st.segments == 1 && st.float_bias.empty();
+  // Several segments or a float bias: the recipe and the exact value in doubles with an error bound.
+  const qlinear_fast::DequantizeFast several(compute, out, st.float_bias);
+  std::vector<std::int64_t> accs(static_cast<std::size_t>(st.segments));
+  std::vector<double> sas(accs.size()), sbs(accs.size());
   for (std::int64_t e = 0; e < r.y.size(); ++e) {
     auto acc_of = [&](std::int64_t s) { return st.policy_accumulator(e, s, policy.accumulation); };
     const bool overflowed = st.overflowed(e);
+    if (!fast && !overflowed) {
+      for (std::int64_t s = 0; s < st.segments; ++s) {
+        const auto k = static_cast<std::size_t>(s);
+        accs[k] = acc_of(s);
+        sas[k] = st.a_scale_value(e, s);
+        sbs[k] = st.b_scale_value(e, s);
+      }
+      if (const auto bits = several.element(accs.data(), sas.data(), sbs.data(), st.segments, st.channel_of(e))) {
+        r.y.set_bits(e, *bits);
+        r.labels[static_cast<std::size_t>(e)] = Label::clear;
+        continue;
+      }
+    }
+    if (!fast) ++r.slow_elements;
     if (fast && !overflowed) {
       const double sa = st.a_scale_value(e, 0), sb = st.b_scale_value(e, 0);
       const std::int64_t acc = acc_of(0);
@@ -893,6 +912,18 @@ void requantized_output(QLinearResult::State& st, const QGemmPolicy& policy, DTy
   }
   if (by_rows) {
     rows.all_rows();
+    return;
+  }
+  if (!ideal && one_accumulator) {  // the requantize op's fast channels, one per (A scale, B scale) pair
+    const qlinear_fast::RequantizeStage stage{&st.acc,      &st.a_scale_values,  &st.b_scale_values,
+                                              &st.int_bias, policy.accumulation, out.scale,
+                                              scale_dtype,  out.zero_point,      &p};
+    r.slow_elements =
+        qlinear_fast::requantize_by_pairs(stage, r.y, r.labels, [&](const std::vector<std::int64_t>& slow) {
+          if (slow.empty()) return;
+          MultiplierCache multipliers(na * nb);
+          for (const std::int64_t e : slow) element(e, multipliers, st.acc.value.data());
+        });
     return;
   }
   parallel_ranges(r.y.size(), 4096, [&](std::int64_t e0, std::int64_t e1) {

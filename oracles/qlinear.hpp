@@ -150,6 +150,10 @@ class QLinearResult {
   Tensor y;                   // the output, shape ScaledAccumulators::shape
   std::vector<Label> labels;  // one per element
   AccumulationProof proof;    // how the integer stage was proven exact (or where it was not)
+  // Requantized outputs under a non-ideal scheme, and dequantized outputs with several segments or
+  // a float bias: how many elements their fast paths left to the per-element definition (for tests;
+  // 0 on every other path).
+  std::int64_t slow_elements = 0;
 
   // The exact pre-rounding value of element i, from the exact accumulators: the integer sum (+ bias)
   // for int32 outputs; the real v for dequantized outputs; v / s_out + zp for requantized outputs.
