@@ -505,23 +505,6 @@ std::optional<FastElement> ideal_requantize_fast(std::int64_t acc, const IdealFr
   return ideal_decide<__int128>(q0, r, f.den, zp, range, p);
 }
 
-// v = hi + lo exactly (a double-double). Clear when v is provably farther than kNearTieDistance
-// output ulps from every midpoint of `out`'s grid: then `y_bits` (hi rounded to out) is also v
-// correctly rounded. nullopt near midpoints, binade boundaries, zero, subnormal limits and overflow.
-std::optional<std::uint64_t> clear_rounding(double hi, double lo, DType out) {
-  const std::uint64_t y_bits = double_to_float_bits(out, hi);
-  const double y = float_bits_to_double(out, y_bits);
-  if (!std::isfinite(y) || y == 0) return std::nullopt;
-  int e;
-  if (std::frexp(std::abs(y), &e) == 0.5) return std::nullopt;  // a power of two: the spacing changes here
-  const double next = float_bits_to_double(out, y_bits + 1);    // one step away from zero
-  if (!std::isfinite(next)) return std::nullopt;
-  const double ulp = std::abs(next) - std::abs(y);  // exact: neighbours of one binade
-  const double d = ((hi - y) + lo) / ulp;           // |error| far below the margin below
-  if (!(std::abs(d) < 0.5 - kNearTieDistance - 0x1p-20)) return std::nullopt;
-  return y_bits;
-}
-
 // acc * P as a double-double when acc and the scale product P = sa * sb are exact in double.
 struct DoubleDouble {
   double hi = 0, lo = 0;
@@ -615,7 +598,8 @@ void dequantized_output(const QLinearResult::State& st, const QGemmPolicy& polic
       const double sa = st.a_scale_value(e, 0), sb = st.b_scale_value(e, 0);
       const std::int64_t acc = acc_of(0);
       const std::optional<DoubleDouble> v = exact_product(acc, sa, sb);
-      const std::optional<std::uint64_t> nearest = v ? clear_rounding(v->hi, v->lo, out) : std::nullopt;
+      const std::optional<std::uint64_t> nearest =
+          v ? qlinear_fast::clear_with_bound(v->hi, v->lo, 0, out) : std::nullopt;
       const std::optional<std::uint64_t> computed =
           compute == "exact" ? nearest : hardware_dequantize(acc, sa, sb, compute, out);
       if (nearest && computed) {

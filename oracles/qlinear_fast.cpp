@@ -279,10 +279,10 @@ double approximate(const std::vector<double>& e, double& error_bound) {
   return sum;
 }
 
-// With |v - (hi + lo)| <= delta: the output bits of v correctly rounded when v is provably farther
-// than kNearTieDistance output ulps from every midpoint of out's grid (qlinear.cpp clear_rounding,
-// with the bound delta added to its error); nullopt near midpoints, binade boundaries, zero,
-// subnormal limits and overflow.
+}  // namespace
+
+// The one test of a double-double against out's grid (qlinear_fast.hpp): hi rounded to out is v
+// correctly rounded when the margin kNearTieDistance + 2^-20 ulps exceeds every error here.
 std::optional<std::uint64_t> clear_with_bound(double hi, double lo, double delta, DType out) {
   const std::uint64_t y_bits = double_to_float_bits(out, hi);
   const double y = float_bits_to_double(out, y_bits);
@@ -297,8 +297,6 @@ std::optional<std::uint64_t> clear_with_bound(double hi, double lo, double delta
   if (!(std::abs(d) < 0.5 - kNearTieDistance - 0x1p-20)) return std::nullopt;
   return y_bits;
 }
-
-}  // namespace
 
 DequantizeFast::DequantizeFast(std::string compute, DType out, const std::vector<Rational>& float_bias) : out_(out) {
   compute_ = compute == "exact" ? Compute::exact

@@ -17,6 +17,12 @@
 
 namespace qc::qlinear_fast {
 
+// hi + lo (a double-double) within `delta` of the exact value v: out's bits of v correctly rounded
+// when v is provably farther than kNearTieDistance output ulps from every midpoint of out's grid;
+// nullopt near midpoints, binade boundaries, zero, subnormal limits and overflow. delta = 0: hi + lo
+// is v exactly (qlinear.cpp's one-segment dequantized output).
+std::optional<std::uint64_t> clear_with_bound(double hi, double lo, double delta, DType out);
+
 // A requantized output with one accumulator per element (one segment, no float bias), as
 // qlinear.cpp's output stage holds it.
 struct RequantizeStage {
