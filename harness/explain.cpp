@@ -262,7 +262,8 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
           },
           [&](const Conv2dOp& o) { label = conv2d_steps(o, spec, i, d); },
           [&](const MxQuantizeOp& o) {
-            const MxQuantizeResult r = mx_quantize(o);
+            // The definition, not the fast path: explain shows what the definition gives.
+            const MxQuantizeResult r = mx_quantize(o, OraclePath::slow);
             QuantParams blocks;
             blocks.axis = o.blocking.axis;
             blocks.block_size = o.blocking.block_size;
@@ -296,7 +297,7 @@ ElementDerivation derive_element(const OpRequest& op, const Spec& spec, std::int
             label = e.label;
           },
           [&](const MxDequantizeOp& o) {
-            const Tensor y = mx_dequantize(o);
+            const Tensor y = mx_dequantize(o, OraclePath::slow);
             const ExactFloat v = decode_float(DType::f32, y.bits(i));
             d.steps.push_back({"element code x scale code, rounded once to f32",
                                "code " + std::to_string(o.elements.bits(i)), v, v, ""});
