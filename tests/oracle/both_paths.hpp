@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -41,6 +42,17 @@ void run_on_two_threads(Worker worker) {
   a.join();
   b.join();
 }
+
+// The first failure the test's threads met (later ones are dropped: one counterexample is enough).
+struct FirstFailure {
+  std::mutex mu;
+  std::string first_failure;
+  std::atomic<bool> failed{false};
+  void fail(const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!failed.exchange(true)) first_failure = what;
+  }
+};
 
 template <class Result>
 struct BothPaths {

@@ -177,16 +177,9 @@ std::string describe_quantize(const Config& c, double x, double s) {
 }
 
 // Runs `check(rng, failure)` on two threads until `budget` elements were compared; returns the first failure.
-struct Tally {
+struct Tally : test::FirstFailure {
   std::atomic<std::int64_t> compared{0}, fast{0}, tensors{0};
   std::array<std::atomic<std::int64_t>, kLabelCount> by_label{};
-  std::mutex mu;
-  std::string first_failure;
-  std::atomic<bool> failed{false};
-  void fail(const std::string& what) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!failed.exchange(true)) first_failure = what;
-  }
   void count(const std::vector<Label>& labels, std::int64_t slow_elements) {
     for (const Label l : labels) ++by_label[static_cast<std::size_t>(l)];
     compared += static_cast<std::int64_t>(labels.size());

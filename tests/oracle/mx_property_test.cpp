@@ -219,17 +219,10 @@ void fill_blocks(SplitMix64& rng, Config& c) {
 }
 
 // Runs on two threads until `budget` elements were compared; keeps the first failure.
-struct Tally {
+struct Tally : test::FirstFailure {
   std::atomic<std::int64_t> compared{0}, fast{0}, tensors{0}, errors{0};
   std::array<std::atomic<std::int64_t>, kLabelCount> by_label{};
   std::array<std::atomic<std::int64_t>, 7 * 4 * 2> by_config{};  // format x rule x rounding
-  std::mutex mu;
-  std::string first_failure;
-  std::atomic<bool> failed{false};
-  void fail(const std::string& what) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!failed.exchange(true)) first_failure = what;
-  }
 };
 
 std::string describe(const MxQuantizeOp& op, std::int64_t i) {
