@@ -17,8 +17,9 @@
 //   Dp4aTile  64 x 64 output tile, K in steps of 32 bytes, 256 threads with 4 x 4 outputs each;
 //             the inner product is dot4 (__dp4a on NVIDIA, the sdot4 builtin on AMD).
 //   MmaTile   (NVIDIA sm_80+) 128 x 128 output tile, K in steps of 64 bytes, 8 warps of 64 x 32,
-//             each a 4 x 4 grid of mma.sync m16n8k32 s8 x s8 -> s32 tensor-core products, tiles
-//             copied with cp.async into a double-buffered shared memory.
+//             each a 4 x 4 grid of mma.sync m16n8k32 s8 x s8 -> s32 tensor-core products fed by
+//             ldmatrix from swizzled shared memory, a 4-stage cp.async pipeline, and an epilogue
+//             through shared memory.
 // Both accumulate in int32 with wrap-around (dp4a, sdot4 without clamp and the s32 mma all add
 // modulo 2^32), so they give the same raw sums as any other order.
 #pragma once
@@ -155,35 +156,58 @@ struct Epilogue {
   ConvGeometry conv;
 };
 
-// The epilogue of element (m, n) of group g: n is the column within the group, K the true depth.
-QC_HD void store_output(const Epilogue& e, std::int64_t m, std::int64_t n, int g, std::int64_t groups_m,
-                        std::int64_t cols, std::int64_t K, std::int32_t raw) {
-  const std::int64_t col = g * cols + n;  // global column: output channel oc for a convolution
+// What the output stage reads of one global column, read once per column: every thread of
+// both tiles' epilogues keeps its columns fixed and walks rows, so these loads and the
+// requantize multiplier (a division) are not repeated per element.
+struct OutColumn {
+  std::int64_t col = 0;  // global column: output channel oc for a convolution
+  std::int32_t col_sum = 0, zb = 0, bias = 0;
+  float w_scale = 1.0f, bias_f32 = 0.0f, multiplier = 1.0f;
+};
+
+// Column n of group g (n within the group, cols the group's width).
+QC_HD OutColumn output_column(const Epilogue& e, int g, std::int64_t cols, std::int64_t n) {
+  OutColumn c;
+  c.col = g * cols + n;
+  if (e.row_sums != nullptr) {
+    c.col_sum = e.col_sums[c.col];
+    c.zb = e.zb != nullptr ? e.zb[c.col] : 0;
+  }
+  if (e.bias_i32 != nullptr) c.bias = e.bias_i32[c.col];
+  if (e.kind == OutputKind::f32 || e.kind == OutputKind::f16) {
+    c.w_scale = e.w_scales[c.col];
+    if (e.bias_f32 != nullptr) c.bias_f32 = e.bias_f32[c.col];
+  } else if (e.kind == OutputKind::requantized) {
+    c.multiplier = requantize_multiplier(e.a_scale, e.w_scales[c.col], e.out_scale);
+  }
+  return c;
+}
+
+// The epilogue of element (m, column c) of group g: groups_m is the rows per group, K the true depth.
+QC_HD void store_output(const Epilogue& e, const OutColumn& c, std::int64_t m, int g, std::int64_t groups_m,
+                        std::int64_t K, std::int32_t raw) {
   std::int32_t acc = raw;
   if (e.row_sums != nullptr)
-    acc = compensate(raw, e.row_sums[g * groups_m + m], e.col_sums[col], e.za, e.zb != nullptr ? e.zb[col] : 0,
-                     static_cast<std::int32_t>(K));
-  if (e.bias_i32 != nullptr) acc = wrapping_add(acc, e.bias_i32[col]);
-  const std::int64_t at = e.conv_output ? e.conv.output_index(m, col) : m * e.ldc + col;
+    acc = compensate(raw, e.row_sums[g * groups_m + m], c.col_sum, e.za, c.zb, static_cast<std::int32_t>(K));
+  if (e.bias_i32 != nullptr) acc = wrapping_add(acc, c.bias);
+  const std::int64_t at = e.conv_output ? e.conv.output_index(m, c.col) : m * e.ldc + c.col;
   switch (e.kind) {
     case OutputKind::int32:
       static_cast<std::int32_t*>(e.out)[at] = acc;
       break;
     case OutputKind::f32:
     case OutputKind::f16: {
-      const float v = dequantize_accumulator(acc, e.a_scale, e.w_scales[col], e.bias_f32 != nullptr,
-                                             e.bias_f32 != nullptr ? e.bias_f32[col] : 0.0f);
+      const float v = dequantize_accumulator(acc, e.a_scale, c.w_scale, e.bias_f32 != nullptr, c.bias_f32);
       if (e.kind == OutputKind::f32)
         static_cast<float*>(e.out)[at] = v;
       else
         static_cast<std::uint16_t*>(e.out)[at] = f16_bits(v);
       break;
     }
-    case OutputKind::requantized: {
-      const float mult = requantize_multiplier(e.a_scale, e.w_scales[col], e.out_scale);
-      static_cast<std::int32_t*>(e.out)[at] = requantize_element(acc, mult, e.out_zero_point, e.lo, e.hi, e.rounding);
+    case OutputKind::requantized:
+      static_cast<std::int32_t*>(e.out)[at] =
+          requantize_element(acc, c.multiplier, e.out_zero_point, e.lo, e.hi, e.rounding);
       break;
-    }
   }
 }
 
@@ -243,10 +267,15 @@ struct Dp4aTile {
   QC_HD static void finish(const GemmArgs& p, int g, std::int64_t m0, std::int64_t n0, int tid, const Accum& acc) {
     const int tx = tid % 16, ty = tid / 16;
     QC_UNROLL
-    for (int i = 0; i < 4; ++i) QC_UNROLL
     for (int j = 0; j < 4; ++j) {
-      const std::int64_t m = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
-      if (m < p.M && n < p.N) store_output(p.epilogue, m, n, g, p.M, p.N, p.K, acc.v[i][j]);
+      const std::int64_t n = n0 + tx + 16 * j;
+      if (n >= p.N) continue;
+      const OutColumn c = output_column(p.epilogue, g, p.N, n);
+      QC_UNROLL
+      for (int i = 0; i < 4; ++i) {
+        const std::int64_t m = m0 + ty + 16 * i;
+        if (m < p.M) store_output(p.epilogue, c, m, g, p.M, p.K, acc.v[i][j]);
+      }
     }
   }
 };
@@ -260,19 +289,55 @@ struct Dp4aTile {
 //                           a2 = A[group][16+4t..],      a3 = A[group+8][16+4t..]
 //   B (32 x 8, column-major): b0 = B[4t..4t+3][group],  b1 = B[16+4t..16+4t+3][group]
 //   C, D (16 x 8, s32):     c0 = C[group][2t], c1 = C[group][2t+1], c2 = C[group+8][2t], c3 = C[group+8][2t+1]
+//
+// The fragments come from shared memory by ldmatrix.sync.aligned.m8n8.x4.shared.b16 (PTX ISA,
+// "ldmatrix"): lanes 8q .. 8q+7 give the addresses of rows 0..7 of 8 x 16-byte matrix q, and lane
+// l receives in register q bytes 4(l % 4) .. 4(l % 4)+3 of row l / 4 of matrix q. Since A and B
+// are both stored k-contiguous (A row-major, B n-major), one x4 load is exactly one A fragment
+// (matrices: rows 0-7 / 8-15 x bytes 0-15 / 16-31) or the B fragments of two n8 tiles (matrices:
+// columns 0-7 / 8-15 x bytes 0-15 / 16-31), with no shuffling of bytes.
+//
+// The block: 128 x 128 outputs, 8 warps of 64 x 32 (2 along M x 4 along N), each a 4 x 4 grid of
+// mma tiles; K in steps of 64 bytes through a kStages-deep cp.async pipeline, so the copies of
+// the next kStages - 1 steps are in flight while one step is multiplied (one barrier per step).
+//
+// Shared memory is the pipeline: per stage an A and a B tile of 128 rows x 64 bytes (four 16-byte
+// chunks), 64 KiB in all. Chunk c of row r is stored at chunk c ^ ((r >> 1) & 3). Why: the 8
+// addresses of one ldmatrix matrix are 8 consecutive rows at the same chunk; 64-byte rows would
+// put rows r and r + 2 in the same banks (a 4-way conflict), while swizzled the 8 rows land in
+// the 8 different 16-byte bank groups of a 128-byte line ((r & 1) picks the half line, the XOR the
+// chunk within it). plan_test.cpp checks this for every load.
+//
+// After the main loop the same 64 KiB hold the 128 x 128 int32 results, each warp its 64 x 32
+// block (swizzled too: the 16-byte chunk c of row r at chunk c ^ (r & 7)), and each lane then
+// walks one column down the rows: the column's output parameters are read once, and every row's
+// 32 outputs of a warp go to consecutive addresses.
 struct MmaTile {
   static constexpr int kM = 128, kN = 128, kK = 64;  // output tile, K bytes per step (two mma k-steps)
+  static constexpr int kStages = 4;                  // the cp.async pipeline's depth
   static constexpr int kThreads = 256;               // 8 warps: 2 along M x 4 along N, 64 x 32 each
-  // Shared rows of 64 bytes padded to 80 (20 words): the 8 row groups x 4 word offsets of one
-  // fragment load land in 32 different banks; 80 keeps the 16-byte cp.async destinations aligned.
-  static constexpr int kRowBytes = kK + 16, kRowWords = kRowBytes / 4;
+  static constexpr int kWarpM = 64, kWarpN = 32;
   struct Shared {
-    std::int8_t a[2][kM][kRowBytes];
-    std::int8_t b[2][kN][kRowBytes];
+    std::int8_t a[kStages][kM * kK];
+    std::int8_t b[kStages][kN * kK];
   };
+  static constexpr int kStagedWords = kWarpM * kWarpN;  // one warp's results in the epilogue
+  static_assert(kThreads / 32 * kStagedWords * 4 <= static_cast<int>(sizeof(Shared)),
+                "the epilogue's results fit in the pipeline's shared memory");
   struct Accum {
     std::int32_t v[4][4][4];  // [m16 tile i][n8 tile j][c register]
   };
+  struct Fragments {
+    std::int32_t a[4][4];   // [m16 tile i][register]
+    std::int32_t bp[2][4];  // [n16 pair jj][ldmatrix register]: b_reg() names them per n8 tile
+  };
+
+  // The pipeline stage that step s (K bytes 64 s .. 64 s + 63) goes through.
+  QC_HD static int stage_of(std::int64_t step) { return static_cast<int>(step % kStages); }
+  // Byte offset of (row, 16-byte chunk) in one stage's A or B tile.
+  QC_HD static int swizzled(int row, int chunk) { return row * kK + 16 * (chunk ^ ((row >> 1) & 3)); }
+  // Register r of n8 tile j's B fragment, from the pair's ldmatrix registers.
+  QC_HD static std::int32_t b_reg(const Fragments& f, int j, int r) { return f.bp[j >> 1][2 * (j & 1) + r]; }
 
   // 16 bytes from global memory into shared memory; zeros when !valid (cp.async with a source
   // size of 0 fills the destination with zeros).
@@ -293,101 +358,109 @@ struct MmaTile {
     asm volatile("cp.async.commit_group;\n" ::);
 #endif
   }
-  // Wait until at most `pending` committed groups are still in flight (0 or 1).
-  QC_HD static void wait(int pending) {
+  // Wait until at most `Pending` of this thread's committed groups are still in flight.
+  template <int Pending>
+  QC_HD static void wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    if (pending == 0)
-      asm volatile("cp.async.wait_group 0;\n" ::);
-    else
-      asm volatile("cp.async.wait_group 1;\n" ::);
-#else
-    (void)pending;
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
 #endif
   }
 
   // Dense A only (16-byte rows of a padded [M][Kp] matrix). Each thread issues 2 copies of A and
-  // 2 of B: chunk c of 512 is row c / 4, bytes 16 * (c % 4) of the step.
-  QC_HD static void load(const DenseA& A, const GemmArgs& p, int g, std::int64_t m0, std::int64_t n0, std::int64_t k0,
-                         int tid, int stage, Shared& sh) {
+  // 2 of B: chunk c of 512 is row c / 4, chunk c % 4 of the step; the 4 threads of a row read its
+  // 64 contiguous bytes.
+  QC_HD static void load(const DenseA& A, const GemmArgs& p, int g, std::int64_t m0, std::int64_t n0, std::int64_t step,
+                         int tid, Shared& sh) {
+    const std::int64_t k0 = step * kK;
+    const int stage = stage_of(step);
     for (int c = tid; c < kM * (kK / 16); c += kThreads) {
-      const int row = c / (kK / 16), off = 16 * (c % (kK / 16));
+      const int row = c / (kK / 16), chunk = c % (kK / 16);
       const std::int64_t m = m0 + row, n = n0 + row;
-      copy16(&sh.a[stage][row][off], A.a + (m < p.M ? m : 0) * A.lda + k0 + off, m < p.M);
-      copy16(&sh.b[stage][row][off], p.b + (g * p.N + (n < p.N ? n : 0)) * p.Kp + k0 + off, n < p.N);
+      copy16(sh.a[stage] + swizzled(row, chunk), A.a + (m < p.M ? m : 0) * A.lda + k0 + 16 * chunk, m < p.M);
+      copy16(sh.b[stage] + swizzled(row, chunk), p.b + (g * p.N + (n < p.N ? n : 0)) * p.Kp + k0 + 16 * chunk, n < p.N);
     }
   }
 
-  QC_HD static std::int32_t shared_word(const std::int8_t (*rows)[kRowBytes], int row, int word) {
-#if defined(QC_DEVICE_PASS)
-    return reinterpret_cast<const std::int32_t*>(rows[row])[word];
-#else
-    std::int32_t w;
-    std::memcpy(&w, rows[row] + 4 * word, 4);
-    return w;
-#endif
+  // The row this lane addresses in the ldmatrix of m16 tile i (A) or n16 pair jj (B) at mma
+  // k-step ks: a byte offset in the stage's tile.
+  QC_HD static int a_row_offset(int warp, int lane, int ks, int i) {
+    const int q = lane / 8;
+    return swizzled((warp / 4) * kWarpM + 16 * i + 8 * (q & 1) + lane % 8, 2 * ks + (q >> 1));
   }
-
-  struct Fragments {
-    std::int32_t a[4][4];  // [m16 tile i][register]
-    std::int32_t b[4][2];  // [n8 tile j][register]
-  };
-  // Lane `lane` of warp `warp`: its fragments for mma k-step ks (bytes 32 ks .. 32 ks + 31 of the step).
-  QC_HD static void fragments(const Shared& sh, int stage, int warp, int lane, int ks, Fragments& f) {
-    const int wm = (warp / 4) * 64, wn = (warp % 4) * 32, group = lane / 4, t = lane % 4, w0 = 8 * ks;
-    QC_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      const int r = wm + 16 * i + group;
-      f.a[i][0] = shared_word(sh.a[stage], r, w0 + t);
-      f.a[i][1] = shared_word(sh.a[stage], r + 8, w0 + t);
-      f.a[i][2] = shared_word(sh.a[stage], r, w0 + 4 + t);
-      f.a[i][3] = shared_word(sh.a[stage], r + 8, w0 + 4 + t);
-    }
-    QC_UNROLL
-    for (int j = 0; j < 4; ++j) {
-      const int n = wn + 8 * j + group;
-      f.b[j][0] = shared_word(sh.b[stage], n, w0 + t);
-      f.b[j][1] = shared_word(sh.b[stage], n, w0 + 4 + t);
-    }
+  QC_HD static int b_row_offset(int warp, int lane, int ks, int jj) {
+    const int q = lane / 8;
+    return swizzled((warp % 4) * kWarpN + 16 * jj + 8 * (q >> 1) + lane % 8, 2 * ks + (q & 1));
   }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  __device__ static void mma(std::int32_t (&d)[4], const std::int32_t (&a)[4], const std::int32_t (&b)[2]) {
+  __device__ static void ldmatrix_x4(const std::int8_t* row, std::int32_t (&r)[4]) {
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+  }
+  __device__ static void mma(std::int32_t (&d)[4], const std::int32_t (&a)[4], std::int32_t b0, std::int32_t b1) {
     asm volatile(
         "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
-  // One thread's share of the step in `stage`: 2 k-steps x 4 x 4 mma.
-  __device__ static void compute(const Shared& sh, int stage, int tid, Accum& acc) {
-    const int warp = tid / 32, lane = tid % 32;
+  // One thread's share of step s: per mma k-step, 4 + 2 ldmatrix.x4 and 4 x 4 mma.
+  __device__ static void compute(const Shared& sh, std::int64_t step, int tid, Accum& acc) {
+    const int warp = tid / 32, lane = tid % 32, stage = stage_of(step);
     QC_UNROLL
     for (int ks = 0; ks < kK / 32; ++ks) {
       Fragments f;
-      fragments(sh, stage, warp, lane, ks, f);
+      QC_UNROLL
+      for (int i = 0; i < 4; ++i) ldmatrix_x4(sh.a[stage] + a_row_offset(warp, lane, ks, i), f.a[i]);
+      QC_UNROLL
+      for (int jj = 0; jj < 2; ++jj) ldmatrix_x4(sh.b[stage] + b_row_offset(warp, lane, ks, jj), f.bp[jj]);
       QC_UNROLL
       for (int i = 0; i < 4; ++i) QC_UNROLL
-      for (int j = 0; j < 4; ++j) mma(acc.v[i][j], f.a[i], f.b[j]);
+      for (int j = 0; j < 4; ++j) mma(acc.v[i][j], f.a[i], b_reg(f, j, 0), b_reg(f, j, 1));
     }
   }
 #endif
 
-  // Element (i, j, register r) of lane `lane` in warp `warp`: its row and column in the tile.
-  QC_HD static void position(int warp, int lane, int i, int j, int r, int& row, int& col) {
-    row = (warp / 4) * 64 + 16 * i + lane / 4 + (r >= 2 ? 8 : 0);
-    col = (warp % 4) * 32 + 8 * j + 2 * (lane % 4) + (r & 1);
+  // Where element (row, col) of warp `warp`'s 64 x 32 results is staged: an int32 index into the
+  // shared memory, viewed as words.
+  QC_HD static int staged(int warp, int row, int col) {
+    return warp * kStagedWords + row * kWarpN + 4 * ((col >> 2) ^ (row & 7)) + (col & 3);
   }
-
-  QC_HD static void finish(const GemmArgs& p, int g, std::int64_t m0, std::int64_t n0, int tid, const Accum& acc) {
+  // Element (i, j, register r) of a lane: its row and column in its warp's 64 x 32 block.
+  QC_HD static void position(int lane, int i, int j, int r, int& row, int& col) {
+    row = 16 * i + lane / 4 + (r >= 2 ? 8 : 0);
+    col = 8 * j + 2 * (lane % 4) + (r & 1);
+  }
+  // Every thread puts its accumulators into its warp's block (after a barrier: the last step's
+  // ldmatrix reads of other warps share these bytes). Registers (0, 1) and (2, 3) are adjacent
+  // columns, one 8-byte store each.
+  QC_HD static void stash(const Accum& acc, int tid, std::int32_t* words) {
     const int warp = tid / 32, lane = tid % 32;
     QC_UNROLL
     for (int i = 0; i < 4; ++i) QC_UNROLL
     for (int j = 0; j < 4; ++j) QC_UNROLL
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < 4; r += 2) {
       int row, col;
-      position(warp, lane, i, j, r, row, col);
-      const std::int64_t m = m0 + row, n = n0 + col;
-      if (m < p.M && n < p.N) store_output(p.epilogue, m, n, g, p.M, p.N, p.K, acc.v[i][j][r]);
+      position(lane, i, j, r, row, col);
+      std::int32_t* at = words + staged(warp, row, col);
+#if defined(QC_DEVICE_PASS)
+      *reinterpret_cast<int2*>(at) = make_int2(acc.v[i][j][r], acc.v[i][j][r + 1]);
+#else
+      at[0] = acc.v[i][j][r];
+      at[1] = acc.v[i][j][r + 1];
+#endif
     }
+  }
+  // Lane l of a warp writes column l of the warp's block, row by row (after the warp's stash).
+  QC_HD static void finish(const GemmArgs& p, int g, std::int64_t m0, std::int64_t n0, int tid,
+                           const std::int32_t* words) {
+    const int warp = tid / 32, lane = tid % 32;
+    const std::int64_t n = n0 + (warp % 4) * kWarpN + lane, m_first = m0 + (warp / 4) * kWarpM;
+    if (n >= p.N) return;
+    const OutColumn c = output_column(p.epilogue, g, p.N, n);
+    for (int row = 0; row < kWarpM && m_first + row < p.M; ++row)
+      store_output(p.epilogue, c, m_first + row, g, p.M, p.K, words[staged(warp, row, lane)]);
   }
 };
 

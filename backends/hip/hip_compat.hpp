@@ -30,12 +30,15 @@ using hipStream_t = cudaStream_t;
 using hipEvent_t = cudaEvent_t;
 using hipDeviceProp_t = cudaDeviceProp;
 using hipMemcpyKind = cudaMemcpyKind;
+using hipFuncAttribute = cudaFuncAttribute;
 
 // Constants.
 inline constexpr hipError_t hipSuccess = cudaSuccess;
 inline constexpr hipError_t hipErrorInvalidValue = cudaErrorInvalidValue;
 inline constexpr hipMemcpyKind hipMemcpyHostToDevice = cudaMemcpyHostToDevice;
 inline constexpr hipMemcpyKind hipMemcpyDeviceToHost = cudaMemcpyDeviceToHost;
+inline constexpr hipFuncAttribute hipFuncAttributeMaxDynamicSharedMemorySize =
+    cudaFuncAttributeMaxDynamicSharedMemorySize;
 
 // Errors.
 inline const char* hipGetErrorName(hipError_t e) { return cudaGetErrorName(e); }
@@ -56,6 +59,11 @@ hipError_t hipMalloc(T** p, size_t bytes) {
 inline hipError_t hipFree(void* p) { return cudaFree(p); }
 inline hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind k) {
   return cudaMemcpy(dst, src, bytes, k);
+}
+
+// Kernel attributes.
+inline hipError_t hipFuncSetAttribute(const void* f, hipFuncAttribute a, int v) {
+  return cudaFuncSetAttribute(f, a, v);
 }
 
 // Streams and events.

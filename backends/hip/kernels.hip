@@ -104,33 +104,42 @@ __global__ void __launch_bounds__(Dp4aTile::kThreads) gemm_dp4a_kernel(ALoader a
 }
 
 #if defined(QCONFORM_HIP_ON_CUDA)
-// The tensor-core GEMM: 128 x 128 tiles, K in steps of 64 bytes, double-buffered with cp.async so
-// that the copy of step s + 1 overlaps the mma of step s (gemm_tile.hpp, MmaTile).
+// The tensor-core GEMM (gemm_tile.hpp, MmaTile): 128 x 128 tiles, K in steps of 64 bytes through a
+// kStages-deep cp.async pipeline in dynamic shared memory (64 KiB: more than the 48 KiB a static
+// array may take), then the results through the same memory to the epilogue.
 __global__ void __launch_bounds__(MmaTile::kThreads) gemm_mma_kernel(DenseA a, GemmArgs p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  __shared__ __align__(16) MmaTile::Shared sh;
+  extern __shared__ __align__(128) unsigned char gemm_shared[];
+  MmaTile::Shared& sh = *reinterpret_cast<MmaTile::Shared*>(gemm_shared);
   MmaTile::Accum acc = {};
   const int g = static_cast<int>(blockIdx.z), tid = static_cast<int>(threadIdx.x);
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.y) * MmaTile::kM;
   const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * MmaTile::kN;
   const std::int64_t steps = p.Kp / MmaTile::kK;
-  MmaTile::load(a, p, g, m0, n0, 0, tid, 0, sh);
-  MmaTile::commit();
-  for (std::int64_t s = 0; s < steps; ++s) {
-    if (s + 1 < steps) {
-      // Stage (s + 1) % 2 was last read in step s - 1, which every thread finished (the barrier
-      // at the end of the loop).
-      MmaTile::load(a, p, g, m0, n0, (s + 1) * MmaTile::kK, tid, static_cast<int>((s + 1) % 2), sh);
-      MmaTile::commit();
-      MmaTile::wait(1);  // this thread's copies of step s have landed
-    } else {
-      MmaTile::wait(0);
-    }
-    __syncthreads();  // ... and everyone else's
-    MmaTile::compute(sh, static_cast<int>(s % 2), tid, acc);
-    __syncthreads();
+  // Prologue: steps 0 .. kStages - 2 in flight, one commit group each (empty past the end, so
+  // that the group count, and with it wait<kStages - 2>, stays uniform).
+  for (int s = 0; s < MmaTile::kStages - 1; ++s) {
+    if (s < steps) MmaTile::load(a, p, g, m0, n0, s, tid, sh);
+    MmaTile::commit();
   }
-  MmaTile::finish(p, g, m0, n0, tid, acc);
+  for (std::int64_t s = 0; s < steps; ++s) {
+    // kStages - 1 + s groups are committed; with at most kStages - 2 pending, step s has landed
+    // for this thread, and after the barrier for every thread.
+    MmaTile::wait<MmaTile::kStages - 2>();
+    __syncthreads();
+    // The barrier also means every warp is done with step s - 1, whose stage the copy of step
+    // s + kStages - 1 now overwrites.
+    const std::int64_t next = s + MmaTile::kStages - 1;
+    if (next < steps) MmaTile::load(a, p, g, m0, n0, next, tid, sh);
+    MmaTile::commit();
+    MmaTile::compute(sh, s, tid, acc);
+  }
+  MmaTile::wait<0>();
+  __syncthreads();  // every warp's last ldmatrix is done before the results overwrite the stages
+  std::int32_t* words = reinterpret_cast<std::int32_t*>(gemm_shared);
+  MmaTile::stash(acc, tid, words);
+  __syncwarp();  // a warp reads back only its own block
+  MmaTile::finish(p, g, m0, n0, tid, words);
 #endif
 }
 #endif
@@ -222,7 +231,13 @@ hipError_t launch_gemm(const DenseA& a, const GemmArgs& p, GemmPath path, hipStr
     if (!grid_fits(p.M, p.N, p.groups, MmaTile::kM, MmaTile::kN)) return hipErrorInvalidValue;
     const dim3 grid(static_cast<unsigned>((p.N + MmaTile::kN - 1) / MmaTile::kN),
                     static_cast<unsigned>((p.M + MmaTile::kM - 1) / MmaTile::kM), static_cast<unsigned>(p.groups));
-    hipLaunchKernelGGL(gemm_mma_kernel, grid, dim3(MmaTile::kThreads), 0, stream, a, p);
+    constexpr int shared_bytes = sizeof(MmaTile::Shared);
+    // Above 48 KiB of dynamic shared memory a kernel must opt in (CUDA C++ Programming Guide,
+    // "Shared Memory": cudaFuncAttributeMaxDynamicSharedMemorySize); sm_80 and sm_90 allow it.
+    const hipError_t e = hipFuncSetAttribute(reinterpret_cast<const void*>(&gemm_mma_kernel),
+                                             hipFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
+    if (e != hipSuccess) return e;
+    hipLaunchKernelGGL(gemm_mma_kernel, grid, dim3(MmaTile::kThreads), shared_bytes, stream, a, p);
     return hipGetLastError();
   }
 #else

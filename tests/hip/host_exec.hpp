@@ -1,15 +1,20 @@
 // The CPU executor of backends/hip/plan.hpp: every kernel of kernels.hip run on the host, thread
 // by thread, with the same __host__ __device__ element functions and GEMM phases. The GEMM runs
 // each block's phases in the kernel's barrier order (every thread's load, then every thread's
-// compute, ...); the tensor-core product is emulated from the PTX ISA's fragment layout, written
-// here independently of MmaTile::fragments (which the kernel uses to fill the registers).
+// compute, ...); the tensor-core product and ldmatrix are emulated from the PTX ISA's fragment
+// and matrix layouts, written here independently of MmaTile (which only computes the addresses
+// each lane gives ldmatrix and how the registers map onto mma operands).
 #pragma once
 
 #include "backends/hip/gemm_tile.hpp"
 #include "backends/hip/numerics.hpp"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace qc::gpu::test {
@@ -76,41 +81,74 @@ void run_dp4a(const ALoader& A, const GemmArgs& p) {
       }
 }
 
-// The tensor-core GEMM kernel for every block: the same copies into the same double buffer, and
-// per warp the 32 lanes' fragments multiplied by mma_m16n8k32.
+// ldmatrix.sync.aligned.m8n8.x4.shared.b16 for one warp, from the PTX ISA: lanes 8q .. 8q + 7
+// give the addresses of rows 0..7 of 8 x 16-byte matrix q (each 16-byte aligned), and lane l
+// receives in register q bytes 4 (l % 4) .. 4 (l % 4) + 3 of row l / 4 of matrix q. `offset` is
+// each lane's address as a byte offset from `base`, inside [0, bytes).
+inline void ldmatrix_x4(const std::int8_t* base, std::size_t bytes, const int (&offset)[32], std::int32_t (&r)[32][4]) {
+  for (int lane = 0; lane < 32; ++lane)
+    if (offset[lane] < 0 || offset[lane] % 16 != 0 || static_cast<std::size_t>(offset[lane]) + 16 > bytes)
+      throw std::logic_error("ldmatrix: lane " + std::to_string(lane) + " gives offset " +
+                             std::to_string(offset[lane]) + ", not a 16-byte row inside the " + std::to_string(bytes) +
+                             "-byte tile");
+  for (int l = 0; l < 32; ++l)
+    for (int q = 0; q < 4; ++q) std::memcpy(&r[l][q], base + offset[8 * q + l / 4] + 4 * (l % 4), 4);
+}
+
+// The tensor-core GEMM kernel for every block, in the kernel's order: the prologue's copies of
+// steps 0 .. kStages - 2, then per step the copy of step s + kStages - 1 (into the stage step
+// s - 1 used: done immediately here, so a stage schedule that overwrote step s's tile before its
+// products would fail), each warp's fragments by the emulated ldmatrix and its products by the
+// emulated mma; finally every thread's stash, then every thread's column of outputs.
 inline void run_mma(const DenseA& A, const GemmArgs& p) {
   using T = MmaTile;
   auto sh = std::make_unique<T::Shared>();
   std::vector<T::Accum> acc(T::kThreads);
+  std::vector<std::int32_t> words(sizeof(T::Shared) / 4);
   const std::int64_t steps = p.Kp / T::kK;
+  auto load = [&](std::int64_t m0, std::int64_t n0, int g, std::int64_t step) {
+    for (int tid = 0; tid < T::kThreads; ++tid) T::load(A, p, g, m0, n0, step, tid, *sh);
+  };
   for (int g = 0; g < p.groups; ++g)
     for (std::int64_t m0 = 0; m0 < p.M; m0 += T::kM)
       for (std::int64_t n0 = 0; n0 < p.N; n0 += T::kN) {
         for (auto& a : acc) a = T::Accum{};
-        for (int tid = 0; tid < T::kThreads; ++tid) T::load(A, p, g, m0, n0, 0, tid, 0, *sh);
+        for (int s = 0; s < T::kStages - 1 && s < steps; ++s) load(m0, n0, g, s);
         for (std::int64_t s = 0; s < steps; ++s) {
-          if (s + 1 < steps)
-            for (int tid = 0; tid < T::kThreads; ++tid)
-              T::load(A, p, g, m0, n0, (s + 1) * T::kK, tid, static_cast<int>((s + 1) % 2), *sh);
+          if (s + T::kStages - 1 < steps) load(m0, n0, g, s + T::kStages - 1);
+          const int stage = T::stage_of(s);
           for (int warp = 0; warp < T::kThreads / 32; ++warp)
             for (int ks = 0; ks < T::kK / 32; ++ks) {
               T::Fragments f[32];
-              for (int lane = 0; lane < 32; ++lane) T::fragments(*sh, static_cast<int>(s % 2), warp, lane, ks, f[lane]);
+              int offset[32];
+              std::int32_t r[32][4];
+              for (int i = 0; i < 4; ++i) {
+                for (int lane = 0; lane < 32; ++lane) offset[lane] = T::a_row_offset(warp, lane, ks, i);
+                ldmatrix_x4(sh->a[stage], sizeof sh->a[stage], offset, r);
+                for (int lane = 0; lane < 32; ++lane) std::memcpy(f[lane].a[i], r[lane], sizeof r[lane]);
+              }
+              for (int jj = 0; jj < 2; ++jj) {
+                for (int lane = 0; lane < 32; ++lane) offset[lane] = T::b_row_offset(warp, lane, ks, jj);
+                ldmatrix_x4(sh->b[stage], sizeof sh->b[stage], offset, r);
+                for (int lane = 0; lane < 32; ++lane) std::memcpy(f[lane].bp[jj], r[lane], sizeof r[lane]);
+              }
               for (int i = 0; i < 4; ++i)
                 for (int j = 0; j < 4; ++j) {
                   std::int32_t a[32][4], b[32][2], d[32][4];
                   for (int lane = 0; lane < 32; ++lane) {
-                    for (int r = 0; r < 4; ++r) a[lane][r] = f[lane].a[i][r];
-                    for (int r = 0; r < 2; ++r) b[lane][r] = f[lane].b[j][r];
-                    for (int r = 0; r < 4; ++r) d[lane][r] = acc[static_cast<std::size_t>(warp * 32 + lane)].v[i][j][r];
+                    for (int q = 0; q < 4; ++q) a[lane][q] = f[lane].a[i][q];
+                    for (int q = 0; q < 2; ++q) b[lane][q] = T::b_reg(f[lane], j, q);
+                    for (int q = 0; q < 4; ++q) d[lane][q] = acc[static_cast<std::size_t>(warp * 32 + lane)].v[i][j][q];
                   }
                   mma_m16n8k32(a, b, d);
                   for (int lane = 0; lane < 32; ++lane)
-                    for (int r = 0; r < 4; ++r) acc[static_cast<std::size_t>(warp * 32 + lane)].v[i][j][r] = d[lane][r];
+                    for (int q = 0; q < 4; ++q) acc[static_cast<std::size_t>(warp * 32 + lane)].v[i][j][q] = d[lane][q];
                 }
             }
         }
-        for (int tid = 0; tid < T::kThreads; ++tid) T::finish(p, g, m0, n0, tid, acc[static_cast<std::size_t>(tid)]);
+        std::fill(words.begin(), words.end(), 0x5A5A5A5A);  // stale bytes, not zeros, where nothing was stashed
+        for (int tid = 0; tid < T::kThreads; ++tid) T::stash(acc[static_cast<std::size_t>(tid)], tid, words.data());
+        for (int tid = 0; tid < T::kThreads; ++tid) T::finish(p, g, m0, n0, tid, words.data());
       }
 }
 
