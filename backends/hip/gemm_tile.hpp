@@ -16,8 +16,8 @@
 // Two main loops:
 //   Dp4aTile  64 x 64 output tile, K in steps of 32 bytes, 256 threads with 4 x 4 outputs each;
 //             the inner product is dot4 (__dp4a on NVIDIA, the sdot4 builtin on AMD).
-//   MmaTile   (NVIDIA sm_80+) 128 x 128 output tile, K in steps of 64 bytes, 8 warps of 64 x 32,
-//             each a 4 x 4 grid of mma.sync m16n8k32 s8 x s8 -> s32 tensor-core products fed by
+//   MmaTile   (NVIDIA sm_80+) 128 x 256 output tile, K in steps of 64 bytes, 8 warps of 64 x 64,
+//             each a 4 x 8 grid of mma.sync m16n8k32 s8 x s8 -> s32 tensor-core products fed by
 //             ldmatrix from swizzled shared memory, a 4-stage cp.async pipeline, and an epilogue
 //             through shared memory.
 // Both accumulate in int32 with wrap-around (dp4a, sdot4 without clamp and the s32 mma all add
@@ -219,6 +219,18 @@ struct GemmArgs {
   Epilogue epilogue;
 };
 
+// What the main loops assume of a GEMM launch (launch_gemm refuses anything else, HostExec
+// throws): K padded to whole 64-byte steps (both loops step over Kp, so another Kp would drop its
+// tail), A's rows at least that long, and 4-byte words (dp4a) or, for the tensor-core tile's
+// cp.async copies of 16 bytes, 16-byte aligned rows (PTX ISA, "cp.async": the source is naturally
+// aligned). plan.hpp pads K to 64 in fresh allocations.
+inline bool gemm_launchable(const DenseA& a, const GemmArgs& p, GemmPath path) {
+  const std::int64_t align = path == GemmPath::mma ? 16 : 4;
+  auto aligned = [&](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % align == 0; };
+  return p.K >= 0 && p.Kp % 64 == 0 && p.Kp >= p.K && a.lda >= p.Kp && a.lda % align == 0 && aligned(a.a) &&
+         aligned(p.b);
+}
+
 // ---- dp4a tile --------------------------------------------------------------------------------
 
 struct Dp4aTile {
@@ -297,39 +309,45 @@ struct Dp4aTile {
 // (matrices: rows 0-7 / 8-15 x bytes 0-15 / 16-31) or the B fragments of two n8 tiles (matrices:
 // columns 0-7 / 8-15 x bytes 0-15 / 16-31), with no shuffling of bytes.
 //
-// The block: 128 x 128 outputs, 8 warps of 64 x 32 (2 along M x 4 along N), each a 4 x 4 grid of
-// mma tiles; K in steps of 64 bytes through a kStages-deep cp.async pipeline, so the copies of
-// the next kStages - 1 steps are in flight while one step is multiplied (one barrier per step).
+// The block: 128 x 256 outputs, 8 warps of 64 x 64 (2 along M x 4 along N), each a 4 x 8 grid of
+// mma tiles, the shape of CUTLASS's sm80 int8 "128x256x64_64x64x64" tensor-op GEMM: per 32 bytes
+// of K a warp reads 4 KiB of fragments for 131072 products (64 x 32 warps would read 3 KiB for
+// half as many, and be bound by shared-memory bandwidth). K goes in steps of 64 bytes through a
+// kStages-deep cp.async pipeline, so the copies of the next kStages - 1 steps are in flight while
+// one step is multiplied (one barrier per step).
 //
-// Shared memory is the pipeline: per stage an A and a B tile of 128 rows x 64 bytes (four 16-byte
-// chunks), 64 KiB in all. Chunk c of row r is stored at chunk c ^ ((r >> 1) & 3). Why: the 8
-// addresses of one ldmatrix matrix are 8 consecutive rows at the same chunk; 64-byte rows would
-// put rows r and r + 2 in the same banks (a 4-way conflict), while swizzled the 8 rows land in
-// the 8 different 16-byte bank groups of a 128-byte line ((r & 1) picks the half line, the XOR the
-// chunk within it). plan_test.cpp checks this for every load.
+// Shared memory is the pipeline: per stage an A tile of 128 and a B tile of 256 rows x 64 bytes
+// (four 16-byte chunks), 96 KiB in all. Chunk c of row r is stored at chunk c ^ ((r >> 1) & 3).
+// Why: the 8 addresses of one ldmatrix matrix are 8 consecutive rows at the same chunk; 64-byte
+// rows would put rows r and r + 2 in the same banks (a 4-way conflict), while swizzled the 8 rows
+// land in the 8 different 16-byte bank groups of a 128-byte line ((r & 1) picks the half line, the
+// XOR the chunk within it). mma_tile_test.cpp checks this for every load.
 //
-// After the main loop the same 64 KiB hold the 128 x 128 int32 results, each warp its 64 x 32
-// block (swizzled too: the 16-byte chunk c of row r at chunk c ^ (r & 7)), and each lane then
-// walks one column down the rows: the column's output parameters are read once, and every row's
-// 32 outputs of a warp go to consecutive addresses.
+// After the main loop the same memory holds the results, half a warp's columns at a time: each
+// warp stashes 64 x 32 int32 (swizzled too, staged()), and each lane then walks one column down
+// the rows: the column's output parameters are read once, and every row's 32 outputs of a warp go
+// to consecutive addresses.
 struct MmaTile {
-  static constexpr int kM = 128, kN = 128, kK = 64;  // output tile, K bytes per step (two mma k-steps)
+  static constexpr int kM = 128, kN = 256, kK = 64;  // output tile, K bytes per step (two mma k-steps)
   static constexpr int kStages = 4;                  // the cp.async pipeline's depth
-  static constexpr int kThreads = 256;               // 8 warps: 2 along M x 4 along N, 64 x 32 each
-  static constexpr int kWarpM = 64, kWarpN = 32;
+  static constexpr int kThreads = 256;               // 8 warps: 2 along M x 4 along N
+  static constexpr int kWarpM = 64, kWarpN = 64;     // a warp's outputs: 4 m16 x 8 n8 mma tiles
+  static constexpr int kStagedCols = 32;             // columns of a warp stashed per epilogue pass
   struct Shared {
     std::int8_t a[kStages][kM * kK];
     std::int8_t b[kStages][kN * kK];
   };
-  static constexpr int kStagedWords = kWarpM * kWarpN;  // one warp's results in the epilogue
+  static constexpr int kStagedWords = kWarpM * kStagedCols;  // one warp's results per pass
   static_assert(kThreads / 32 * kStagedWords * 4 <= static_cast<int>(sizeof(Shared)),
-                "the epilogue's results fit in the pipeline's shared memory");
+                "an epilogue pass fits in the pipeline's shared memory");
+  static_assert(kThreads % (kK / 16) == 0 && kM % (kThreads / (kK / 16)) == 0 && kN % (kThreads / (kK / 16)) == 0,
+                "each thread copies the same chunk of rows kThreads / 4 apart");
   struct Accum {
-    std::int32_t v[4][4][4];  // [m16 tile i][n8 tile j][c register]
+    std::int32_t v[4][8][4];  // [m16 tile i][n8 tile j][c register]
   };
   struct Fragments {
     std::int32_t a[4][4];   // [m16 tile i][register]
-    std::int32_t bp[2][4];  // [n16 pair jj][ldmatrix register]: b_reg() names them per n8 tile
+    std::int32_t bp[4][4];  // [n16 pair jj][ldmatrix register]: b_reg() names them per n8 tile
   };
 
   // The pipeline stage that step s (K bytes 64 s .. 64 s + 63) goes through.
@@ -344,7 +362,8 @@ struct MmaTile {
   QC_HD static void copy16(std::int8_t* dst, const std::int8_t* src, bool valid) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    // src is always a valid address (callers clamp the row); with a source size of 0 nothing is read.
+    // src is always a valid address (a row past the edge reads row 0's); with a source size of 0
+    // nothing is read.
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0));
 #else
     if (valid)
@@ -366,18 +385,46 @@ struct MmaTile {
 #endif
   }
 
-  // Dense A only (16-byte rows of a padded [M][Kp] matrix). Each thread issues 2 copies of A and
-  // 2 of B: chunk c of 512 is row c / 4, chunk c % 4 of the step; the 4 threads of a row read its
-  // 64 contiguous bytes.
-  QC_HD static void load(const DenseA& A, const GemmArgs& p, int g, std::int64_t m0, std::int64_t n0, std::int64_t step,
-                         int tid, Shared& sh) {
+  // One thread's copies, worked out once per block: thread tid copies chunk tid % 4 of rows
+  // tid / 4 + 64 x of A (x < 2) and B (x < 4), so each step only adds its K offset. Dense A only
+  // (16-byte rows of a padded [M][Kp] matrix); a row past M or N is zero-filled.
+  static constexpr int kRowsApart = kThreads / (kK / 16);  // 64
+  static constexpr int kCopiesA = kM / kRowsApart, kCopiesB = kN / kRowsApart;
+  struct Copies {
+    const std::int8_t* a = nullptr;         // A's row tid / 4, at the thread's chunk
+    const std::int8_t* b = nullptr;         // B's row tid / 4 of the group, at the thread's chunk
+    const std::int8_t* a_edge = nullptr;    // a readable address for the rows past M ...
+    const std::int8_t* b_edge = nullptr;    // ... and past N
+    std::int64_t a_apart = 0, b_apart = 0;  // bytes between rows 64 apart
+    unsigned valid = 0;                     // bit x: A copy x in range; bit kCopiesA + x: B copy x
+    int dst = 0;                            // the first copy's offset in a stage's tile
+  };
+  QC_HD static Copies copies(const DenseA& A, const GemmArgs& p, int g, std::int64_t m0, std::int64_t n0, int tid) {
+    Copies c;
+    const int row = tid / (kK / 16), chunk = tid % (kK / 16);
+    c.a_edge = A.a;
+    c.b_edge = p.b + static_cast<std::int64_t>(g) * p.N * p.Kp;
+    c.a = c.a_edge + (m0 + row) * A.lda + 16 * chunk;
+    c.b = c.b_edge + (n0 + row) * p.Kp + 16 * chunk;
+    c.a_apart = kRowsApart * A.lda;
+    c.b_apart = kRowsApart * p.Kp;
+    for (int x = 0; x < kCopiesA; ++x) c.valid |= (m0 + row + kRowsApart * x < p.M ? 1u : 0u) << x;
+    for (int x = 0; x < kCopiesB; ++x) c.valid |= (n0 + row + kRowsApart * x < p.N ? 1u : 0u) << (kCopiesA + x);
+    c.dst = swizzled(row, chunk);  // rows 64 apart share the swizzle: (r >> 1) & 3 is the same
+    return c;
+  }
+  QC_HD static void load(const Copies& c, std::int64_t step, Shared& sh) {
     const std::int64_t k0 = step * kK;
     const int stage = stage_of(step);
-    for (int c = tid; c < kM * (kK / 16); c += kThreads) {
-      const int row = c / (kK / 16), chunk = c % (kK / 16);
-      const std::int64_t m = m0 + row, n = n0 + row;
-      copy16(sh.a[stage] + swizzled(row, chunk), A.a + (m < p.M ? m : 0) * A.lda + k0 + 16 * chunk, m < p.M);
-      copy16(sh.b[stage] + swizzled(row, chunk), p.b + (g * p.N + (n < p.N ? n : 0)) * p.Kp + k0 + 16 * chunk, n < p.N);
+    QC_UNROLL
+    for (int x = 0; x < kCopiesA; ++x) {
+      const bool valid = (c.valid >> x) & 1u;
+      copy16(sh.a[stage] + c.dst + x * kRowsApart * kK, valid ? c.a + x * c.a_apart + k0 : c.a_edge, valid);
+    }
+    QC_UNROLL
+    for (int x = 0; x < kCopiesB; ++x) {
+      const bool valid = (c.valid >> (kCopiesA + x)) & 1u;
+      copy16(sh.b[stage] + c.dst + x * kRowsApart * kK, valid ? c.b + x * c.b_apart + k0 : c.b_edge, valid);
     }
   }
 
@@ -405,7 +452,7 @@ struct MmaTile {
         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
-  // One thread's share of step s: per mma k-step, 4 + 2 ldmatrix.x4 and 4 x 4 mma.
+  // One thread's share of step s: per mma k-step, 4 + 4 ldmatrix.x4 and 4 x 8 mma.
   __device__ static void compute(const Shared& sh, std::int64_t step, int tid, Accum& acc) {
     const int warp = tid / 32, lane = tid % 32, stage = stage_of(step);
     QC_UNROLL
@@ -414,35 +461,40 @@ struct MmaTile {
       QC_UNROLL
       for (int i = 0; i < 4; ++i) ldmatrix_x4(sh.a[stage] + a_row_offset(warp, lane, ks, i), f.a[i]);
       QC_UNROLL
-      for (int jj = 0; jj < 2; ++jj) ldmatrix_x4(sh.b[stage] + b_row_offset(warp, lane, ks, jj), f.bp[jj]);
+      for (int jj = 0; jj < 4; ++jj) ldmatrix_x4(sh.b[stage] + b_row_offset(warp, lane, ks, jj), f.bp[jj]);
       QC_UNROLL
       for (int i = 0; i < 4; ++i) QC_UNROLL
-      for (int j = 0; j < 4; ++j) mma(acc.v[i][j], f.a[i], b_reg(f, j, 0), b_reg(f, j, 1));
+      for (int j = 0; j < 8; ++j) mma(acc.v[i][j], f.a[i], b_reg(f, j, 0), b_reg(f, j, 1));
     }
   }
 #endif
 
-  // Where element (row, col) of warp `warp`'s 64 x 32 results is staged: an int32 index into the
-  // shared memory, viewed as words.
+  // Where element (row, col) of warp `warp`'s 64 x 32 staged results is: an int32 index into the
+  // shared memory, viewed as words. The 16-byte chunk c of row r goes to c ^ s(r), with
+  // s(r) = 2 (r & 3) + ((r >> 2) & 1): the 16 lanes of a half-warp stash 4 rows x 2 adjacent chunks
+  // (8-byte stores are served a half-warp at a time), and s gives each row a different pair.
   QC_HD static int staged(int warp, int row, int col) {
-    return warp * kStagedWords + row * kWarpN + 4 * ((col >> 2) ^ (row & 7)) + (col & 3);
+    const int s = 2 * (row & 3) + ((row >> 2) & 1);
+    return warp * kStagedWords + row * kStagedCols + 4 * ((col >> 2) ^ s) + (col & 3);
   }
-  // Element (i, j, register r) of a lane: its row and column in its warp's 64 x 32 block.
+  // Element (i, j, register r) of a lane: its row and column in its warp's 64 x 64 block.
   QC_HD static void position(int lane, int i, int j, int r, int& row, int& col) {
     row = 16 * i + lane / 4 + (r >= 2 ? 8 : 0);
     col = 8 * j + 2 * (lane % 4) + (r & 1);
   }
-  // Every thread puts its accumulators into its warp's block (after a barrier: the last step's
-  // ldmatrix reads of other warps share these bytes). Registers (0, 1) and (2, 3) are adjacent
-  // columns, one 8-byte store each.
-  QC_HD static void stash(const Accum& acc, int tid, std::int32_t* words) {
+  // Every thread puts its accumulators of columns 32 half .. 32 half + 31 (n8 tiles 4 half ..
+  // 4 half + 3) into its warp's staging block. Registers (0, 1) and (2, 3) are adjacent columns,
+  // one 8-byte store each. Before the first pass a barrier (the last step's ldmatrix reads of other
+  // warps share these bytes); between passes the warp's own finish() must be done (__syncwarp).
+  QC_HD static void stash(const Accum& acc, int tid, int half, std::int32_t* words) {
     const int warp = tid / 32, lane = tid % 32;
     QC_UNROLL
     for (int i = 0; i < 4; ++i) QC_UNROLL
-    for (int j = 0; j < 4; ++j) QC_UNROLL
+    for (int jh = 0; jh < 4; ++jh) QC_UNROLL
     for (int r = 0; r < 4; r += 2) {
+      const int j = 4 * half + jh;
       int row, col;
-      position(lane, i, j, r, row, col);
+      position(lane, i, jh, r, row, col);
       std::int32_t* at = words + staged(warp, row, col);
 #if defined(QC_DEVICE_PASS)
       *reinterpret_cast<int2*>(at) = make_int2(acc.v[i][j][r], acc.v[i][j][r + 1]);
@@ -452,11 +504,12 @@ struct MmaTile {
 #endif
     }
   }
-  // Lane l of a warp writes column l of the warp's block, row by row (after the warp's stash).
-  QC_HD static void finish(const GemmArgs& p, int g, std::int64_t m0, std::int64_t n0, int tid,
+  // Lane l of a warp writes column 32 half + l of the warp's block, row by row (after its stash).
+  QC_HD static void finish(const GemmArgs& p, int g, std::int64_t m0, std::int64_t n0, int tid, int half,
                            const std::int32_t* words) {
     const int warp = tid / 32, lane = tid % 32;
-    const std::int64_t n = n0 + (warp % 4) * kWarpN + lane, m_first = m0 + (warp / 4) * kWarpM;
+    const std::int64_t n = n0 + (warp % 4) * kWarpN + kStagedCols * half + lane;
+    const std::int64_t m_first = m0 + (warp / 4) * kWarpM;
     if (n >= p.N) return;
     const OutColumn c = output_column(p.epilogue, g, p.N, n);
     for (int row = 0; row < kWarpM && m_first + row < p.M; ++row)

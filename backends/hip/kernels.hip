@@ -104,10 +104,11 @@ __global__ void __launch_bounds__(Dp4aTile::kThreads) gemm_dp4a_kernel(ALoader a
 }
 
 #if defined(QCONFORM_HIP_ON_CUDA)
-// The tensor-core GEMM (gemm_tile.hpp, MmaTile): 128 x 128 tiles, K in steps of 64 bytes through a
-// kStages-deep cp.async pipeline in dynamic shared memory (64 KiB: more than the 48 KiB a static
-// array may take), then the results through the same memory to the epilogue.
-__global__ void __launch_bounds__(MmaTile::kThreads) gemm_mma_kernel(DenseA a, GemmArgs p) {
+// The tensor-core GEMM (gemm_tile.hpp, MmaTile): 128 x 256 tiles, K in steps of 64 bytes through a
+// kStages-deep cp.async pipeline in dynamic shared memory (96 KiB: more than the 48 KiB a static
+// array may take), then the results through the same memory to the epilogue. One block per
+// multiprocessor's worth of registers: 8 warps with 128 accumulators each.
+__global__ void __launch_bounds__(MmaTile::kThreads, 1) gemm_mma_kernel(DenseA a, GemmArgs p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   extern __shared__ __align__(128) unsigned char gemm_shared[];
   MmaTile::Shared& sh = *reinterpret_cast<MmaTile::Shared*>(gemm_shared);
@@ -116,10 +117,11 @@ __global__ void __launch_bounds__(MmaTile::kThreads) gemm_mma_kernel(DenseA a, G
   const std::int64_t m0 = static_cast<std::int64_t>(blockIdx.y) * MmaTile::kM;
   const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * MmaTile::kN;
   const std::int64_t steps = p.Kp / MmaTile::kK;
+  const MmaTile::Copies copies = MmaTile::copies(a, p, g, m0, n0, tid);
   // Prologue: steps 0 .. kStages - 2 in flight, one commit group each (empty past the end, so
   // that the group count, and with it wait<kStages - 2>, stays uniform).
   for (int s = 0; s < MmaTile::kStages - 1; ++s) {
-    if (s < steps) MmaTile::load(a, p, g, m0, n0, s, tid, sh);
+    if (s < steps) MmaTile::load(copies, s, sh);
     MmaTile::commit();
   }
   for (std::int64_t s = 0; s < steps; ++s) {
@@ -130,16 +132,19 @@ __global__ void __launch_bounds__(MmaTile::kThreads) gemm_mma_kernel(DenseA a, G
     // The barrier also means every warp is done with step s - 1, whose stage the copy of step
     // s + kStages - 1 now overwrites.
     const std::int64_t next = s + MmaTile::kStages - 1;
-    if (next < steps) MmaTile::load(a, p, g, m0, n0, next, tid, sh);
+    if (next < steps) MmaTile::load(copies, next, sh);
     MmaTile::commit();
     MmaTile::compute(sh, s, tid, acc);
   }
   MmaTile::wait<0>();
   __syncthreads();  // every warp's last ldmatrix is done before the results overwrite the stages
   std::int32_t* words = reinterpret_cast<std::int32_t*>(gemm_shared);
-  MmaTile::stash(acc, tid, words);
-  __syncwarp();  // a warp reads back only its own block
-  MmaTile::finish(p, g, m0, n0, tid, words);
+  for (int half = 0; half < 2; ++half) {
+    MmaTile::stash(acc, tid, half, words);
+    __syncwarp();  // a warp reads back only its own block ...
+    MmaTile::finish(p, g, m0, n0, tid, half, words);
+    __syncwarp();  // ... and overwrites it only when every lane has read it
+  }
 #endif
 }
 #endif
@@ -226,6 +231,7 @@ bool gemm_has_mma_path() {
 }
 
 hipError_t launch_gemm(const DenseA& a, const GemmArgs& p, GemmPath path, hipStream_t stream) {
+  if (!gemm_launchable(a, p, path)) return hipErrorInvalidValue;
 #if defined(QCONFORM_HIP_ON_CUDA)
   if (path == GemmPath::mma) {
     if (!grid_fits(p.M, p.N, p.groups, MmaTile::kM, MmaTile::kN)) return hipErrorInvalidValue;

@@ -168,7 +168,7 @@ inline std::vector<NamedOp> gemm_cases() {
   add("129x127x131_f16",
       {.M = 129, .K = 127, .N = 131, .k_by_n = false, .out = qc::OutputKind::dequantized, .out_format = DType::f16});
   add("large_K_4099", {.M = 2, .K = 4099, .N = 3, .out = qc::OutputKind::int32});
-  // 2 x 3 mma tiles with 5 K steps: every stage of the 4-deep pipeline reused, on a full grid.
+  // 2 x 2 mma tiles (128 x 256) with 5 K steps: every stage of the 4-deep pipeline reused, partial tiles.
   add("200x300x260_pipeline", {.M = 200, .K = 300, .N = 260, .bias_i32 = true});
   add("batched_2x3", {.M = 3, .K = 10, .N = 4, .batch = {2}, .out_format = DType::i8});
   add("u8_weights_ints", {.M = 66, .K = 70, .N = 64, .a_float = false, .b = DType::u8, .out = qc::OutputKind::int32});

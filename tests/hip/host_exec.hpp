@@ -99,23 +99,27 @@ inline void ldmatrix_x4(const std::int8_t* base, std::size_t bytes, const int (&
 // steps 0 .. kStages - 2, then per step the copy of step s + kStages - 1 (into the stage step
 // s - 1 used: done immediately here, so a stage schedule that overwrote step s's tile before its
 // products would fail), each warp's fragments by the emulated ldmatrix and its products by the
-// emulated mma; finally every thread's stash, then every thread's column of outputs.
+// emulated mma; finally, per half of the columns, every thread's stash, then every thread's column
+// of outputs.
 inline void run_mma(const DenseA& A, const GemmArgs& p) {
   using T = MmaTile;
   auto sh = std::make_unique<T::Shared>();
   std::vector<T::Accum> acc(T::kThreads);
+  std::vector<T::Copies> copies(T::kThreads);
   std::vector<std::int32_t> words(sizeof(T::Shared) / 4);
   const std::int64_t steps = p.Kp / T::kK;
-  auto load = [&](std::int64_t m0, std::int64_t n0, int g, std::int64_t step) {
-    for (int tid = 0; tid < T::kThreads; ++tid) T::load(A, p, g, m0, n0, step, tid, *sh);
+  auto load = [&](std::int64_t step) {
+    for (int tid = 0; tid < T::kThreads; ++tid) T::load(copies[static_cast<std::size_t>(tid)], step, *sh);
   };
   for (int g = 0; g < p.groups; ++g)
     for (std::int64_t m0 = 0; m0 < p.M; m0 += T::kM)
       for (std::int64_t n0 = 0; n0 < p.N; n0 += T::kN) {
+        for (int tid = 0; tid < T::kThreads; ++tid)
+          copies[static_cast<std::size_t>(tid)] = T::copies(A, p, g, m0, n0, tid);
         for (auto& a : acc) a = T::Accum{};
-        for (int s = 0; s < T::kStages - 1 && s < steps; ++s) load(m0, n0, g, s);
+        for (int s = 0; s < T::kStages - 1 && s < steps; ++s) load(s);
         for (std::int64_t s = 0; s < steps; ++s) {
-          if (s + T::kStages - 1 < steps) load(m0, n0, g, s + T::kStages - 1);
+          if (s + T::kStages - 1 < steps) load(s + T::kStages - 1);
           const int stage = T::stage_of(s);
           for (int warp = 0; warp < T::kThreads / 32; ++warp)
             for (int ks = 0; ks < T::kK / 32; ++ks) {
@@ -127,13 +131,13 @@ inline void run_mma(const DenseA& A, const GemmArgs& p) {
                 ldmatrix_x4(sh->a[stage], sizeof sh->a[stage], offset, r);
                 for (int lane = 0; lane < 32; ++lane) std::memcpy(f[lane].a[i], r[lane], sizeof r[lane]);
               }
-              for (int jj = 0; jj < 2; ++jj) {
+              for (int jj = 0; jj < 4; ++jj) {
                 for (int lane = 0; lane < 32; ++lane) offset[lane] = T::b_row_offset(warp, lane, ks, jj);
                 ldmatrix_x4(sh->b[stage], sizeof sh->b[stage], offset, r);
                 for (int lane = 0; lane < 32; ++lane) std::memcpy(f[lane].bp[jj], r[lane], sizeof r[lane]);
               }
               for (int i = 0; i < 4; ++i)
-                for (int j = 0; j < 4; ++j) {
+                for (int j = 0; j < 8; ++j) {
                   std::int32_t a[32][4], b[32][2], d[32][4];
                   for (int lane = 0; lane < 32; ++lane) {
                     for (int q = 0; q < 4; ++q) a[lane][q] = f[lane].a[i][q];
@@ -146,9 +150,12 @@ inline void run_mma(const DenseA& A, const GemmArgs& p) {
                 }
             }
         }
-        std::fill(words.begin(), words.end(), 0x5A5A5A5A);  // stale bytes, not zeros, where nothing was stashed
-        for (int tid = 0; tid < T::kThreads; ++tid) T::stash(acc[static_cast<std::size_t>(tid)], tid, words.data());
-        for (int tid = 0; tid < T::kThreads; ++tid) T::finish(p, g, m0, n0, tid, words.data());
+        for (int half = 0; half < 2; ++half) {
+          std::fill(words.begin(), words.end(), 0x5A5A5A5A);  // stale bytes, not zeros, where nothing was stashed
+          for (int tid = 0; tid < T::kThreads; ++tid)
+            T::stash(acc[static_cast<std::size_t>(tid)], tid, half, words.data());
+          for (int tid = 0; tid < T::kThreads; ++tid) T::finish(p, g, m0, n0, tid, half, words.data());
+        }
       }
 }
 
@@ -220,6 +227,7 @@ class HostExec {
   }
   GemmPath gemm_path(std::int64_t, std::int64_t) const { return path_; }
   void gemm(const DenseA& a, const GemmArgs& p, GemmPath path) {
+    if (!gemm_launchable(a, p, path)) throw std::invalid_argument("HostExec::gemm: a launch launch_gemm refuses");
     if (path == GemmPath::mma)
       run_mma(a, p);
     else
