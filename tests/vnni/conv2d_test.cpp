@@ -1,6 +1,7 @@
 // NHWC conv2d against a direct convolution written in the test: every output gathers its taps in
 // the stated K order (padded taps = the activation zero point) and goes through the same int64
 // model and epilogue as the GEMM tests.
+#include "isa_name.hpp"
 #include "qconform/parallel.hpp"
 #include "reference.hpp"
 
@@ -213,7 +214,7 @@ class VnniConv : public ::testing::TestWithParam<Isa> {
   Isa isa() const { return GetParam(); }
 };
 
-std::string isa_name(const ::testing::TestParamInfo<Isa>& info) { return std::string(name(info.param)); }
+using test::isa_name;
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, VnniConv, ::testing::ValuesIn(kAllIsas), isa_name);
 

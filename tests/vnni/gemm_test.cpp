@@ -1,6 +1,7 @@
 // GEMM kernels of every ISA this CPU runs against the int64 model (reference.hpp). An ISA the CPU
 // lacks is a GTEST_SKIP naming the missing feature.
 #include "gemm_tester.hpp"
+#include "isa_name.hpp"
 
 #include "qconform/error.hpp"
 #include "qconform/parallel.hpp"
@@ -21,7 +22,7 @@ class VnniGemm : public ::testing::TestWithParam<Isa> {
   Isa isa() const { return GetParam(); }
 };
 
-std::string isa_name(const ::testing::TestParamInfo<Isa>& info) { return std::string(name(info.param)); }
+using test::isa_name;
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, VnniGemm, ::testing::ValuesIn(kAllIsas), isa_name);
 
