@@ -244,34 +244,31 @@ void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelSh
 
   // B's panels, split across the threads.
   const std::int64_t panel_work = std::max<std::int64_t>(1, nr * K);
-  parallel_ranges(panels_n, std::max<std::int64_t>(1, (std::int64_t{1} << 18) / panel_work),
-                  [&](std::int64_t np0, std::int64_t np1) {
-                    for (std::int64_t np = np0; np < np1; ++np) {
-                      const std::int64_t n0 = np * nr, lines = std::min<std::int64_t>(nr, N - n0);
-                      PackJob j{bytes ? nullptr : p.bt.data() + n0 * K,
-                                nullptr,
-                                false,
-                                K,
-                                1,
-                                K,
-                                lines,
-                                nr,
-                                off.cb,
-                                pieces.data(),
-                                pieces.size(),
-                                Kp,
-                                B + np * Kp * nr,
-                                correct ? col_sums.data() + n0 * S : nullptr,
-                                S};
-                      if (bytes) {  // B's rows [N, K], or its columns of [K, N]
-                        j.bytes_signed = p.b_bytes.is_signed;
-                        j.bytes = static_cast<const std::uint8_t*>(p.b_bytes.data) + (p.b_k_by_n ? n0 : n0 * K);
-                        j.line_stride = p.b_k_by_n ? 1 : K;
-                        j.k_stride = p.b_k_by_n ? N : 1;
-                      }
-                      ks.pack_b(j);
-                    }
-                  });
+  parallel_ranges(
+      panels_n, std::max<std::int64_t>(1, (std::int64_t{1} << 18) / panel_work),
+      [&](std::int64_t np0, std::int64_t np1) {
+        for (std::int64_t np = np0; np < np1; ++np) {
+          const std::int64_t n0 = np * nr, lines = std::min<std::int64_t>(nr, N - n0);
+          // From the caller's bytes: B's rows [N, K], or its columns of [K, N].
+          const bool columns = bytes && p.b_k_by_n;
+          ks.pack_b(
+              {.src = bytes ? nullptr : p.bt.data() + n0 * K,
+               .bytes = bytes ? static_cast<const std::uint8_t*>(p.b_bytes.data) + (columns ? n0 : n0 * K) : nullptr,
+               .bytes_signed = bytes && p.b_bytes.is_signed,
+               .line_stride = columns ? 1 : K,
+               .k_stride = columns ? N : 1,
+               .K = K,
+               .lines = lines,
+               .W = nr,
+               .offset = off.cb,
+               .pieces = pieces.data(),
+               .piece_count = pieces.size(),
+               .packed_k = Kp,
+               .dst = B + np * Kp * nr,
+               .sums = correct ? col_sums.data() + n0 * S : nullptr,
+               .S = S});
+        }
+      });
 
   std::optional<Correction> correction;
   if (correct) correction.emplace(p, subtract, off, col_sums, ks.subtract);
@@ -292,26 +289,21 @@ void run(const IntGemmProblem& p, bool subtract, ByteOffsets off, const KernelSh
       const std::int64_t r_begin = g0 * mr, r_end = std::min(R, g1 * mr);
       for (std::int64_t mp = g0; mp < g1; ++mp) {
         const std::int64_t r0 = mp * mr;
-        PackJob j{bytes ? nullptr : p.a.data() + r0 * K,
-                  nullptr,
-                  false,
-                  K,
-                  1,
-                  K,
-                  std::min<std::int64_t>(mr, R - r0),
-                  mr,
-                  off.ca,
-                  pieces.data(),
-                  pieces.size(),
-                  Kp,
-                  A + mp * Kp * mr,
-                  correct ? row_sums.data() + r0 * S : nullptr,
-                  S};
-        if (bytes) {
-          j.bytes = static_cast<const std::uint8_t*>(p.a_bytes.data) + r0 * K;
-          j.bytes_signed = p.a_bytes.is_signed;
-        }
-        ks.pack_a(j);
+        ks.pack_a({.src = bytes ? nullptr : p.a.data() + r0 * K,
+                   .bytes = bytes ? static_cast<const std::uint8_t*>(p.a_bytes.data) + r0 * K : nullptr,
+                   .bytes_signed = bytes && p.a_bytes.is_signed,
+                   .line_stride = K,
+                   .k_stride = 1,
+                   .K = K,
+                   .lines = std::min<std::int64_t>(mr, R - r0),
+                   .W = mr,
+                   .offset = off.ca,
+                   .pieces = pieces.data(),
+                   .piece_count = pieces.size(),
+                   .packed_k = Kp,
+                   .dst = A + mp * Kp * mr,
+                   .sums = correct ? row_sums.data() + r0 * S : nullptr,
+                   .S = S});
       }
       for (std::int64_t nb = 0; nb < panels_n; nb += block_n) {
         const std::int64_t nb_end = std::min(panels_n, nb + block_n);
