@@ -655,21 +655,83 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
   return out;
 }
 
+namespace {
+
+// The exact sum of one (row, column, segment), raw or zero-point-free, in int64: the caller has
+// proven that int64 holds every partial sum (AccumulationProof::int32_loop or int64_loop).
+std::int64_t loop_sum(const IntGemmProblem& p, std::int64_t r, std::int64_t n, std::int64_t s, bool subtract) {
+  const std::int64_t S = p.segments(), k0 = p.segment_starts[static_cast<std::size_t>(s)], L = p.segment_length(s);
+  const std::int32_t* __restrict a = p.a.data() + r * p.depth + k0;
+  const std::int32_t* __restrict b = p.bt.data() + n * p.depth + k0;
+  const std::int64_t za = subtract ? p.a_zero_points[static_cast<std::size_t>(r * S + s)] : 0;
+  const std::int64_t zb = subtract ? p.b_zero_points[static_cast<std::size_t>(s * p.cols + n)] : 0;
+  std::int64_t sum = 0;
+  for (std::int64_t k = 0; k < L; ++k) sum += (a[k] - za) * (b[k] - zb);
+  return sum;
+}
+
+}  // namespace
+
+IntGemmAccumulators accumulate_elements(const IntGemmProblem& p, std::span<const std::int64_t> rows,
+                                        std::span<const std::int64_t> cols, Accumulation acc,
+                                        ZeroPointCorrection zero_points, PairRule pairs) {
+  check_problem(p);
+  if (p.bytes_only()) throw InputError("accumulate_elements: needs the int32 operands");
+  if (rows.size() != cols.size()) throw InputError("accumulate_elements: one row and one column per element");
+  for (std::size_t j = 0; j < rows.size(); ++j)
+    if (rows[j] < 0 || rows[j] >= p.rows || cols[j] < 0 || cols[j] >= p.cols)
+      throw InputError("accumulate_elements: element (" + std::to_string(rows[j]) + ", " + std::to_string(cols[j]) +
+                       ") is outside the problem");
+  const bool subtract = zero_points == ZeroPointCorrection::subtract_first;
+  require_pair_operands(p, acc, subtract);
+  const auto E = static_cast<std::int64_t>(rows.size());
+  const std::int64_t S = p.segments();
+  IntGemmAccumulators out;
+  out.rows = E;
+  out.cols = 1;
+  out.segments = S;
+  // The proof, the coverage and the compensation's sums over the whole operands, as accumulate_gemm
+  // takes them (linear in the operands, not in the products), so each element is decided exactly as
+  // there.
+  out.proof = prove(p, acc, operand_ranges(p, true, subtract), operand_ranges(p, false, subtract));
+  const LoopCoverage coverage(p, acc, subtract, out.proof);
+  const std::vector<std::int64_t> block_starts =
+      acc == Accumulation::int16_pair_saturate ? pair_block_starts(pairs, p.depth) : std::vector<std::int64_t>{0};
+  std::vector<std::int64_t> a_sums, b_sums;
+  if (!subtract) {
+    a_sums = raw_sums(p, true);
+    b_sums = raw_sums(p, false);
+  }
+  out.value.resize(static_cast<std::size_t>(E * S));
+  std::mutex merge;
+  parallel_ranges(E, std::max<std::int64_t>(1, (std::int64_t{1} << 18) / std::max<std::int64_t>(1, p.depth)),
+                  [&](std::int64_t j0, std::int64_t j1) {
+                    AccumulationProof proof = out.proof;  // this range's count of arbitrary-precision dots
+                    proof.arbitrary_precision_dots = 0;
+                    std::unordered_map<std::int64_t, BigInt> exact;
+                    for (std::int64_t j = j0; j < j1; ++j) {
+                      const std::int64_t r = rows[static_cast<std::size_t>(j)], n = cols[static_cast<std::size_t>(j)];
+                      for (std::int64_t s = 0; s < S; ++s) {
+                        const std::int64_t sum = coverage.loop() ? loop_sum(p, r, n, s, subtract) : 0;
+                        ElementSum e = element_sum(p, acc, subtract, coverage, block_starts, r, n, s, sum, proof);
+                        if (!subtract) apply_correction(e, acc, zero_point_correction(p, a_sums, b_sums, r, n, s));
+                        out.value[static_cast<std::size_t>(j * S + s)] = e.value;
+                        if (e.exact) exact.emplace(j * S + s, std::move(*e.exact));
+                      }
+                    }
+                    const std::lock_guard<std::mutex> hold(merge);
+                    out.proof.arbitrary_precision_dots += proof.arbitrary_precision_dots;
+                    out.exact_where_different.merge(exact);
+                  });
+  return out;
+}
+
 // ---- One dot product under an accumulator -----------------------------------------------------
 
 namespace {
 
 constexpr std::int64_t kAccInt32Min = std::numeric_limits<std::int32_t>::min();
 constexpr std::int64_t kAccInt32Max = std::numeric_limits<std::int32_t>::max();
-
-// Two's-complement wrap to 64 bits (int64 is not a DType, so int_convert does not cover it).
-BigInt wrap_int64(const BigInt& v) {
-  const BigInt mod = BigInt(1) << 64;
-  BigInt r = v % mod;
-  if (r < 0) r += mod;
-  if (r >= (mod >> 1)) r -= mod;
-  return r;
-}
 
 void require_byte_ranges(std::span<const std::int32_t> a, std::span<const std::int32_t> b) {
   for (std::size_t k = 0; k < a.size(); ++k) {
@@ -682,6 +744,18 @@ void require_byte_ranges(std::span<const std::int32_t> a, std::span<const std::i
   }
 }
 
+BigInt int128_to_big(__int128 v) {
+  if (v >= std::numeric_limits<std::int64_t>::min() && v <= std::numeric_limits<std::int64_t>::max())
+    return BigInt(static_cast<std::int64_t>(v));
+  const bool negative = v < 0;
+  const auto m = negative ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
+  BigInt r = (BigInt(static_cast<std::uint64_t>(m >> 64)) << 64) + BigInt(static_cast<std::uint64_t>(m));
+  return negative ? BigInt(-r) : r;
+}
+
+// The low 32 bits as a two's-complement int32 (the conversion to unsigned is modular).
+BigInt wrap_to_int32(__int128 v) { return BigInt(static_cast<std::int32_t>(static_cast<std::uint32_t>(v))); }
+
 // Intel SDM VPMADDUBSW: SaturateToSignedWord(a[2j]*b[2j] + a[2j+1]*b[2j+1]) per int16 lane.
 std::int64_t saturate_int16(std::int64_t v) { return std::clamp<std::int64_t>(v, -32768, 32767); }
 
@@ -692,16 +766,20 @@ DotProduct accumulate_dot(std::span<const std::int32_t> a, std::span<const std::
     throw InputError("accumulate_dot: operand lengths differ (" + std::to_string(a.size()) + " and " +
                      std::to_string(b.size()) + ")");
   DotProduct d;
-  for (std::size_t k = 0; k < a.size(); ++k) d.exact += BigInt(std::int64_t{a[k]} * b[k]);
+  // Each product of two int32 fits int64 and fewer than 2^64 of them fit __int128: the exact sum in
+  // machine integers, converted once.
+  __int128 exact = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) exact += std::int64_t{a[k]} * b[k];
+  d.exact = int128_to_big(exact);
   switch (acc) {
     case Accumulation::exact:
       d.value = d.exact;
       break;
     case Accumulation::int32_wrap:  // modular: wrapping each add equals wrapping the exact sum
-      d.value = int_convert(DType::i32, d.exact, IntOverflow::wrap);
+      d.value = wrap_to_int32(exact);
       break;
-    case Accumulation::int64:
-      d.value = wrap_int64(d.exact);
+    case Accumulation::int64:  // modular too
+      d.value = BigInt(static_cast<std::int64_t>(static_cast<std::uint64_t>(exact)));
       break;
     case Accumulation::int32_saturate: {
       std::int64_t s = 0;
@@ -712,12 +790,12 @@ DotProduct accumulate_dot(std::span<const std::int32_t> a, std::span<const std::
     }
     case Accumulation::int16_pair_saturate: {
       require_byte_ranges(a, b);
-      BigInt lanes = 0;
+      std::int64_t lanes = 0;  // at most 2^31 lanes of at most 2^15 each
       for (std::size_t k = 0; k < a.size(); k += 2) {
         const std::int64_t second = k + 1 < a.size() ? std::int64_t{a[k + 1]} * b[k + 1] : 0;  // zero padding
         lanes += saturate_int16(std::int64_t{a[k]} * b[k] + second);
       }
-      d.value = int_convert(DType::i32, lanes, IntOverflow::wrap);  // vpaddd wraps
+      d.value = wrap_to_int32(lanes);  // vpaddd wraps
       break;
     }
   }

@@ -247,6 +247,16 @@ using SumRowsReady = std::function<void(const std::int64_t* values, std::int64_t
 IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, ZeroPointCorrection zero_points,
                                     PairRule pairs = PairRule::u8s8_whole_k, const SumRowsReady* ready = nullptr);
 
+// The accumulators of the elements (rows[j], cols[j]) of `p` alone, each its own dot product (K
+// terms, not its row's N·K), with what accumulate_gemm gives for them: the same proof over the
+// whole operands, the same per-element rule (a proven loop's sum, else accumulate_dot), the same
+// compensation and the same errors. The result has rows = rows.size() and cols = 1: element j is
+// its row j. `p` must hold int32 operands (a, bt), not bytes alone. Cause attribution evaluates a
+// GEMM or convolution on its mismatching elements this way.
+IntGemmAccumulators accumulate_elements(const IntGemmProblem& p, std::span<const std::int64_t> rows,
+                                        std::span<const std::int64_t> cols, Accumulation acc,
+                                        ZeroPointCorrection zero_points, PairRule pairs = PairRule::u8s8_whole_k);
+
 // The accumulator that `acc` means for one GEMM's operands, and whether its s8 activations enter
 // the pairs shifted to u8. int16_pair_saturate is the rule of vpmaddubsw, which multiplies unsigned
 // by signed bytes; kernels for other operand types widen both to int16 and multiply with vpmaddwd,

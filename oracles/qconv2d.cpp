@@ -78,7 +78,11 @@ OutputPosition output_position(const Conv2dShape& cs, std::int64_t e) {
 
 }  // namespace
 
-QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy, const std::vector<std::int64_t>* only) {
+namespace {
+
+// The accumulators of every output element, or of `only`'s, with the operands' parameters.
+LinearAccumulators conv_accumulators(const QConv2dOp& op, const QConv2dPolicy& policy,
+                                     const std::vector<std::int64_t>* only) {
   if (op.input.quantization == ActivationQuantization::dynamic_per_row)
     throw InputError("qconv2d: the input is quantized per tensor (static or dynamic), not per row");
   const QuantizedOperand qx = quantize_activation(op.input, policy.quantize);
@@ -136,20 +140,38 @@ QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy, const st
       for (std::size_t i = 0; i < only->size(); ++i)
         if (only_oc[i] / OCg == g) elements.push_back(only_row[i] * OCg + only_oc[i] % OCg);
       if (elements.empty()) continue;
+      // Sparse elements are summed one dot product each (K terms); elements that cover a sixteenth or
+      // more of their rows take those rows through accumulate_gemm's packed kernel.
       const std::vector<std::int64_t> rows = rows_of(elements, OCg);
+      const bool dense =
+          static_cast<std::int64_t>(elements.size()) * 16 >= static_cast<std::int64_t>(rows.size()) * OCg;
       std::vector<std::int32_t> sel;
-      IntGemmProblem q = select_rows(p, rows, sel);
-      if (shift) shift_signed_activations(sel, q.a_zero_points);
-      const IntGemmAccumulators acc = accumulate_gemm(q, accumulation, policy.zero_points, policy.pair_rule);
+      IntGemmProblem q = dense ? select_rows(p, rows, sel) : p;
+      if (shift)
+        shift_signed_activations(dense ? std::span<std::int32_t>(sel) : std::span<std::int32_t>(a), q.a_zero_points);
+      if (shift && !dense) q.a = a;
+      std::vector<std::int64_t> e_rows, e_cols;
+      for (const std::int64_t e : elements) {
+        e_rows.push_back(e / OCg);
+        e_cols.push_back(e % OCg);
+      }
+      const IntGemmAccumulators acc =
+          dense ? accumulate_gemm(q, accumulation, policy.zero_points, policy.pair_rule)
+                : accumulate_elements(q, e_rows, e_cols, accumulation, policy.zero_points, policy.pair_rule);
       merge_proof(sa.proof, acc.proof, first_proof);
       first_proof = false;
+      std::size_t next = 0;  // this group's elements, in `elements` order
       for (std::size_t i = 0; i < only->size(); ++i) {
         if (only_oc[i] / OCg != g) continue;
         const std::int64_t j = only_oc[i] % OCg;
-        const auto rj =
-            static_cast<std::int64_t>(std::lower_bound(rows.begin(), rows.end(), only_row[i]) - rows.begin());
-        sa.value[i] = acc.at(rj, j, 0);
-        if (acc.overflowed(rj, j)) sa.exact_where_different.emplace(static_cast<std::int64_t>(i), acc.exact(rj, j, 0));
+        const std::int64_t at_r =
+            dense ? static_cast<std::int64_t>(std::lower_bound(rows.begin(), rows.end(), only_row[i]) - rows.begin())
+                  : static_cast<std::int64_t>(next);
+        const std::int64_t at_c = dense ? j : 0;
+        ++next;
+        sa.value[i] = acc.at(at_r, at_c, 0);
+        if (acc.overflowed(at_r, at_c))
+          sa.exact_where_different.emplace(static_cast<std::int64_t>(i), acc.exact(at_r, at_c, 0));
         sa.b_index[i] = static_cast<std::int32_t>(w_param(only_oc[i] * K));
         sa.channel[i] = static_cast<std::int32_t>(only_oc[i]);
       }
@@ -174,7 +196,18 @@ QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy, const st
       }
     }
   }
-  return finish_output(std::move(sa), qx.params, qw.params, op.bias, op.output, policy);
+  return {std::move(sa), qx.params, qw.params};
+}
+
+}  // namespace
+
+LinearAccumulators qconv2d_accumulators(const QConv2dOp& op, const QConv2dPolicy& policy,
+                                        const std::vector<std::int64_t>& only) {
+  return conv_accumulators(op, policy, &only);
+}
+
+QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy, const std::vector<std::int64_t>* only) {
+  return finish_output(conv_accumulators(op, policy, only), op.bias, op.output, policy);
 }
 
 DotTerms qconv2d_terms(const QConv2dOp& op, const QConv2dPolicy& policy, std::int64_t e) {

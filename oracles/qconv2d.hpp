@@ -40,6 +40,11 @@ using QConv2dPolicy = QGemmPolicy;
 QLinearResult qconv2d(const QConv2dOp& op, const QConv2dPolicy& policy,
                       const std::vector<std::int64_t>* only = nullptr);
 
+// The integer stage of output elements `only` alone and the operands' parameters:
+// qconv2d(op, policy, &only) is finish_output of it (qgemm_accumulators in qgemm.hpp).
+LinearAccumulators qconv2d_accumulators(const QConv2dOp& op, const QConv2dPolicy& policy,
+                                        const std::vector<std::int64_t>& only);
+
 // The dot product of output element e (flat index into the output): its receptive field and its
 // filter, in the policy's ConvDepthOrder.
 DotTerms qconv2d_terms(const QConv2dOp& op, const QConv2dPolicy& policy, std::int64_t e);

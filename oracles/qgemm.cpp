@@ -126,16 +126,33 @@ std::int64_t b_flat(const GemmShape& d, std::int64_t k, std::int64_t n) {
   return d.b_k_axis == 0 ? k * d.cols + n : n * d.depth + k;
 }
 
-// The accumulators of output elements `only` alone: the rows holding them, then those elements.
+// The accumulators of output elements `only` alone (any order), as ScaledAccumulators of shape
+// [only.size()] with one index table entry per element. Sparse elements are summed one dot product
+// each (accumulate_elements: K terms an element); elements that cover a sixteenth or more of their
+// rows take those rows through accumulate_gemm's packed kernel, then are gathered.
 ScaledAccumulators selected_accumulators(const IntGemmProblem& p, const GemmShape& d,
                                          const std::vector<std::int64_t>& only, const std::vector<std::int64_t>& a_idx,
                                          const std::vector<std::int64_t>& b_idx, Accumulation accumulation, bool shift,
                                          const QGemmPolicy& policy) {
   const std::vector<std::int64_t> rows = rows_of(only, d.cols);
   std::vector<std::int32_t> a;
-  IntGemmProblem q = select_rows(p, rows, a);
-  if (shift) shift_signed_activations(a, q.a_zero_points);
-  const IntGemmAccumulators acc = accumulate_gemm(q, accumulation, policy.zero_points, policy.pair_rule);
+  const bool dense = static_cast<std::int64_t>(only.size()) * 16 >= static_cast<std::int64_t>(rows.size()) * d.cols;
+  IntGemmProblem q = dense ? select_rows(p, rows, a) : p;
+  if (shift && dense) shift_signed_activations(a, q.a_zero_points);
+  if (shift && !dense) {  // every row, shifted: the elements read their rows in place
+    a.assign(p.a.begin(), p.a.end());
+    shift_signed_activations(a, q.a_zero_points);
+    q.a = a;
+  }
+  std::vector<std::int64_t> e_rows(only.size()), e_cols(only.size());
+  for (std::size_t j = 0; j < only.size(); ++j) {
+    const std::int64_t r = only[j] / d.cols;
+    e_rows[j] = dense ? static_cast<std::int64_t>(std::lower_bound(rows.begin(), rows.end(), r) - rows.begin()) : r;
+    e_cols[j] = only[j] % d.cols;
+  }
+  const IntGemmAccumulators acc =
+      dense ? accumulate_gemm(q, accumulation, policy.zero_points, policy.pair_rule)
+            : accumulate_elements(q, e_rows, e_cols, accumulation, policy.zero_points, policy.pair_rule);
   const std::int64_t S = p.segments();
   ScaledAccumulators sa;
   sa.shape = {static_cast<std::int64_t>(only.size())};
@@ -148,40 +165,18 @@ ScaledAccumulators selected_accumulators(const IntGemmProblem& p, const GemmShap
   sa.b_index.resize(ES);
   sa.channel.resize(only.size());
   for (std::size_t j = 0; j < only.size(); ++j) {
-    const std::int64_t r = only[j] / d.cols, n = only[j] % d.cols;
-    const auto rj = static_cast<std::int64_t>(std::lower_bound(rows.begin(), rows.end(), r) - rows.begin());
+    const std::int64_t r = only[j] / d.cols, n = e_cols[j];
+    // Where element j's sums are: its row and column of the rows summed, or its own row.
+    const std::int64_t at_r = dense ? e_rows[j] : static_cast<std::int64_t>(j), at_n = dense ? n : 0;
     sa.channel[j] = static_cast<std::int32_t>(n);
     for (std::int64_t s = 0; s < S; ++s) {
       const std::size_t k = j * static_cast<std::size_t>(S) + static_cast<std::size_t>(s);
-      sa.value[k] = acc.at(rj, n, s);
-      if (const auto it = acc.exact_where_different.find((rj * d.cols + n) * S + s);
+      sa.value[k] = acc.at(at_r, at_n, s);
+      if (const auto it = acc.exact_where_different.find((at_r * acc.cols + at_n) * S + s);
           it != acc.exact_where_different.end())
         sa.exact_where_different.emplace(static_cast<std::int64_t>(k), it->second);
       sa.a_index[k] = static_cast<std::int32_t>(a_idx[static_cast<std::size_t>(r * S + s)]);
       sa.b_index[k] = static_cast<std::int32_t>(b_idx[static_cast<std::size_t>(s * d.cols + n)]);
-    }
-  }
-  return sa;
-}
-
-// The elements `only` of a whole result's accumulators.
-ScaledAccumulators selected_elements(const ScaledAccumulators& all, const std::vector<std::int64_t>& only) {
-  ScaledAccumulators sa;
-  sa.shape = {static_cast<std::int64_t>(only.size())};
-  sa.channels = all.channels;
-  sa.segments = all.segments;
-  sa.proof = all.proof;
-  const auto S = static_cast<std::size_t>(all.segments);
-  for (std::size_t j = 0; j < only.size(); ++j) {
-    const auto e = static_cast<std::size_t>(only[j]);
-    sa.channel.push_back(static_cast<std::int32_t>(all.channel_at(only[j])));
-    for (std::size_t s = 0; s < S; ++s) {
-      sa.value.push_back(all.value[e * S + s]);
-      sa.a_index.push_back(all.a_at(only[j], static_cast<std::int64_t>(s)));
-      sa.b_index.push_back(all.b_at(only[j], static_cast<std::int64_t>(s)));
-      if (const auto it = all.exact_where_different.find(static_cast<std::int64_t>(e * S + s));
-          it != all.exact_where_different.end())
-        sa.exact_where_different.emplace(static_cast<std::int64_t>(j * S + s), it->second);
     }
   }
   return sa;
@@ -263,77 +258,109 @@ ScaledAccumulators batched_accumulators(const OperandView& qa, const OperandView
 
 }  // namespace
 
-QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vector<std::int64_t>* only) {
+namespace {
+
+// A qgemm's operands under a policy and, for a 2-D B, its integer problem: the K segments, each
+// row's and column's parameter indices and zero points, and the accumulator the policy means for
+// these operand types. The problem's operands are left to the caller (bytes or int32 copies).
+struct GemmSetup {
   QuantizedOperand qa_storage, qb_storage;  // integer operands are read where they are
-  const OperandView qa = activation_view(op.a, policy.quantize, qa_storage);
-  const OperandView qb = weights_view(op.b, policy.quantize, qb_storage);
-  const BatchedGemmShape d = batched_gemm_shape(op.a.values.shape(), qb.q.shape(), op.b_layout);
-  if (d.batched_b) {
-    ScaledAccumulators all = batched_accumulators(qa, qb, d, policy);
-    return finish_output(only ? selected_elements(all, *only) : std::move(all), qa.params, qb.params, op.bias,
-                         op.output, policy);
-  }
-
+  OperandView qa, qb;
+  BatchedGemmShape d;
   IntGemmProblem p;
-  p.rows = d.rows;
-  p.cols = d.cols;
-  p.depth = d.depth;
-  p.segment_starts = k_segment_starts(qa.params, qa.q.shape(), qb.params, qb.q.shape(), d.b_k_axis);
-  const std::int64_t S = p.segments();
+  std::vector<std::int64_t> a_idx, b_idx;
+  Accumulation accumulation = Accumulation::int32_wrap;
+  bool shift = false;
 
-  // Parameter indices: constant over each segment, so read at the segment's first k.
-  const ParamIndexer a_param(qa.params, qa.q.shape());
-  const ParamIndexer b_param(qb.params, qb.q.shape());
-  std::vector<std::int64_t> a_idx(static_cast<std::size_t>(d.rows * S)), b_idx(static_cast<std::size_t>(S * d.cols));
-  p.a_zero_points.resize(a_idx.size());
-  p.b_zero_points.resize(b_idx.size());
-  for (std::int64_t r = 0; r < d.rows; ++r)
-    for (std::int64_t s = 0; s < S; ++s) {
-      const auto j = static_cast<std::size_t>(r * S + s);
-      a_idx[j] = a_param(r * d.depth + p.segment_starts[static_cast<std::size_t>(s)]);
-      p.a_zero_points[j] = qa.params.zero_point(a_idx[j]);
-    }
-  for (std::int64_t s = 0; s < S; ++s)
-    for (std::int64_t n = 0; n < d.cols; ++n) {
-      const auto j = static_cast<std::size_t>(s * d.cols + n);
-      b_idx[j] = b_param(b_flat(d, p.segment_starts[static_cast<std::size_t>(s)], n));
-      p.b_zero_points[j] = qb.params.zero_point(b_idx[j]);
-    }
+  GemmSetup(const QGemmOp& op, const QGemmPolicy& policy)
+      : qa(activation_view(op.a, policy.quantize, qa_storage)),
+        qb(weights_view(op.b, policy.quantize, qb_storage)),
+        d(batched_gemm_shape(op.a.values.shape(), qb.q.shape(), op.b_layout)) {
+    if (d.batched_b) return;
+    p.rows = d.rows;
+    p.cols = d.cols;
+    p.depth = d.depth;
+    p.segment_starts = k_segment_starts(qa.params, qa.q.shape(), qb.params, qb.q.shape(), d.b_k_axis);
+    const std::int64_t S = p.segments();
+    // Parameter indices: constant over each segment, so read at the segment's first k.
+    const ParamIndexer a_param(qa.params, qa.q.shape());
+    const ParamIndexer b_param(qb.params, qb.q.shape());
+    a_idx.resize(static_cast<std::size_t>(d.rows * S));
+    b_idx.resize(static_cast<std::size_t>(S * d.cols));
+    p.a_zero_points.resize(a_idx.size());
+    p.b_zero_points.resize(b_idx.size());
+    for (std::int64_t r = 0; r < d.rows; ++r)
+      for (std::int64_t s = 0; s < S; ++s) {
+        const auto j = static_cast<std::size_t>(r * S + s);
+        a_idx[j] = a_param(r * d.depth + p.segment_starts[static_cast<std::size_t>(s)]);
+        p.a_zero_points[j] = qa.params.zero_point(a_idx[j]);
+      }
+    for (std::int64_t s = 0; s < S; ++s)
+      for (std::int64_t n = 0; n < d.cols; ++n) {
+        const auto j = static_cast<std::size_t>(s * d.cols + n);
+        b_idx[j] = b_param(b_flat(d, p.segment_starts[static_cast<std::size_t>(s)], n));
+        p.b_zero_points[j] = qb.params.zero_point(b_idx[j]);
+      }
+    const PairedAccumulation paired =
+        paired_accumulation(policy.accumulation, policy.pair_rule, qa.q.dtype(), qb.q.dtype(), p.any_zero_point());
+    accumulation = paired.accumulation;
+    shift = paired.shift_signed_activations;
+  }
+  GemmSetup(const GemmSetup&) = delete;
+  GemmSetup& operator=(const GemmSetup&) = delete;
+};
 
-  const auto [accumulation, shift] =
-      paired_accumulation(policy.accumulation, policy.pair_rule, qa.q.dtype(), qb.q.dtype(), p.any_zero_point());
+}  // namespace
+
+LinearAccumulators qgemm_accumulators(const QGemmOp& op, const QGemmPolicy& policy,
+                                      const std::vector<std::int64_t>& only) {
+  GemmSetup g(op, policy);
+  if (g.d.batched_b)
+    return {select_accumulators(batched_accumulators(g.qa, g.qb, g.d, policy), only), g.qa.params, g.qb.params};
+  const Int32Values a = int32_values(g.qa.q), bt = transposed_b(g.qb.q, g.d);
+  g.p.a = a;
+  g.p.bt = bt;
+  return {selected_accumulators(g.p, g.d, only, g.a_idx, g.b_idx, g.accumulation, g.shift, policy), g.qa.params,
+          g.qb.params};
+}
+
+QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vector<std::int64_t>* only) {
+  if (only) return finish_output(qgemm_accumulators(op, policy, *only), op.bias, op.output, policy);
+  GemmSetup g(op, policy);
+  const OperandView& qa = g.qa;
+  const OperandView& qb = g.qb;
+  if (g.d.batched_b)
+    return finish_output(batched_accumulators(qa, qb, g.d, policy), qa.params, qb.params, op.bias, op.output, policy);
+  IntGemmProblem& p = g.p;
   // Byte operands go to the packed kernel as they are (IntGemmProblem::a_bytes): no int32 copy of A,
-  // no transposed int32 copy of B. The selected elements and shifted activations take int32 copies.
+  // no transposed int32 copy of B. Shifted activations take int32 copies.
   Int32Values a, bt;
-  if (!only && !shift && one_byte(qa.q.dtype()) && one_byte(qb.q.dtype()) && qa.q.size() > 0 && qb.q.size() > 0) {
+  if (!g.shift && one_byte(qa.q.dtype()) && one_byte(qb.q.dtype()) && qa.q.size() > 0 && qb.q.size() > 0) {
     p.a_bytes = {qa.q.bytes().data(), info(qa.q.dtype()).is_signed};
     p.b_bytes = {qb.q.bytes().data(), info(qb.q.dtype()).is_signed};
-    p.b_k_by_n = d.b_k_axis == 0;
+    p.b_k_by_n = g.d.b_k_axis == 0;
   } else {
     a = int32_values(qa.q);
-    bt = transposed_b(qb.q, d);
+    bt = transposed_b(qb.q, g.d);
     p.a = a;
     p.bt = bt;
   }
-  if (only)
-    return finish_output(selected_accumulators(p, d, *only, a_idx, b_idx, accumulation, shift, policy), qa.params,
-                         qb.params, op.bias, op.output, policy);
-  if (shift) {
+  if (g.shift) {
     shift_signed_activations(a, p.a_zero_points);  // in place: p.a still views a
   }
   ScaledAccumulators sa;
-  sa.shape = d.out_shape;
-  sa.channels = d.cols;
-  sa.segments = S;
-  sa.cols = d.cols;  // A's indices per row, B's per column: one table of each
-  sa.rows_per_b = std::max<std::int64_t>(d.rows, 1);
-  sa.a_index.assign(a_idx.begin(), a_idx.end());
-  sa.b_index.assign(b_idx.begin(), b_idx.end());
+  sa.shape = g.d.out_shape;
+  sa.channels = g.d.cols;
+  sa.segments = p.segments();
+  sa.cols = g.d.cols;  // A's indices per row, B's per column: one table of each
+  sa.rows_per_b = std::max<std::int64_t>(g.d.rows, 1);
+  sa.a_index.assign(g.a_idx.begin(), g.a_idx.end());
+  sa.b_index.assign(g.b_idx.begin(), g.b_idx.end());
   // The sums inside the output stage: a requantized output takes each group of rows in cache.
-  const Accumulation mode = accumulation;  // a structured binding, which clang cannot capture
-  return finish_output_by_rows(
-      std::move(sa), qa.params, qb.params, op.bias, op.output, policy,
-      [&](const SumRowsReady* ready) { return accumulate_gemm(p, mode, policy.zero_points, policy.pair_rule, ready); });
+  return finish_output_by_rows(std::move(sa), qa.params, qb.params, op.bias, op.output, policy,
+                               [&](const SumRowsReady* ready) {
+                                 return accumulate_gemm(p, g.accumulation, policy.zero_points, policy.pair_rule, ready);
+                               });
 }
 
 DotTerms qgemm_terms(const QGemmOp& op, const QGemmPolicy& policy, std::int64_t e) {

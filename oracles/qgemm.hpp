@@ -51,6 +51,12 @@ using QGemmResult = QLinearResult;
 // attribution evaluates alternatives on the mismatching elements).
 QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vector<std::int64_t>* only = nullptr);
 
+// The integer stage of output elements `only` alone (flat indices, any order) and the operands'
+// parameters: qgemm(op, policy, &only) is finish_output of it. Each sparse element costs its own dot
+// product (K terms); see int_accumulate.hpp accumulate_elements.
+LinearAccumulators qgemm_accumulators(const QGemmOp& op, const QGemmPolicy& policy,
+                                      const std::vector<std::int64_t>& only);
+
 // The dot product of output element e (flat index into [batch..., M, N]): row e / N of A, column
 // e % N of B, in k order.
 DotTerms qgemm_terms(const QGemmOp& op, const QGemmPolicy& policy, std::int64_t e);

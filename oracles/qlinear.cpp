@@ -245,6 +245,7 @@ struct QLinearResult::State {
   ScaledAccumulators acc;  // the accumulators and the parameter indices (its shape is the output's)
   std::vector<Rational> a_scales, b_scales;
   std::vector<double> a_scale_values, b_scale_values;  // the same scales as doubles (exact)
+  QuantParams a_params, b_params;                      // as finish_output was given them
   std::vector<std::int64_t> int_bias;                  // per channel; empty: none
   std::vector<Rational> float_bias;                    // per channel; empty: none
   DType scale_dtype = DType::f32;                      // the operands' scale format
@@ -925,6 +926,8 @@ std::shared_ptr<QLinearResult::State> output_state(ScaledAccumulators acc, const
   st->acc = std::move(acc);
   st->a_scales = exact_scales(a);
   st->b_scales = exact_scales(b);
+  st->a_params = a;
+  st->b_params = b;
   st->a_scale_values = a.scales;
   st->b_scale_values = b.scales;
   st->scale_dtype = a.scale_dtype;
@@ -993,6 +996,45 @@ QLinearResult finish_output_by_rows(ScaledAccumulators acc, const QuantParams& a
   requantized_output(*st, policy, a.scale_dtype, r, &sums);
   r.state = std::move(st);
   return r;
+}
+
+LinearAccumulators QLinearResult::accumulators_at(const std::vector<std::int64_t>& only) const {
+  return {select_accumulators(state->acc, only), state->a_params, state->b_params};
+}
+
+ScaledAccumulators select_accumulators(const ScaledAccumulators& all, const std::vector<std::int64_t>& only) {
+  ScaledAccumulators sa;
+  sa.shape = {static_cast<std::int64_t>(only.size())};
+  sa.channels = all.channels;
+  sa.segments = all.segments;
+  sa.proof = all.proof;
+  const auto S = static_cast<std::size_t>(all.segments);
+  const std::int64_t E = numel(all.shape);
+  sa.value.resize(only.size() * S);
+  sa.a_index.resize(only.size() * S);
+  sa.b_index.resize(only.size() * S);
+  sa.channel.resize(only.size());
+  for (std::size_t j = 0; j < only.size(); ++j) {
+    const std::int64_t e = only[j];
+    if (e < 0 || e >= E)
+      throw InputError("select_accumulators: element " + std::to_string(e) + " is outside the output " +
+                       shape_str(all.shape));
+    sa.channel[j] = static_cast<std::int32_t>(all.channel_at(e));
+    for (std::size_t s = 0; s < S; ++s) {
+      const std::size_t k = j * S + s;
+      sa.value[k] = all.value[static_cast<std::size_t>(e) * S + s];
+      sa.a_index[k] = all.a_at(e, static_cast<std::int64_t>(s));
+      sa.b_index[k] = all.b_at(e, static_cast<std::int64_t>(s));
+    }
+  }
+  if (!all.exact_where_different.empty())
+    for (std::size_t j = 0; j < only.size(); ++j)
+      for (std::size_t s = 0; s < S; ++s)
+        if (const auto it =
+                all.exact_where_different.find(only[j] * static_cast<std::int64_t>(S) + static_cast<std::int64_t>(s));
+            it != all.exact_where_different.end())
+          sa.exact_where_different.emplace(static_cast<std::int64_t>(j * S + s), it->second);
+  return sa;
 }
 
 std::vector<TraceStep> QLinearResult::trace(std::int64_t i, const QGemmPolicy& policy) const {

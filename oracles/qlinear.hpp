@@ -140,6 +140,17 @@ struct ScaledAccumulators {
   }
 };
 
+// The accumulators of elements `only` (flat indices into all.shape, any order) of a whole result,
+// gathered: element j of the result is all's element only[j] (shape [only.size()]).
+ScaledAccumulators select_accumulators(const ScaledAccumulators& all, const std::vector<std::int64_t>& only);
+
+// What the output stage takes: the integer stage of a qgemm or qconv2d (at all its elements, or at
+// some) and the operands' parameters after quantization (finish_output's `a` and `b`).
+struct LinearAccumulators {
+  ScaledAccumulators acc;
+  QuantParams a, b;
+};
+
 // What was proven about several integer GEMMs together (a convolution's groups, a batched GEMM's
 // batches): what holds for every one of them. `first`: `into` takes p as it is.
 void merge_proof(AccumulationProof& into, const AccumulationProof& p, bool first);
@@ -171,6 +182,10 @@ class QLinearResult {
   // stage (the multiplier's derivation and each rounding of the requantize scheme, or each float
   // operation of the dequantization). For `qconform explain`.
   std::vector<TraceStep> trace(std::int64_t i, const QGemmPolicy& policy) const;
+  // The integer stage of elements `only` (flat indices) as this result holds it: the accumulators
+  // gathered, with the operands' parameters, so that another output stage can finish them
+  // (finish_output) without summing again.
+  LinearAccumulators accumulators_at(const std::vector<std::int64_t>& only) const;
 
   struct State;
   std::shared_ptr<const State> state;
@@ -182,6 +197,10 @@ class QLinearResult {
 // combinations the policy cannot express.
 QLinearResult finish_output(ScaledAccumulators acc, const QuantParams& a, const QuantParams& b,
                             const std::optional<Tensor>& bias, const OutputStage& out, const QGemmPolicy& policy);
+inline QLinearResult finish_output(LinearAccumulators acc, const std::optional<Tensor>& bias, const OutputStage& out,
+                                   const QGemmPolicy& policy) {
+  return finish_output(std::move(acc.acc), acc.a, acc.b, bias, out, policy);
+}
 
 // finish_output with the integer stage run inside it, so that the output stage can take each group
 // of rows while it is still in cache, on the thread that summed it (the ideal requantize's row
