@@ -368,14 +368,18 @@ namespace {
 // can be (`alt_cut`: an element-wise op cut down to them; a GEMM or convolution on the rows that hold
 // them), else whole (weight-only GEMM). nullopt where the op rejects the combination (e.g. a
 // multiplier outside the scheme's range).
+// `elements`, when given, evaluates the op itself at idx (ElementEvaluator: a GEMM's or
+// convolution's integer stage shared between candidates).
 std::optional<std::vector<std::uint8_t>> reproduced(const OpRequest& alt_op, const Spec& alt_spec,
                                                     const std::optional<OpRequest>& alt_cut,
                                                     const std::vector<std::int64_t>& idx, const Tensor& actual,
-                                                    const Tensor& actual_cut) {
+                                                    const Tensor& actual_cut, ElementEvaluator* elements) {
   try {
     std::optional<Tensor> cut_values;
     if (alt_cut)
       cut_values = evaluate(*alt_cut, alt_spec).expected;
+    else if (elements)
+      cut_values = (*elements)(alt_spec, idx);
     else
       cut_values = evaluate_elements(alt_op, alt_spec, idx);
     if (cut_values) return same_elements(*cut_values, actual_cut);
@@ -464,9 +468,15 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
   const Elements matches = elements(matched);
   const std::size_t extra_screen = all.cut ? kExtraScreenElementwise : kExtraScreenLinear;
 
+  // The op's own elements under every candidate spec: a GEMM's or convolution's integer stage summed
+  // once per accumulation and element set, the spec's and the claim's taken from their answers.
+  ElementEvaluator evaluator(op);
+  evaluator.know(spec, ref);
+  if (known.spec && known.answer) evaluator.know(*known.spec, *known.answer);
   // Which of `on` the candidate reproduces, or nullopt where the op rejects it.
   const auto on = [&](const OpRequest& alt_op, const Spec& alt_spec, const Elements& e, bool same_op) {
-    return reproduced(alt_op, alt_spec, same_op ? e.cut : gathered(alt_op, e.idx), e.idx, actual, e.actual);
+    return reproduced(alt_op, alt_spec, same_op ? e.cut : gathered(alt_op, e.idx), e.idx, actual, e.actual,
+                      same_op ? &evaluator : nullptr);
   };
   const auto any = [](const std::vector<std::uint8_t>& v) {
     return std::find(v.begin(), v.end(), std::uint8_t{1}) != v.end();

@@ -26,7 +26,7 @@ namespace {
 // format and rounding; the op gives `saturate`.
 Reference evaluate_quantize_float8(const QuantizeOp& op, const QuantizePolicy& pol) {
   QuantizeResult r = quantize_to_float8(op.x, op.params, op.out, op.saturate, pol);
-  Reference ref{std::move(r.q), std::move(r.labels), std::move(r.specified), std::nullopt, {}, {}};
+  Reference ref{std::move(r.q), std::move(r.labels), std::move(r.specified), std::nullopt, {}, {}, {}};
   QuantizePolicy exact_policy = pol;
   exact_policy.compute = ComputeFormat{ComputeFormat::Kind::exact, 0};
   exact_policy.rounding = RoundingMode::rne;
@@ -45,8 +45,13 @@ Reference evaluate_quantize_float8(const QuantizeOp& op, const QuantizePolicy& p
 
 Reference evaluate_dequantize_float8(const DequantizeOp& op, const DequantizePolicy& pol) {
   DequantizeResult r = dequantize_from_float8(op.q, op.params, op.out, pol);
-  Reference ref{
-      std::move(r.y), std::move(r.labels), SpecifiedMask(static_cast<std::size_t>(op.q.size())), std::nullopt, {}, {}};
+  Reference ref{std::move(r.y),
+                std::move(r.labels),
+                SpecifiedMask(static_cast<std::size_t>(op.q.size())),
+                std::nullopt,
+                {},
+                {},
+                {}};
   DequantizePolicy exact_policy{DequantizeOrder::sub_int_then_mul, ComputeFormat{ComputeFormat::Kind::exact, 0}};
   ref.correctly_rounded = dequantize_from_float8(op.q, op.params, op.out, exact_policy, false).y;
   ref.describe = [op = std::make_shared<const DequantizeOp>(op), pol](std::int64_t i, ElementDiff& d) {
@@ -64,8 +69,13 @@ Reference evaluate_dequantize_float8(const DequantizeOp& op, const DequantizePol
 // spec has no say. An element's description names its block's scale code.
 Reference evaluate_mx_quantize(const MxQuantizeOp& op) {
   MxQuantizeResult r = mx_quantize(op);
-  Reference ref{
-      std::move(r.y), std::move(r.labels), SpecifiedMask(static_cast<std::size_t>(op.x.size())), std::nullopt, {}, {}};
+  Reference ref{std::move(r.y),
+                std::move(r.labels),
+                SpecifiedMask(static_cast<std::size_t>(op.x.size())),
+                std::nullopt,
+                {},
+                {},
+                {}};
   auto codes = std::make_shared<const MxQuantizeResult>(
       MxQuantizeResult{{}, std::move(r.elements), std::move(r.scales), r.global_scale, {}});
   ref.describe = [op = std::make_shared<const MxQuantizeOp>(op), codes](std::int64_t i, ElementDiff& d) {
@@ -88,6 +98,7 @@ Reference evaluate_mx_dequantize(const MxDequantizeOp& op) {
                 SpecifiedMask(static_cast<std::size_t>(op.elements.size())),
                 std::nullopt,
                 {},
+                {},
                 {}};
   return ref;
 }
@@ -97,7 +108,7 @@ Reference evaluate_mx_dequantize(const MxDequantizeOp& op) {
 // row or column) required to be NaN first.
 Reference evaluate_mx_gemm(const MxGemmOp& op) {
   auto r = std::make_shared<const MxGemmResult>(mx_gemm(op));
-  Reference ref{r->y, r->labels, SpecifiedMask(static_cast<std::size_t>(r->y.size())), r->y, {}, {}};
+  Reference ref{r->y, r->labels, SpecifiedMask(static_cast<std::size_t>(r->y.size())), r->y, {}, {}, {}};
   const DotProductCheck check{TosaDotProductRevision::ksb, tosa_kernel_size_bound(r->kernel_size, r->nonzero_bias), -1,
                               op.out};
   ref.dot_product = [r, check](const Tensor& actual) {
@@ -124,7 +135,7 @@ Reference evaluate_quantize(const QuantizeOp& op, const Spec& spec) {
   const QuantizePolicy& pol = spec.quantize_for(op.x.dtype());
   if (is_float8(op.out)) return evaluate_quantize_float8(op, pol);
   QuantizeResult r = quantize(op.x, op.params, op.out, pol);
-  Reference ref{std::move(r.q), std::move(r.labels), std::move(r.specified), std::nullopt, {}, {}};
+  Reference ref{std::move(r.q), std::move(r.labels), std::move(r.specified), std::nullopt, {}, {}, {}};
   ref.describe = [op = std::make_shared<const QuantizeOp>(op), pol](std::int64_t i, ElementDiff& d) {
     const std::int64_t k = ParamIndexer(op->params, op->x.shape())(i);
     const double x = op->x.get_double(i);
@@ -139,8 +150,13 @@ Reference evaluate_quantize(const QuantizeOp& op, const Spec& spec) {
 Reference evaluate_dequantize(const DequantizeOp& op, const Spec& spec) {
   if (is_float8(op.q.dtype())) return evaluate_dequantize_float8(op, spec.dequantize);
   DequantizeResult r = dequantize(op.q, op.params, op.out, spec.dequantize);
-  Reference ref{
-      std::move(r.y), std::move(r.labels), SpecifiedMask(static_cast<std::size_t>(op.q.size())), std::nullopt, {}, {}};
+  Reference ref{std::move(r.y),
+                std::move(r.labels),
+                SpecifiedMask(static_cast<std::size_t>(op.q.size())),
+                std::nullopt,
+                {},
+                {},
+                {}};
   // The real value (q - zp) * s is exact; its correct rounding into the output format is the
   // dequantize of an exact-arithmetic policy.
   DequantizePolicy exact_policy{DequantizeOrder::sub_int_then_mul, ComputeFormat{ComputeFormat::Kind::exact, 0}};
@@ -163,6 +179,7 @@ Reference evaluate_requantize(const RequantizeOp& op, const Spec& spec) {
                 std::move(r.labels),
                 SpecifiedMask(static_cast<std::size_t>(op.acc.size())),
                 std::nullopt,
+                {},
                 {},
                 {}};
   const RequantizePolicy pol = spec.requantize;
@@ -189,7 +206,7 @@ Reference evaluate_requantize(const RequantizeOp& op, const Spec& spec) {
 
 // qgemm and qconv2d share the output stage and so the reference they produce.
 Reference linear_reference(QLinearResult r, DType out) {
-  Reference ref{r.y, r.labels, SpecifiedMask(static_cast<std::size_t>(r.y.size())), std::nullopt, {}, {}};
+  Reference ref{r.y, r.labels, SpecifiedMask(static_cast<std::size_t>(r.y.size())), std::nullopt, {}, {}, {}};
   if (is_float(out)) {  // the exact value rounded once into the output format
     Tensor cr(out, r.y.shape());
     for (std::int64_t i = 0; i < cr.size(); ++i)
@@ -197,6 +214,7 @@ Reference linear_reference(QLinearResult r, DType out) {
     ref.correctly_rounded = std::move(cr);
   }
   auto shared = std::make_shared<QLinearResult>(std::move(r));
+  ref.linear = shared;
   ref.describe = [shared](std::int64_t i, ElementDiff& d) {
     // What the output stage takes: the accumulator with its int32 bias (one segment).
     const BigInt acc = shared->exact_accumulator(i, 0);
@@ -214,7 +232,7 @@ Reference linear_reference(QLinearResult r, DType out) {
 // implementation is judged by the TOSA dot-product bound since the summation order is free.
 Reference evaluate_weight_only(const WeightOnlyGemmOp& op, const Spec& spec) {
   auto r = std::make_shared<WeightOnlyResult>(weight_only_gemm(op, weight_only_policy(spec)));
-  Reference ref{r->y, r->labels, SpecifiedMask(static_cast<std::size_t>(r->y.size())), r->y, {}, {}};
+  Reference ref{r->y, r->labels, SpecifiedMask(static_cast<std::size_t>(r->y.size())), r->y, {}, {}, {}};
   const DotProductCheck check{TosaDotProductRevision::ksb, tosa_kernel_size_bound(r->kernel_size, r->nonzero_bias), -1,
                               op.out};
   ref.dot_product = [r, check](const Tensor& actual) { return check_dot_product(r->exact, r->bound, actual, check); };
@@ -235,7 +253,7 @@ Reference evaluate_choose_qparams(const ChooseQParamsOp& op) {
     y.set_double(static_cast<std::int64_t>(2 * k + 1), static_cast<double>(d->chosen[k].zero_point));
   }
   const auto n = static_cast<std::size_t>(y.size());
-  Reference ref{y, std::vector<Label>(n, Label::clear), SpecifiedMask(n), std::nullopt, {}, {}};
+  Reference ref{y, std::vector<Label>(n, Label::clear), SpecifiedMask(n), std::nullopt, {}, {}, {}};
   ref.describe = [d](std::int64_t i, ElementDiff& e) {
     const ChosenQParams& c = d->chosen[static_cast<std::size_t>(i / 2)];
     e.input = std::string(i % 2 ? "zero point" : "scale") + " of range " + std::to_string(i / 2) + " (integers [" +
@@ -248,7 +266,7 @@ Reference evaluate_choose_qparams(const ChooseQParamsOp& op) {
 // conv2d: the same judgement as the weight-only GEMM (a float dot product per element, its order free).
 Reference evaluate_conv2d(const Conv2dOp& op, const Spec& spec) {
   auto r = std::make_shared<FloatConv2dResult>(conv2d(op, weight_only_policy(spec)));
-  Reference ref{r->y, r->labels, SpecifiedMask(static_cast<std::size_t>(r->y.size())), r->y, {}, {}};
+  Reference ref{r->y, r->labels, SpecifiedMask(static_cast<std::size_t>(r->y.size())), r->y, {}, {}, {}};
   const DotProductCheck check{TosaDotProductRevision::ksb, tosa_kernel_size_bound(r->kernel_size, r->nonzero_bias), -1,
                               op.out};
   ref.dot_product = [r, check](const Tensor& actual) { return check_dot_product(r->exact, r->bound, actual, check); };
@@ -264,8 +282,13 @@ Reference evaluate_conv2d(const Conv2dOp& op, const Spec& spec) {
 Reference evaluate_qadd(const QAddOp& op, const Spec& spec) {
   const QAddParams p = qadd_params(op);
   QAddResult r = qadd(op.a, op.b, p, op.output.format, spec.add);
-  Reference ref{
-      std::move(r.q), std::move(r.labels), SpecifiedMask(static_cast<std::size_t>(op.a.size())), std::nullopt, {}, {}};
+  Reference ref{std::move(r.q),
+                std::move(r.labels),
+                SpecifiedMask(static_cast<std::size_t>(op.a.size())),
+                std::nullopt,
+                {},
+                {},
+                {}};
   auto ideal = std::make_shared<const std::vector<Rational>>(std::move(r.ideal));
   auto bi = std::make_shared<const std::vector<std::int64_t>>(qadd_broadcast_index(op.a.shape(), op.b.shape()));
   ref.describe = [op = std::make_shared<const QAddOp>(op), ideal, bi](std::int64_t i, ElementDiff& d) {
@@ -323,6 +346,64 @@ std::optional<Tensor> evaluate_elements(const OpRequest& op, const Spec& spec, c
   if (const auto* c = std::get_if<QConv2dOp>(&op))
     return qconv2d(*c, qgemm_policy(spec, c->input.values.dtype(), LinearOp::conv), &idx).y;
   return std::nullopt;
+}
+
+ElementEvaluator::ElementEvaluator(const OpRequest& op) : op_(op) {
+  if (const auto* g = std::get_if<QGemmOp>(&op)) {
+    linear_ = true;
+    float_operands_ = is_float(g->a.values.dtype()) || is_float(g->b.values.dtype());
+  } else if (const auto* c = std::get_if<QConv2dOp>(&op)) {
+    linear_ = conv_ = true;
+    float_operands_ = is_float(c->input.values.dtype()) || is_float(c->weight.values.dtype());
+  }
+}
+
+QGemmPolicy ElementEvaluator::policy_of(const Spec& spec) const {
+  if (conv_) {
+    const auto& c = std::get<QConv2dOp>(op_);
+    return qgemm_policy(spec, c.input.values.dtype(), LinearOp::conv);
+  }
+  return qgemm_policy(spec, std::get<QGemmOp>(op_).a.values.dtype(), LinearOp::gemm);
+}
+
+QGemmPolicy ElementEvaluator::integer_key(QGemmPolicy p) const {
+  p.requantize = {};
+  p.dequantize = {};
+  if (!float_operands_) p.quantize = {};  // integer operands are taken as they are
+  if (!conv_) p.conv_depth_order = {};
+  if (p.accumulation != Accumulation::int16_pair_saturate) p.pair_rule = {};
+  return p;
+}
+
+void ElementEvaluator::know(const Spec& spec, const Reference& whole) {
+  if (linear_ && whole.linear) whole_.emplace_back(integer_key(policy_of(spec)), whole.linear);
+}
+
+std::optional<Tensor> ElementEvaluator::operator()(const Spec& spec, const std::vector<std::int64_t>& idx) {
+  if (!linear_) return evaluate_elements(op_, spec, idx);
+  const QGemmPolicy policy = policy_of(spec);
+  const QGemmPolicy key = integer_key(policy);
+  const std::optional<Tensor>& bias = conv_ ? std::get<QConv2dOp>(op_).bias : std::get<QGemmOp>(op_).bias;
+  const OutputStage& out = conv_ ? std::get<QConv2dOp>(op_).output : std::get<QGemmOp>(op_).output;
+  for (const auto& [k, r] : whole_)
+    if (k == key) return finish_output(r->accumulators_at(idx), bias, out, policy).y;
+  for (const Summed& s : summed_)
+    if (s.key == key && s.idx == idx) return finish_output(*s.acc, bias, out, policy).y;
+  auto acc =
+      std::make_shared<const LinearAccumulators>(conv_ ? qconv2d_accumulators(std::get<QConv2dOp>(op_), policy, idx)
+                                                       : qgemm_accumulators(std::get<QGemmOp>(op_), policy, idx));
+  Tensor y = finish_output(*acc, bias, out, policy).y;
+  // Kept for the next spec with this key, the latest first, within the bound.
+  summed_.insert(summed_.begin(), Summed{key, idx, std::move(acc)});
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < summed_.size(); ++i) {
+    total += summed_[i].idx.size();
+    if (total > kSummedElements) {
+      summed_.resize(i);
+      break;
+    }
+  }
+  return y;
 }
 
 }  // namespace qc

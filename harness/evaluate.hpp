@@ -28,6 +28,8 @@ struct Reference {
   // Fills an element's input text and exact value (only called for the few worst elements). It owns
   // what it reads (a copy of the op's operands), so it may be called after the op is gone.
   std::function<void(std::int64_t, ElementDiff&)> describe;
+  // qgemm and qconv2d: the whole result, accumulators included (ElementEvaluator takes them).
+  std::shared_ptr<const QLinearResult> linear;
 };
 
 Reference evaluate(const OpRequest& op, const Spec& spec);
@@ -35,6 +37,36 @@ Reference evaluate(const OpRequest& op, const Spec& spec);
 // The spec's values at output elements `idx` alone (a tensor of shape [idx.size()]), for the ops that
 // compute them without the rest (qgemm, qconv2d: the rows that hold them); nullopt for the others.
 std::optional<Tensor> evaluate_elements(const OpRequest& op, const Spec& spec, const std::vector<std::int64_t>& idx);
+
+// evaluate_elements for one op under many specs (cause attribution): the integer stage of a qgemm
+// or qconv2d, which is most of its cost, depends only on the policy's quantize, accumulation, zero
+// points, pair rule and depth order (its "integer key"; an output-stage change leaves it alone), so
+// it is summed once per key and element set, and taken from a whole result that has it (know()).
+// Each element then costs its own dot product, not its row's. The values are evaluate_elements's.
+class ElementEvaluator {
+ public:
+  explicit ElementEvaluator(const OpRequest& op);
+  // A whole answer of `op` under `spec` (its Reference::linear), whose accumulators serve every
+  // element set under the same integer key.
+  void know(const Spec& spec, const Reference& whole);
+  // The values at idx under `spec`, as evaluate_elements gives them (nullopt for the ops it does not
+  // cut). Throws what evaluate_elements throws.
+  std::optional<Tensor> operator()(const Spec& spec, const std::vector<std::int64_t>& idx);
+
+ private:
+  struct Summed {
+    QGemmPolicy key;
+    std::vector<std::int64_t> idx;
+    std::shared_ptr<const LinearAccumulators> acc;
+  };
+  QGemmPolicy policy_of(const Spec& spec) const;
+  QGemmPolicy integer_key(QGemmPolicy p) const;
+  const OpRequest& op_;
+  bool linear_ = false, conv_ = false, float_operands_ = false;
+  std::vector<std::pair<QGemmPolicy, std::shared_ptr<const QLinearResult>>> whole_;
+  std::vector<Summed> summed_;  // the latest first, at most kSummedElements elements in all
+  static constexpr std::size_t kSummedElements = std::size_t{1} << 22;
+};
 
 // The GEMM/conv policy a spec defines for activations of format `a` in a GEMM or a convolution
 // (Spec::conv_accumulation).
