@@ -12,6 +12,7 @@
 #include "harness/baseline.hpp"
 #include "harness/explain.hpp"
 #include "harness/infer.hpp"
+#include "harness/phase_times.hpp"
 #include "harness/reproducer.hpp"
 #include "harness/runner.hpp"
 #include "oracles/choose_qparams.hpp"
@@ -28,6 +29,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -383,18 +385,32 @@ struct RunArgs {
   std::string report_dir = "qconform-report";
   std::string expect = "spec";
   bool quiet = false;
-  std::string baseline, shard;
+  std::string baseline, shard, timings;
   bool gate = false, no_causes = false, no_reproducers = false, isolate = false, ignore_magnitude = false;
   double timeout = 0;
   int jobs = 0;
 };
+
+// --timings FILE: each phase's seconds and the run's wall time (docs/reports.md "Timings").
+void write_timings(const std::string& path, std::chrono::steady_clock::duration wall) {
+  nlohmann::ordered_json phases;
+  for (const qc::Phase p : qc::kAllPhases) phases[std::string(qc::name(p))] = qc::phase_seconds(p);
+  const nlohmann::ordered_json j{{"wall", std::chrono::duration<double>(wall).count()}, {"phases", phases}};
+  std::ofstream f(path, std::ios::trunc);
+  f << j.dump(2) << "\n";
+  if (!f) throw qc::InputError("--timings " + path + ": cannot write it");
+}
 
 int cmd_run(const RunArgs& a, int argc, char** argv) {
   // Everything that can fail on bad input happens before anything is written: custom presets
   // first (the cases' specs may name them), then the cases, then the backends' claims.
   load_custom_presets(a.preset_files);
   auto all = all_backends();  // plugins may declare presets too
-  std::vector<qc::Suite> suites = qc::load_suites(case_paths(a.paths));
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<qc::Suite> suites = [&] {
+    const qc::PhaseTimer timer(qc::Phase::load);
+    return qc::load_suites(case_paths(a.paths));
+  }();
   check_timeout(a.timeout);
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends, qc::BackendOptions{a.timeout});
   qc::check_claims(backends, "run");
@@ -479,8 +495,10 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
     for (int i = 0; i < argc; ++i) report.meta.command_line.emplace_back(argv[i]);
     report.meta.shard = shard;
     stream.close();
+    const qc::PhaseTimer timer(qc::Phase::reports);
     qc::write_reports(report, a.report_dir, partial);
   }
+  if (!a.timings.empty()) write_timings(a.timings, std::chrono::steady_clock::now() - started);
   if (!a.quiet) print_summary(report, st, std::cout);
   std::cout << "reports: " << (fs::path(a.report_dir) / "report.json").string() << ", "
             << (fs::path(a.report_dir) / "report.html").string() << ", "
@@ -744,6 +762,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_flag("--no-causes", ra.no_causes, "skip cause attribution");
   run->add_flag("--no-reproducers", ra.no_reproducers, "write no reproducer case files");
+  run->add_option("--timings", ra.timings, "write each phase's wall time to FILE (JSON)");
 
   std::string baseline_report, baseline_out = "qconform-baseline.json";
   bool baseline_update = false;

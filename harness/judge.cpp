@@ -1,4 +1,5 @@
 #include "harness/judge.hpp"
+#include "harness/phase_times.hpp"
 
 #include "harness/compare.hpp"
 #include "harness/isolation.hpp"
@@ -45,7 +46,10 @@ BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequ
     return run;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  CallResult call = call_backend(b, backend_op, CallPolicy{opt.isolate, opt.timeout_seconds});
+  CallResult call = [&] {
+    const PhaseTimer timer(Phase::backend);
+    return call_backend(b, backend_op, CallPolicy{opt.isolate, opt.timeout_seconds});
+  }();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!call.out) {
     r.verdict = call.verdict;
@@ -54,7 +58,10 @@ BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequ
     return run;
   }
   const Tensor& out = *call.out;
-  Judgement j = judge_output(ex, c.spec.name, r.claim, backend_op, ref, out, opt.max_worst);
+  Judgement j = [&] {
+    const PhaseTimer timer(Phase::compare);
+    return judge_output(ex, c.spec.name, r.claim, backend_op, ref, out, opt.max_worst);
+  }();
   r.verdict = j.pass ? Verdict::pass : Verdict::fail;
   r.reason = std::move(j.reason);
   if (!j.shape_ok) {
@@ -65,6 +72,7 @@ BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequ
   r.claim_mismatches = j.claim_mismatches;
   std::int64_t explained_over = static_cast<std::int64_t>(j.mismatches.size());
   if (opt.attribute_causes) {
+    const PhaseTimer timer(Phase::causes);
     // The claim, judged already, is a candidate whose answer is known (causes.hpp, KnownPreset).
     const auto claimed = j.claim_reference ? find_preset(r.claim) : std::nullopt;
     attribute_causes(oracle_op, c.spec, ref, out, j.mismatches, r, propagated,

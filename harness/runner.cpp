@@ -1,4 +1,5 @@
 #include "harness/runner.hpp"
+#include "harness/phase_times.hpp"
 
 #include "harness/baseline.hpp"
 #include "harness/causes.hpp"
@@ -189,6 +190,7 @@ SuiteRunner::CaseRun& SuiteRunner::evaluated(const Case& c) {
   try {
     for (std::size_t k = 0; k < c.links.size(); ++k)
       bind_operand(run->op, c.links[k].field, producers[k]->ref.expected);
+    const PhaseTimer timer(Phase::oracle);
     run->ref = evaluate(run->op, c.spec);
   } catch (const InputError& e) {
     throw InputError(c.file + ":" + std::to_string(c.line) + ": case '" + c.name + "': " + e.what());
@@ -365,6 +367,7 @@ CaseResult SuiteRunner::report(const Case& c, std::size_t& done, std::size_t tot
       // The elements of the case's own failure, if it failed before its agreements were checked.
       const std::vector<std::int64_t> own =
           br.result.verdict == Verdict::fail ? br.deciding : std::vector<std::int64_t>{};
+      const PhaseTimer timer(Phase::reproducers);
       write_reproducers(c, run, b, own, broken_with, r);
     }
     if (br.output && opt_.on_output) opt_.on_output(c, r, *br.output);

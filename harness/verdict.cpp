@@ -1,4 +1,5 @@
 #include "harness/verdict.hpp"
+#include "harness/phase_times.hpp"
 
 #include "harness/compare.hpp"
 #include "oracles/presets.hpp"
@@ -78,6 +79,7 @@ Judgement judge_output(const Expectation& ex, const std::string& spec_name, cons
       // define it: the backend should have declined it, so that is the verdict's reason, not a
       // run that stops.
       try {
+        const PhaseTimer timer(Phase::claim);
         j.claim_reference.emplace(evaluate(op, *claimed));
       } catch (const InputError& e) {
         j.reason = "its claim " + claim + " does not define this case (" + e.what() + "); " + counts +
