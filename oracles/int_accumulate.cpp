@@ -368,27 +368,16 @@ AbsStats abs_stats(const IntGemmProblem& p, bool of_a, bool subtract) {
   return st;
 }
 
-// The segment's operands as int32 spans for accumulate_dot.
-struct SegmentOperands {
-  std::vector<std::int32_t> a, b;
-};
+constexpr std::int64_t kAccInt32Min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int64_t kAccInt32Max = std::numeric_limits<std::int32_t>::max();
 
-SegmentOperands segment_operands(const IntGemmProblem& p, std::int64_t r, std::int64_t n, std::int64_t s,
-                                 bool subtract) {
-  const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], len = p.segment_length(s);
-  SegmentOperands o{std::vector<std::int32_t>(static_cast<std::size_t>(len)),
-                    std::vector<std::int32_t>(static_cast<std::size_t>(len))};
-  for (std::int64_t k = 0; k < len; ++k) {
-    o.a[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(a_operand(p, r, k0 + k, s, subtract));
-    o.b[static_cast<std::size_t>(k)] = static_cast<std::int32_t>(b_operand(p, n, k0 + k, s, subtract));
-  }
-  return o;
-}
-
-std::int64_t to_int64(const BigInt& v, const char* what) {
-  if (v < std::numeric_limits<std::int64_t>::min() || v > std::numeric_limits<std::int64_t>::max())
-    throw InputError(std::string("accumulate_gemm: ") + what + " " + v.str() + " does not fit int64");
-  return v.convert_to<std::int64_t>();
+BigInt int128_to_big(__int128 v) {
+  if (v >= std::numeric_limits<std::int64_t>::min() && v <= std::numeric_limits<std::int64_t>::max())
+    return BigInt(static_cast<std::int64_t>(v));
+  const bool negative = v < 0;
+  const auto m = negative ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
+  BigInt r = (BigInt(static_cast<std::uint64_t>(m >> 64)) << 64) + BigInt(static_cast<std::uint64_t>(m));
+  return negative ? BigInt(-r) : r;
 }
 
 template <class S>
@@ -457,10 +446,9 @@ std::int64_t add_in_accumulator(Accumulation acc, std::int64_t value, std::int64
     case Accumulation::int64:
       return wrapping_add_int64(value, term);
     case Accumulation::int32_wrap:
-    case Accumulation::int16_pair_saturate: {  // vpaddd wraps
-      const BigInt v = BigInt(value) + term;
-      return v >= kInt32Lo && v <= kInt32Hi ? v.convert_to<std::int64_t>()
-                                            : int_convert(DType::i32, v, IntOverflow::wrap);
+    case Accumulation::int16_pair_saturate: {  // vpaddd wraps: the low 32 bits, two's complement
+      const __int128 v = static_cast<__int128>(value) + term;
+      return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(v)));
     }
     case Accumulation::int32_saturate: {
       const __int128 v = static_cast<__int128>(value) + term;
@@ -540,39 +528,91 @@ struct ElementSum {
   std::optional<BigInt> exact;  // set only when it differs from value
 };
 
-// The pieces of segment s that pair separately: the segment cut at every pair block start inside it,
-// as offsets into the segment ({0} when nothing restarts there).
-std::vector<std::int64_t> pair_pieces(const IntGemmProblem& p, const std::vector<std::int64_t>& block_starts,
-                                      std::int64_t s) {
-  const std::int64_t k0 = p.segment_starts[static_cast<std::size_t>(s)], k1 = k0 + p.segment_length(s);
-  std::vector<std::int64_t> cuts{0};
-  for (const std::int64_t b : block_starts)
-    if (b > k0 && b < k1) cuts.push_back(b - k0);
-  return cuts;
+// One piece of an element's dot product, read in place (the operands minus za and zb): its exact sum
+// and what `acc` holds after it, in machine integers. The operands as int32 and their products in
+// int64, as accumulate_dot takes them; fewer than 2^64 products fit __int128. The pair loop needs
+// the u8 x s8 bytes prove() has checked.
+struct PieceSum {
+  __int128 exact = 0;
+  __int128 value = 0;
+};
+
+PieceSum piece_sum(const std::int32_t* a, const std::int32_t* b, std::int64_t len, std::int64_t za, std::int64_t zb,
+                   Accumulation acc, bool int64_exact) {
+  PieceSum r;
+  if (int64_exact) {  // the caller's bound: every partial sum fits int64, so the loop vectorizes
+    std::int64_t sum = 0;
+    for (std::int64_t k = 0; k < len; ++k) sum += std::int64_t{static_cast<std::int32_t>(a[k] - za)} * (b[k] - zb);
+    r.exact = sum;
+  } else {
+    for (std::int64_t k = 0; k < len; ++k)
+      r.exact += std::int64_t{static_cast<std::int32_t>(a[k] - za)} * static_cast<std::int32_t>(b[k] - zb);
+  }
+  switch (acc) {
+    case Accumulation::exact:
+      r.value = r.exact;
+      break;
+    case Accumulation::int32_wrap:  // modular: wrapping each add equals wrapping the exact sum
+      r.value = static_cast<std::int32_t>(static_cast<std::uint32_t>(r.exact));
+      break;
+    case Accumulation::int64:
+      r.value = static_cast<std::int64_t>(static_cast<std::uint64_t>(r.exact));
+      break;
+    case Accumulation::int32_saturate: {
+      std::int64_t v = 0;
+      for (std::int64_t k = 0; k < len; ++k)
+        v = std::clamp(v + std::int64_t{static_cast<std::int32_t>(a[k] - za)} * static_cast<std::int32_t>(b[k] - zb),
+                       kAccInt32Min, kAccInt32Max);
+      r.value = v;
+      break;
+    }
+    case Accumulation::int16_pair_saturate: {  // raw bytes (require_pair_operands): za = zb = 0
+      std::int64_t lanes = 0;                  // at most 2^31 lanes of at most 2^15 each
+      const std::int64_t even = len & ~std::int64_t{1};
+      for (std::int64_t k = 0; k < even; k += 2)
+        lanes += std::clamp(a[k] * b[k] + a[k + 1] * b[k + 1], -32768, 32767);
+      if (even < len) lanes += std::clamp(a[even] * b[even], -32768, 32767);  // zero padding
+      r.value = static_cast<std::int32_t>(static_cast<std::uint32_t>(lanes));  // vpaddd wraps
+      break;
+    }
+  }
+  return r;
 }
 
 ElementSum element_sum(const IntGemmProblem& p, Accumulation acc, bool subtract, const LoopCoverage& coverage,
                        const std::vector<std::int64_t>& block_starts, std::int64_t r, std::int64_t n, std::int64_t s,
                        std::int64_t loop_sum, AccumulationProof& proof) {
   if (coverage.covers(r, n, s, loop_sum)) return {loop_sum, std::nullopt};
-  const SegmentOperands o = segment_operands(p, r, n, s, subtract);
   ++proof.arbitrary_precision_dots;
+  const std::int64_t S = p.segments(), k0 = p.segment_starts[static_cast<std::size_t>(s)], len = p.segment_length(s);
+  const std::int32_t* a = p.a.data() + r * p.depth + k0;
+  const std::int32_t* b = p.bt.data() + n * p.depth + k0;
+  const std::int64_t za = subtract ? p.a_zero_points[static_cast<std::size_t>(r * S + s)] : 0;
+  const std::int64_t zb = subtract ? p.b_zero_points[static_cast<std::size_t>(s * p.cols + n)] : 0;
+  // Every product's magnitude times the length below 2^62: the exact sum fits int64 throughout.
+  const auto mag = [](IntRange x) { return std::max(x.lo < 0 ? -x.lo : x.lo, x.hi < 0 ? -x.hi : x.hi); };
+  const __int128 bound = static_cast<__int128>(mag(proof.a_range)) * mag(proof.b_range) * std::max<std::int64_t>(1, len);
+  const bool int64_exact = bound < (static_cast<__int128>(1) << 62);
   // Each pair block is its own vpmaddubsw run; the blocks' int32 sums add with vpaddd (wrapping).
-  const std::vector<std::int64_t> cuts = pair_pieces(p, block_starts, s);
-  const auto len = static_cast<std::int64_t>(o.a.size());
   std::int64_t value = 0;
-  BigInt exact = 0;
-  for (std::size_t i = 0; i < cuts.size(); ++i) {
-    const std::int64_t b0 = cuts[i], b1 = i + 1 < cuts.size() ? cuts[i + 1] : len;
-    const auto n_k = static_cast<std::size_t>(b1 - b0);
-    const DotProduct d = accumulate_dot(std::span(o.a).subspan(static_cast<std::size_t>(b0), n_k),
-                                        std::span(o.b).subspan(static_cast<std::size_t>(b0), n_k), acc);
-    const std::int64_t v = to_int64(d.value, "accumulator");
-    value = i == 0 ? v : add_in_accumulator(acc, value, v);
+  __int128 exact = 0;
+  std::int64_t b0 = 0;
+  bool first = true;
+  const auto piece = [&](std::int64_t b1) {
+    const PieceSum d = piece_sum(a + b0, b + b0, b1 - b0, za, zb, acc, int64_exact);
+    if (d.value < std::numeric_limits<std::int64_t>::min() || d.value > std::numeric_limits<std::int64_t>::max())
+      throw InputError("accumulate_gemm: accumulator " + int128_to_big(d.value).str() + " does not fit int64");
+    const auto v = static_cast<std::int64_t>(d.value);
+    value = first ? v : add_in_accumulator(acc, value, v);
     exact += d.exact;
-  }
+    first = false;
+    b0 = b1;
+  };
+  for (const std::int64_t start : block_starts)
+    if (start > k0 && start < k0 + len) piece(start - k0);
+  piece(len);
   ElementSum e{value, std::nullopt};
-  if (exact != value) e.exact = std::move(exact);  // a piece saturated or their sum wrapped
+  if (exact != value) e.exact = int128_to_big(exact);  // a piece saturated or their sum wrapped
   return e;
 }
 
@@ -580,6 +620,7 @@ ElementSum element_sum(const IntGemmProblem& p, Accumulation acc, bool subtract,
 void apply_correction(ElementSum& e, Accumulation acc, std::int64_t c) {
   const std::int64_t raw = e.value;
   e.value = add_in_accumulator(acc, raw, c);
+  if (!e.exact && static_cast<__int128>(raw) + c == e.value) return;  // nothing overflowed
   BigInt exact = e.exact ? *e.exact + c : BigInt(raw) + c;
   if (exact != e.value)
     e.exact = std::move(exact);
@@ -730,9 +771,6 @@ IntGemmAccumulators accumulate_elements(const IntGemmProblem& p, std::span<const
 
 namespace {
 
-constexpr std::int64_t kAccInt32Min = std::numeric_limits<std::int32_t>::min();
-constexpr std::int64_t kAccInt32Max = std::numeric_limits<std::int32_t>::max();
-
 void require_byte_ranges(std::span<const std::int32_t> a, std::span<const std::int32_t> b) {
   for (std::size_t k = 0; k < a.size(); ++k) {
     if (a[k] < 0 || a[k] > 255)
@@ -742,15 +780,6 @@ void require_byte_ranges(std::span<const std::int32_t> a, std::span<const std::i
       throw InputError("accumulate_dot: int16_pair_saturate (vpmaddubsw) takes signed bytes in b[], got b[" +
                        std::to_string(k) + "] = " + std::to_string(b[k]));
   }
-}
-
-BigInt int128_to_big(__int128 v) {
-  if (v >= std::numeric_limits<std::int64_t>::min() && v <= std::numeric_limits<std::int64_t>::max())
-    return BigInt(static_cast<std::int64_t>(v));
-  const bool negative = v < 0;
-  const auto m = negative ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
-  BigInt r = (BigInt(static_cast<std::uint64_t>(m >> 64)) << 64) + BigInt(static_cast<std::uint64_t>(m));
-  return negative ? BigInt(-r) : r;
 }
 
 // The low 32 bits as a two's-complement int32 (the conversion to unsigned is modular).

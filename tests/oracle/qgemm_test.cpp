@@ -706,3 +706,94 @@ TEST(QGemm, SelectedElementsAreTheWholeOpsElements) {
 
 }  // namespace
 }  // namespace qc
+
+namespace qc {
+namespace {
+
+// qgemm_accumulators for a few elements (each its own dot product: accumulate_elements) and for a
+// third of them (their rows through accumulate_gemm), with one GemmOperandCache shared by every
+// policy, then finish_output: the whole op's values and labels at those elements, under every
+// accumulator, zero-point correction and pair rule, for u8 x s8, s8 x s8 (shifted pairs), i16 x
+// i16 sums that leave int32 (wrap and saturate differ from the exact sum) and B in blocks along K
+// (several segments per element). The slow way round is the whole op under the same policy.
+TEST(QGemm, ElementAccumulatorsWithSharedOperandsAreTheWholeOpsElements) {
+  std::mt19937_64 rng(20261202);
+  struct Shape3 {
+    DType a, b;
+    std::int64_t M, K, N;
+    bool blocked;
+  };
+  const Shape3 shapes[] = {{DType::u8, DType::i8, 12, 700, 20, false},
+                           {DType::i8, DType::i8, 10, 300, 16, false},
+                           {DType::i16, DType::i16, 9, 40, 11, false},
+                           {DType::u8, DType::i8, 8, 96, 12, true}};
+  const auto value = [&](DType t) -> std::int64_t {
+    switch (t) {
+      case DType::u8:
+        return static_cast<std::int64_t>(rng() % 256);
+      case DType::i8:
+        return static_cast<std::int64_t>(rng() % 256) - 128;
+      default:  // i16 near its ends, so that 40 products leave int32
+        return (rng() % 2 ? 32767 : -32768) + static_cast<std::int64_t>(rng() % 64) * (rng() % 2 ? -1 : 1);
+    }
+  };
+  int compared = 0, overflowed = 0;
+  for (const Shape3& s : shapes) {
+    QGemmOp op;
+    std::vector<std::int64_t> a(static_cast<std::size_t>(s.M * s.K)), b(static_cast<std::size_t>(s.K * s.N));
+    for (auto& v : a) v = std::clamp<std::int64_t>(value(s.a), -32768, 32767);
+    for (auto& v : b) v = std::clamp<std::int64_t>(value(s.b), -32768, 32767);
+    op.a.values = ints(s.a, {s.M, s.K}, a);
+    op.a.params = per_tensor(0.03125, s.a == DType::u8 ? 131 : 3);
+    op.b.values = ints(s.b, {s.K, s.N}, b);
+    if (s.blocked) {
+      std::vector<double> scales;
+      for (std::int64_t k = 0; k < (s.K / 32) * s.N; ++k)
+        scales.push_back(std::ldexp(1.0 + static_cast<double>(rng() % 64) / 64, -7));
+      op.b.params = blocked(0, 32, scales);
+    } else {
+      op.b.params = per_tensor(0.0078125, s.b == DType::i8 ? -2 : 0);
+    }
+    op.output = requant_out(std::ldexp(1.0, s.a == DType::i16 ? 12 : -1), 5);
+    GemmOperandCache operands;
+    const std::int64_t E = s.M * s.N, S = s.blocked ? s.K / 32 : 1;
+    std::vector<std::int64_t> few, third;
+    for (std::int64_t e = E - 1; e >= 0; e -= 37) few.push_back(e);  // descending: any order
+    for (std::int64_t e = 0; e < E; ++e)
+      if (rng() % 3 == 0) third.push_back(e);
+    for (const Accumulation acc : table_values<Accumulation>())
+      for (const ZeroPointCorrection zp : table_values<ZeroPointCorrection>())
+        for (const PairRule pairs : table_values<PairRule>()) {
+          if (acc != Accumulation::int16_pair_saturate && pairs != PairRule::u8s8_whole_k) continue;
+          QGemmPolicy policy = ideal_policy();
+          policy.accumulation = acc;
+          policy.zero_points = zp;
+          policy.pair_rule = pairs;
+          QGemmResult whole;
+          try {
+            whole = qgemm(op, policy);
+          } catch (const InputError&) {
+            continue;  // a combination the policy cannot express (pairs of i16, pairs minus zero points)
+          }
+          for (const auto* only : {&few, &third}) {
+            const QGemmResult part = finish_output(qgemm_accumulators(op, policy, *only, &operands), op.bias,
+                                                   op.output, policy);
+            const int trial = static_cast<int>(acc) * 100 + static_cast<int>(zp) * 10 + static_cast<int>(pairs);
+            compared += expect_selected_equal_whole(part, whole, *only, trial);
+            for (std::size_t j = 0; j < only->size(); ++j)
+              for (std::int64_t seg = 0; seg < S; ++seg) {
+                const auto i = static_cast<std::int64_t>(j);
+                EXPECT_EQ(part.accumulator(i, seg), whole.accumulator((*only)[j], seg)) << trial;
+                EXPECT_EQ(part.exact_accumulator(i, seg), whole.exact_accumulator((*only)[j], seg)) << trial;
+              }
+          }
+          for (std::int64_t e = 0; e < E; ++e)
+            overflowed += whole.accumulator(e, 0) != whole.exact_accumulator(e, 0) ? 1 : 0;
+        }
+  }
+  EXPECT_GT(compared, 2000);
+  EXPECT_GT(overflowed, 0);  // some sums left their accumulator, so the exact sums were compared too
+}
+
+}  // namespace
+}  // namespace qc
