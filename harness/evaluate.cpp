@@ -379,6 +379,12 @@ void ElementEvaluator::know(const Spec& spec, const Reference& whole) {
   if (linear_ && whole.linear) whole_.emplace_back(integer_key(policy_of(spec)), whole.linear);
 }
 
+bool ElementEvaluator::cheap(const Spec& spec) const {
+  if (!linear_) return true;
+  const QGemmPolicy key = integer_key(policy_of(spec));
+  return std::any_of(whole_.begin(), whole_.end(), [&](const auto& w) { return w.first == key; });
+}
+
 std::optional<Tensor> ElementEvaluator::operator()(const Spec& spec, const std::vector<std::int64_t>& idx) {
   if (!linear_) return evaluate_elements(op_, spec, idx);
   const QGemmPolicy policy = policy_of(spec);
@@ -391,7 +397,7 @@ std::optional<Tensor> ElementEvaluator::operator()(const Spec& spec, const std::
     if (s.key == key && s.idx == idx) return finish_output(*s.acc, bias, out, policy).y;
   auto acc =
       std::make_shared<const LinearAccumulators>(conv_ ? qconv2d_accumulators(std::get<QConv2dOp>(op_), policy, idx)
-                                                       : qgemm_accumulators(std::get<QGemmOp>(op_), policy, idx));
+                                                       : qgemm_accumulators(std::get<QGemmOp>(op_), policy, idx, &operands_));
   Tensor y = finish_output(*acc, bias, out, policy).y;
   // Kept for the next spec with this key, the latest first, within the bound.
   summed_.insert(summed_.begin(), Summed{key, idx, std::move(acc)});

@@ -52,6 +52,9 @@ class ElementEvaluator {
   // The values at idx under `spec`, as evaluate_elements gives them (nullopt for the ops it does not
   // cut). Throws what evaluate_elements throws.
   std::optional<Tensor> operator()(const Spec& spec, const std::vector<std::int64_t>& idx);
+  // Whether evaluating `spec` on any element set costs no more than its output stage there: an
+  // element-wise op, or a GEMM or convolution whose integer stage under `spec` a known answer holds.
+  bool cheap(const Spec& spec) const;
 
  private:
   struct Summed {
@@ -65,6 +68,7 @@ class ElementEvaluator {
   bool linear_ = false, conv_ = false, float_operands_ = false;
   std::vector<std::pair<QGemmPolicy, std::shared_ptr<const QLinearResult>>> whole_;
   std::vector<Summed> summed_;  // the latest first, at most kSummedElements elements in all
+  GemmOperandCache operands_;  // a qgemm's int32 operands, made once
   static constexpr std::size_t kSummedElements = std::size_t{1} << 22;
 };
 

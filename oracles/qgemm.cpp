@@ -313,13 +313,21 @@ struct GemmSetup {
 }  // namespace
 
 LinearAccumulators qgemm_accumulators(const QGemmOp& op, const QGemmPolicy& policy,
-                                      const std::vector<std::int64_t>& only) {
+                                      const std::vector<std::int64_t>& only, GemmOperandCache* operands) {
   GemmSetup g(op, policy);
   if (g.d.batched_b)
     return {select_accumulators(batched_accumulators(g.qa, g.qb, g.d, policy), only), g.qa.params, g.qb.params};
-  const Int32Values a = int32_values(g.qa.q), bt = transposed_b(g.qb.q, g.d);
-  g.p.a = a;
-  g.p.bt = bt;
+  // Float operands are quantized under the policy's quantize stage, so differ between policies.
+  const bool integer = !is_float(op.a.values.dtype()) && !is_float(op.b.values.dtype());
+  GemmOperandCache local;
+  GemmOperandCache& c = operands && integer ? *operands : local;
+  if (!c.ready) {
+    c.a = int32_values(g.qa.q);
+    c.bt = transposed_b(g.qb.q, g.d);
+    c.ready = true;
+  }
+  g.p.a = c.a;
+  g.p.bt = c.bt;
   return {selected_accumulators(g.p, g.d, only, g.a_idx, g.b_idx, g.accumulation, g.shift, policy), g.qa.params,
           g.qb.params};
 }

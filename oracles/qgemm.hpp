@@ -54,8 +54,15 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vecto
 // The integer stage of output elements `only` alone (flat indices, any order) and the operands'
 // parameters: qgemm(op, policy, &only) is finish_output of it. Each sparse element costs its own dot
 // product (K terms); see int_accumulate.hpp accumulate_elements.
+// `operands`, when given, keeps the int32 operands (A as is, B transposed to [N, K]) between calls
+// on the same op with integer operands, which every policy reads alike: a call then costs its
+// elements' dot products, not a pass over the operands (cause attribution calls it per candidate).
+struct GemmOperandCache {
+  bool ready = false;
+  std::vector<std::int32_t, UninitializedAllocator<std::int32_t>> a, bt;
+};
 LinearAccumulators qgemm_accumulators(const QGemmOp& op, const QGemmPolicy& policy,
-                                      const std::vector<std::int64_t>& only);
+                                      const std::vector<std::int64_t>& only, GemmOperandCache* operands = nullptr);
 
 // The dot product of output element e (flat index into [batch..., M, N]): row e / N of A, column
 // e % N of B, in k order.
