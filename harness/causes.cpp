@@ -418,6 +418,8 @@ constexpr std::size_t kMatchSampleElementwise = 4096, kMatchSampleLinear = 64;
 constexpr std::size_t kExtraScreenElementwise = 256, kExtraScreenLinear = 8;
 // The single changes whose pairs are tried: the best few.
 constexpr std::size_t kPairBases = 4;
+// Past the screen, the leading candidates counted on every mismatch: the best few.
+constexpr std::size_t kLeadersCounted = 3;
 
 }  // namespace
 
@@ -447,15 +449,23 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     if (!e.idx.empty()) e.cut = gathered(op, e.idx);
     return e;
   };
-  const Elements all = elements(mismatches);
-  // Past kCauseScreen mismatches a candidate is first tried on kCauseScreen of them, evenly spaced,
-  // and counted on all of them only if it reproduces one there (docs/reports.md "Causes").
-  const Elements screen =
-      elements(mismatches.size() > kCauseScreen ? evenly(mismatches, kCauseScreen) : std::vector<std::int64_t>{});
+  // The mismatches every candidate is counted on: all of them, or past kCauseScreen, kCauseScreen of
+  // them evenly spaced plus the worst elements the report lists (so that their causes are named).
+  std::vector<std::int64_t> screened = mismatches;
+  if (mismatches.size() > kCauseScreen) {
+    screened = evenly(mismatches, kCauseScreen);
+    for (const ElementDiff& d : r.metrics.worst)
+      if (std::binary_search(mismatches.begin(), mismatches.end(), d.index)) screened.push_back(d.index);
+    std::sort(screened.begin(), screened.end());
+    screened.erase(std::unique(screened.begin(), screened.end()), screened.end());
+  }
+  const Elements screen = elements(std::move(screened));
+  const bool sampled = screen.idx.size() < mismatches.size();
+  const auto of = static_cast<std::int64_t>(screen.idx.size());
   // Elements the backend computed as the spec does, evenly spaced over the tensor.
   std::vector<std::int64_t> matched;
   {
-    const std::size_t want = all.cut ? kMatchSampleElementwise : kMatchSampleLinear;
+    const std::size_t want = screen.cut ? kMatchSampleElementwise : kMatchSampleLinear;
     const std::int64_t n = actual.size();
     for (std::size_t k = 0; k < want && static_cast<std::int64_t>(k) < n; ++k) {
       const auto i =
@@ -466,7 +476,7 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     }
   }
   const Elements matches = elements(matched);
-  const std::size_t extra_screen = all.cut ? kExtraScreenElementwise : kExtraScreenLinear;
+  const std::size_t extra_screen = screen.cut ? kExtraScreenElementwise : kExtraScreenLinear;
 
   // The op's own elements under every candidate spec: a GEMM's or convolution's integer stage summed
   // once per accumulation and element set, the spec's and the claim's taken from their answers.
@@ -478,54 +488,60 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     return reproduced(alt_op, alt_spec, same_op ? e.cut : gathered(alt_op, e.idx), e.idx, actual, e.actual,
                       same_op ? &evaluator : nullptr);
   };
-  const auto any = [](const std::vector<std::uint8_t>& v) {
-    return std::find(v.begin(), v.end(), std::uint8_t{1}) != v.end();
+  const auto ones = [](const std::vector<std::uint8_t>& v) {
+    return static_cast<std::int64_t>(std::count(v.begin(), v.end(), std::uint8_t{1}));
   };
   struct Found {
     CauseCount cc;
-    std::vector<std::uint8_t> same;  // per mismatch
+    std::vector<std::uint8_t> same;  // per screened mismatch
     const OpRequest* op;             // what was evaluated: the op (same_op) or an input variation's
     Spec evaluated;
     bool same_op;
+    std::vector<std::uint8_t> same_all;  // per mismatch, where counted on all of them
   };
   std::vector<Found> found;
-  // Counts a candidate on every mismatch (after `first`, a screen it must pass); keeps it when it
-  // reproduces more than `at_least`.
+  // Counts a candidate on the screened mismatches (after `first`, a smaller screen it must pass);
+  // keeps it when it reproduces more than `at_least` of them.
   const auto tally = [&](const std::string& cause, const std::string& description, const std::string& kind,
                          const OpRequest& alt_op, const Spec& alt_spec, bool same_op, const Elements& first,
                          std::int64_t at_least) {
     if (!first.idx.empty()) {
       const auto s = on(alt_op, alt_spec, first, same_op);
-      if (!s || !any(*s)) return;
+      if (!s || ones(*s) == 0) return;
     }
-    auto same = on(alt_op, alt_spec, all, same_op);
+    auto same = on(alt_op, alt_spec, screen, same_op);
     if (!same) return;
-    const auto count = static_cast<std::int64_t>(std::count(same->begin(), same->end(), std::uint8_t{1}));
+    const std::int64_t count = ones(*same);
     if (count <= at_least) return;
-    found.push_back({{cause, description, count, {}, kind, 0, 0}, std::move(*same), &alt_op, alt_spec, same_op});
+    found.push_back({{cause, description, count, {}, kind, 0, 0}, std::move(*same), &alt_op, alt_spec, same_op, {}});
   };
+  const Elements none = elements({});
 
   // 1. Single changes (and operands taken from the backend's own earlier outputs).
-  for (const InputVariation& v : inputs) tally(v.cause, v.description, "single", v.op, spec, false, screen, 0);
+  for (const InputVariation& v : inputs) tally(v.cause, v.description, "single", v.op, spec, false, none, 0);
   for (const Variation& v : single_changes(spec, op))
-    tally(v.cause, v.description, "single", op, v.spec, true, screen, 0);
+    tally(v.cause, v.description, "single", op, v.spec, true, none, 0);
 
   // 2. Whole presets: the backend may simply be another implementation. Not for a weight-only GEMM
   // or an mx_gemm, whose float accumulation order no preset fixes (and whose evaluation is whole and
   // exact; mx_gemm's does not read the spec at all). A preset already evaluated (`known`) is weighed
-  // on its answer; when it reproduces every mismatch no other preset can do better.
+  // on its answer, over every mismatch; when it reproduces all of them no other preset can do better.
   bool known_reproduces_all = false;
   if (known.spec && known.answer && known.spec->name != spec.name) {
-    std::vector<std::uint8_t> same(mismatches.size());
+    std::vector<std::uint8_t> same_all(mismatches.size());
     for (std::size_t j = 0; j < mismatches.size(); ++j)
-      same[j] = same_element(known.answer->expected, actual, mismatches[j]);
-    const auto count = static_cast<std::int64_t>(std::count(same.begin(), same.end(), std::uint8_t{1}));
+      same_all[j] = same_element(known.answer->expected, actual, mismatches[j]);
+    const std::int64_t count = ones(same_all);
     if (count > 0) {
-      found.push_back({{"preset " + known.spec->name, known.spec->description, count, {}, "preset", 0, 0},
+      std::vector<std::uint8_t> same(screen.idx.size());
+      for (std::size_t j = 0; j < screen.idx.size(); ++j)
+        same[j] = same_element(known.answer->expected, actual, screen.idx[j]);
+      found.push_back({{"preset " + known.spec->name, known.spec->description, ones(same), {}, "preset", 0, 0},
                        std::move(same),
                        &op,
                        *known.spec,
-                       true});
+                       true,
+                       std::move(same_all)});
       known_reproduces_all = count == static_cast<std::int64_t>(mismatches.size());
     }
   }
@@ -533,18 +549,18 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
       !std::holds_alternative<MxGemmOp>(op) && !known_reproduces_all) {
     std::vector<Spec> whole = presets();
     for (Spec& p : registered_presets()) whole.push_back(std::move(p));
-    const Elements preset_screen = elements(evenly(mismatches, extra_screen));
+    const Elements preset_screen = elements(evenly(screen.idx, extra_screen));
     for (const Spec& p : whole)
       if (p.name != spec.name && !(known.spec && p.name == known.spec->name))
         tally("preset " + p.name, p.description, "preset", op, p, true, preset_screen, 0);
   }
 
-  // 3. Pairs: where no single change or preset reproduces every mismatch, two hazards at once (a
-  // reciprocal and ties away). Built on the best single changes, each pair tried first on the
-  // mismatches its base misses, and kept when it reproduces more than either change alone.
+  // 3. Pairs: where no single change or preset reproduces every screened mismatch, two hazards at
+  // once (a reciprocal and ties away). Built on the best single changes, each pair tried first on
+  // the mismatches its base misses, and kept when it reproduces more than either change alone.
   const auto single_best = std::max_element(found.begin(), found.end(),
                                             [](const Found& x, const Found& y) { return x.cc.count < y.cc.count; });
-  if (single_best != found.end() && single_best->cc.count < static_cast<std::int64_t>(mismatches.size())) {
+  if (single_best != found.end() && single_best->cc.count < of) {
     std::vector<Found> bases;
     for (const Found& f : found)
       if (f.cc.kind == "single" && f.same_op) bases.push_back(f);  // changes of the spec; copies: `found` grows
@@ -556,8 +572,8 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     std::set<std::string> tried;
     for (const Found& base : bases) {
       std::vector<std::int64_t> missed;
-      for (std::size_t j = 0; j < mismatches.size(); ++j)
-        if (!base.same[j]) missed.push_back(mismatches[j]);
+      for (std::size_t j = 0; j < screen.idx.size(); ++j)
+        if (!base.same[j]) missed.push_back(screen.idx[j]);
       const Elements pair_screen = elements(evenly(missed, extra_screen));
       for (const Variation& v : single_changes(base.evaluated, op)) {
         if (dimension_of(v.cause) == dimension_of(base.cc.cause)) continue;
@@ -589,10 +605,11 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
         f.cc.matches_broken = static_cast<std::int64_t>(std::count(m->begin(), m->end(), std::uint8_t{0}));
       }
     }
-  std::vector<std::uint8_t> explained(mismatches.size(), 0);
+  std::vector<std::uint8_t> explained(screen.idx.size(), 0);
   for (const Found& f : found)
     for (std::size_t j = 0; j < explained.size(); ++j) explained[j] |= f.same[j];
   r.unexplained = std::count(explained.begin(), explained.end(), std::uint8_t{0});
+  r.unexplained_sampled = sampled ? of : 0;
   // Best first: the most mismatches reproduced, then the fewest matches broken (as a share of those
   // sampled), then the simplest (a single change, a preset, a pair).
   std::stable_sort(found.begin(), found.end(), [](const Found& x, const Found& y) {
@@ -602,13 +619,63 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     if (bx != by) return bx < by;
     return kind_rank(x.cc.kind) < kind_rank(y.cc.kind);
   });
+  // Past the screen, the leaders (the candidates the sample cannot tell from the best: as many
+  // mismatches reproduced, as few matches broken) are counted on every mismatch, up to kLeadersCounted
+  // of them and where that costs no more than an output stage over them (an element-wise op, or an
+  // integer stage a known answer holds), and ranked on those counts: the headline's count is exact.
+  // The others keep their screened counts, marked as such (CauseCount::mismatches_sampled).
+  if (sampled && !found.empty()) {
+    const auto tied = [&](const Found& f) {
+      const Found& b = found.front();
+      return f.cc.count == b.cc.count &&
+             f.cc.matches_broken * std::max<std::int64_t>(1, b.cc.matches_sampled) ==
+                 b.cc.matches_broken * std::max<std::int64_t>(1, f.cc.matches_sampled);
+    };
+    std::size_t leaders = 0, counted = 0;
+    while (leaders < found.size() && tied(found[leaders])) ++leaders;
+    std::optional<Elements> all;
+    for (std::size_t k = 0; k < leaders && counted < kLeadersCounted; ++k) {
+      Found& f = found[k];
+      if (!f.same_all.empty()) {  // the claim's answer: counted already
+        ++counted;
+        continue;
+      }
+      if (!f.same_op || !evaluator.cheap(f.evaluated)) continue;
+      if (!all) all = elements(mismatches);
+      if (auto same = on(*f.op, f.evaluated, *all, true)) {
+        f.same_all = std::move(*same);
+        ++counted;
+      }
+    }
+    // Counted ones first among the leaders, most reproduced first; the order otherwise stays.
+    std::stable_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(leaders),
+                     [&](const Found& x, const Found& y) {
+                       if (x.same_all.empty() != y.same_all.empty()) return y.same_all.empty();
+                       return !x.same_all.empty() && ones(x.same_all) > ones(y.same_all);
+                     });
+  }
+  for (Found& f : found) {
+    if (!sampled) break;
+    if (f.same_all.empty()) {
+      f.cc.mismatches_sampled = of;
+      continue;
+    }
+    f.cc.count = ones(f.same_all);
+    if (&f == &found.front() && f.cc.count == static_cast<std::int64_t>(mismatches.size())) {
+      r.unexplained = 0;  // every mismatch is reproduced, the sample's count aside
+      r.unexplained_sampled = 0;
+    }
+  }
   std::vector<std::pair<std::int64_t, ElementDiff*>> worst;  // by index
   for (ElementDiff& d : r.metrics.worst) worst.emplace_back(d.index, &d);
   std::sort(worst.begin(), worst.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   for (Found& f : found) {
-    for (std::size_t j = 0; j < mismatches.size(); ++j) {
-      if (!f.same[j]) continue;
-      const std::int64_t i = mismatches[j];
+    const bool all = !f.same_all.empty();  // counted on every mismatch, else on the screened ones
+    const std::vector<std::uint8_t>& same = all ? f.same_all : f.same;
+    const std::vector<std::int64_t>& at = all ? mismatches : screen.idx;
+    for (std::size_t j = 0; j < same.size(); ++j) {
+      if (!same[j]) continue;
+      const std::int64_t i = at[j];
       if (axis) ++f.cc.per_channel[(i / inner) % dim];
       const auto w =
           std::lower_bound(worst.begin(), worst.end(), i, [](const auto& x, std::int64_t v) { return x.first < v; });

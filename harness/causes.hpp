@@ -43,11 +43,13 @@ struct InputVariation {
   OpRequest op;
 };
 
-// Past this many mismatches, a single change is first tried on this many of them (evenly spaced)
-// and counted on all of them only if it reproduces at least one there: the cost of causes then
-// follows the few changes that matter. The counts reported are exact; a change that reproduces
-// none of the sample, so under about 1 in 4,096 of the mismatches, goes unnamed (presets and
-// pairs are screened on fewer: causes.cpp).
+// Past this many mismatches, every candidate is counted on a sample of them: this many evenly
+// spaced, and the worst elements the report lists. The leading few (those the sample cannot tell
+// apart) are then counted on every mismatch where that costs no more than an output stage, so the
+// headline's count is exact; the other counts say they are sampled (CauseCount::mismatches_sampled).
+// The cost of causes is then bounded by the sample, not the op's size or its mismatches. A change
+// that reproduces none of the sample goes unnamed (presets and pairs are first screened on fewer:
+// causes.cpp).
 inline constexpr std::size_t kCauseScreen = 4096;
 
 // Fills r.causes, r.unexplained and the causes of r.metrics.worst for the elements where

@@ -87,6 +87,7 @@ BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequ
         r.causes.push_back(std::move(cc));
       }
       r.unexplained = against_claim.unexplained;
+      r.unexplained_sampled = against_claim.unexplained_sampled;
       explained_over = static_cast<std::int64_t>(j.deciding.size());
     }
   }
@@ -95,7 +96,8 @@ BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequ
   if (!r.causes.empty()) {  // the best candidate, with its evidence
     const CauseCount& best = r.causes.front();
     r.reason += "; reproduced by " + best.cause + " (" + std::to_string(best.count) + "/" +
-                std::to_string(explained_over) +
+                std::to_string(best.mismatches_sampled > 0 ? best.mismatches_sampled : explained_over) +
+                (best.mismatches_sampled > 0 ? " sampled mismatches" : "") +
                 (best.matches_sampled > 0 ? "; breaks " + std::to_string(best.matches_broken) + " of " +
                                                 std::to_string(best.matches_sampled) + " sampled matches"
                                           : "") +

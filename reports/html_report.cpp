@@ -781,7 +781,9 @@ class Renderer {
           "class=\"num\">reproduces</th><th class=\"num\">breaks</th><th>what it means</th><th>per "
           "channel</th></tr></thead><tbody>";
     for (const CauseCount& c : b.causes) {
-      o_ << "<tr><td><code>" << esc(c.cause) << "</code></td><td class=\"num\">" << c.count << "</td><td class=\"num"
+      o_ << "<tr><td><code>" << esc(c.cause) << "</code></td><td class=\"num\">" << c.count;
+      if (c.mismatches_sampled > 0) o_ << " of " << c.mismatches_sampled << " sampled";
+      o_ << "</td><td class=\"num"
          << (c.matches_broken ? " bad" : "") << "\" title=\"matching elements it would compute otherwise, of those "
          << "sampled\">";
       if (c.matches_sampled > 0)
@@ -793,8 +795,9 @@ class Renderer {
       o_ << "</td></tr>";
     }
     o_ << "<tr class=\"unexplained\"><td><i>unexplained</i></td><td class=\"num" << (b.unexplained ? " bad" : "")
-       << "\">" << b.unexplained
-       << "</td><td></td><td>mismatches that no change, pair of changes or preset reproduces</td><td></td></tr>";
+       << "\">" << b.unexplained;
+    if (b.unexplained_sampled > 0) o_ << " of " << b.unexplained_sampled << " sampled";
+    o_ << "</td><td></td><td>mismatches that no change, pair of changes or preset reproduces</td><td></td></tr>";
     o_ << "</tbody></table>";
     channel_plots(b);
   }

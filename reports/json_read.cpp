@@ -166,6 +166,7 @@ BackendResult backend_from(const Node& j) {
       cc.kind = c.get_or<std::string>("kind", "single");  // reports before schema 1.3 name single changes only
       cc.matches_sampled = c.get_or<std::int64_t>("matches_sampled", 0);
       cc.matches_broken = c.get_or<std::int64_t>("matches_broken", 0);
+      cc.mismatches_sampled = c.get_or<std::int64_t>("mismatches_sampled", 0);  // since schema 1.6
       for (const auto& [ch, n] : c.at("per_channel").members()) {
         std::int64_t channel = 0;
         const auto [end, ec] = std::from_chars(ch.data(), ch.data() + ch.size(), channel);
@@ -176,6 +177,7 @@ BackendResult backend_from(const Node& j) {
     }
   }
   b.unexplained = j.get_or<std::int64_t>("unexplained", 0);
+  b.unexplained_sampled = j.get_or<std::int64_t>("unexplained_sampled", 0);
   b.fingerprint = j.get_or<std::string>("fingerprint", "");
   b.reproducer = j.get_or<std::string>("reproducer", "");
   b.reproduce_command = j.get_or<std::string>("reproduce_command", "");

@@ -95,9 +95,11 @@ json backend_json(const BackendResult& b) {
                         {"kind", c.kind},
                         {"matches_sampled", c.matches_sampled},
                         {"matches_broken", c.matches_broken}});
+      if (c.mismatches_sampled > 0) causes.back()["mismatches_sampled"] = c.mismatches_sampled;
     }
     jb["causes"] = causes;
     jb["unexplained"] = b.unexplained;
+    if (b.unexplained_sampled > 0) jb["unexplained_sampled"] = b.unexplained_sampled;
   }
   if (!b.fingerprint.empty()) jb["fingerprint"] = b.fingerprint;
   if (!b.reproducer.empty()) {

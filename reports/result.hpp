@@ -57,6 +57,10 @@ struct CauseCount {
   // would compute otherwise: a change that reproduces the mismatches but breaks matches is the
   // weaker explanation.
   std::int64_t matches_sampled = 0, matches_broken = 0;
+  // 0: `count` and `per_channel` are over every mismatch. Else over this many of them, sampled
+  // (evenly spaced, and the worst elements listed): past kCauseScreen mismatches, every candidate
+  // but the best is counted on the sample only (docs/reports.md "Causes").
+  std::int64_t mismatches_sampled = 0;
 };
 
 // The distance the comparison gives a NaN against a number (it has no place among the values):
@@ -119,6 +123,7 @@ struct BackendResult {
   std::int64_t claim_mismatches = -1;  // against the claimed preset; -1 if not evaluated
   std::vector<CauseCount> causes;      // most elements first
   std::int64_t unexplained = 0;        // mismatches that no single policy change reproduces
+  std::int64_t unexplained_sampled = 0;  // 0: `unexplained` is over every mismatch; else over this many sampled
   // Identifies this set of mismatches for a baseline: "<count>:<hash of the mismatching indices>".
   std::string fingerprint;
   std::string reproducer;         // path of a standalone case file for the smallest failing unit

@@ -51,6 +51,11 @@ void bind_results(py::module_& m) {
       .def_readonly("description", &qc::CauseCount::description)
       .def_readonly("count", &qc::CauseCount::count)
       .def_readonly("per_channel", &qc::CauseCount::per_channel)
+      .def_readonly("kind", &qc::CauseCount::kind)
+      .def_readonly("matches_sampled", &qc::CauseCount::matches_sampled)
+      .def_readonly("matches_broken", &qc::CauseCount::matches_broken)
+      .def_readonly("mismatches_sampled", &qc::CauseCount::mismatches_sampled,
+                    "0: count is over every mismatch; else over this many sampled")
       .def("__repr__",
            [](const qc::CauseCount& c) { return "<CauseCount " + c.cause + ": " + std::to_string(c.count) + ">"; });
 
@@ -122,6 +127,7 @@ void bind_results(py::module_& m) {
       .def_readonly("claim_mismatches", &qc::BackendResult::claim_mismatches)
       .def_readonly("causes", &qc::BackendResult::causes)
       .def_readonly("unexplained", &qc::BackendResult::unexplained)
+      .def_readonly("unexplained_sampled", &qc::BackendResult::unexplained_sampled)
       .def_readonly("fingerprint", &qc::BackendResult::fingerprint)
       .def_readonly("reproducer", &qc::BackendResult::reproducer)
       .def_readonly("reproduce_command", &qc::BackendResult::reproduce_command)

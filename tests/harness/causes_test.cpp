@@ -131,11 +131,13 @@ TiesAndAWrap ties_and_a_wrap(std::int64_t wrap_at) {
   return c;
 }
 
-// Past kCauseScreen mismatches the counts of the causes named stay exact. The wrapped element is the
-// last mismatch, which the evenly spaced sample (every 5001/4096-th, from the first) leaves out, so
-// the single change clamp=wrap, which reproduces it alone, is screened out; the search for pairs,
-// tried on the mismatches no single change explains, finds the kernel's two hazards together.
-TEST(Causes, CountsStayExactPastTheScreenAndAPairFindsWhatItMissed) {
+// Past kCauseScreen mismatches every candidate is counted on a sample: 4,096 of the mismatches evenly
+// spaced (every 5001/4096-th, from the first) and the worst elements the report lists. The wrapped
+// element is the last mismatch, which the even spacing leaves out; listed among the worst (as the
+// judge lists it: its distance is the largest), it is sampled, so clamp=wrap reproduces one sampled
+// mismatch and rna the others, and the pair that holds both hazards reproduces every one. The
+// leader is then counted on all 5,001 mismatches: the headline's count is exact.
+TEST(Causes, PastTheScreenTheWorstAreSampledAndTheLeaderIsCountedOnAll) {
   const TiesAndAWrap c = ties_and_a_wrap(10000);
   ASSERT_EQ(c.ties_differing, 5000);
   const Spec spec = *find_preset("onnx");
@@ -143,17 +145,46 @@ TEST(Causes, CountsStayExactPastTheScreenAndAPairFindsWhatItMissed) {
   const auto diff = mismatches(ref.expected, c.actual);
   ASSERT_EQ(diff.size(), 5001u);
   ASSERT_GT(diff.size(), kCauseScreen);
+  ASSERT_EQ(diff.back(), 10000);
   BackendResult r;
+  r.metrics.worst.push_back(ElementDiff{});
+  r.metrics.worst.back().index = 10000;
   attribute_causes(c.op, spec, ref, c.actual, diff, r, {});
-  const CauseCount* rna = find_cause(r, "quantize.rounding=rna");
-  ASSERT_NE(rna, nullptr);
-  EXPECT_EQ(rna->count, 5000);
-  EXPECT_EQ(find_cause(r, "quantize.clamp=wrap"), nullptr);
   ASSERT_FALSE(r.causes.empty());
   EXPECT_EQ(r.causes.front().cause, "quantize.clamp=wrap + quantize.rounding=rna");
   EXPECT_EQ(r.causes.front().kind, "pair");
   EXPECT_EQ(r.causes.front().count, 5001);
+  EXPECT_EQ(r.causes.front().mismatches_sampled, 0);
+  // The others are counted on the sample: 4,096 evenly spaced and the wrapped one.
+  const CauseCount* rna = find_cause(r, "quantize.rounding=rna");
+  ASSERT_NE(rna, nullptr);
+  EXPECT_EQ(rna->mismatches_sampled, 4097);
+  EXPECT_EQ(rna->count, 4096);
+  const CauseCount* wrap = find_cause(r, "quantize.clamp=wrap");
+  ASSERT_NE(wrap, nullptr);
+  EXPECT_EQ(wrap->count, 1);
+  EXPECT_EQ(r.metrics.worst.front().causes.size(), 2u);  // the pair and wrap
   EXPECT_EQ(r.unexplained, 0);
+  EXPECT_EQ(r.unexplained_sampled, 0);  // the leader reproduces every mismatch
+}
+
+// The same without the worst list: the sample misses the wrapped element, rna reproduces every
+// sampled mismatch and is counted on all of them (5,000 of 5,001); nothing unexplained is sampled,
+// and the report says the unexplained count is over the sample.
+TEST(Causes, AHazardOutsideTheSampleGoesUnnamedAndTheCountsSaySo) {
+  const TiesAndAWrap c = ties_and_a_wrap(10000);
+  const Spec spec = *find_preset("onnx");
+  const Reference ref = evaluate(c.op, spec);
+  const auto diff = mismatches(ref.expected, c.actual);
+  BackendResult r;
+  attribute_causes(c.op, spec, ref, c.actual, diff, r, {});
+  ASSERT_FALSE(r.causes.empty());
+  EXPECT_EQ(r.causes.front().cause, "quantize.rounding=rna");
+  EXPECT_EQ(r.causes.front().count, 5000);
+  EXPECT_EQ(r.causes.front().mismatches_sampled, 0);
+  EXPECT_EQ(find_cause(r, "quantize.clamp=wrap"), nullptr);
+  EXPECT_EQ(r.unexplained, 0);
+  EXPECT_EQ(r.unexplained_sampled, 4096);
 }
 
 // The same kernel with the wrapped element first: the sample holds it, and wrap is named with it.

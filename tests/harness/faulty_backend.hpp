@@ -218,10 +218,10 @@ class FaultyBackend : public Backend {
 // rounding of Fault::gemmlowp_double part on accumulators of both signs. A [6, 16] from 120..135
 // (zero point 128), B [16, 5] from -4..3: |acc| <= 16 * 8 * 4 = 512, so acc / 4 stays within one
 // step of the i8 range and the clamp treats both alike.
-inline Case double_rounding_case() {
+inline Case double_rounding_case(std::int64_t m = 6, std::int64_t n = 5) {
   QGemmOp op;
-  op.a.values = Tensor(DType::u8, {6, 16});
-  op.b.values = Tensor(DType::i8, {16, 5});
+  op.a.values = Tensor(DType::u8, {m, 16});
+  op.b.values = Tensor(DType::i8, {16, n});
   std::uint32_t state = 12345;  // a fixed LCG (Numerical Recipes), independent of the code under test
   const auto next = [&state](int span) {
     state = state * 1664525u + 1013904223u;

@@ -5,6 +5,7 @@
 
 #include "cases/generators.hpp"
 #include "harness/baseline.hpp"
+#include "harness/causes.hpp"
 #include "harness/infer.hpp"
 #include "harness/runner.hpp"
 
@@ -336,6 +337,36 @@ TEST(PlantedFaults, GemmlowpDoubleRoundingIsNamedAsTheScheme) {
   for (const CauseCount& cc : res.causes)
     if (cc.kind == "single" && cc.cause.find("rounding=") != std::string::npos) {
       EXPECT_LT(cc.count, expected) << cc.cause;
+    }
+}
+
+// The same kernel on a 160 x 160 output, whose mismatches (derived by hand as above) are past the
+// screen: the candidates are counted on a sample, the headline on every mismatch, exactly.
+TEST(PlantedFaults, GemmlowpDoubleRoundingPastTheScreenKeepsAnExactHeadline) {
+  const Case c = testing::double_rounding_case(160, 160);
+  FaultyBackend b(Fault::gemmlowp_double);
+  const Tensor kernel = b.run(c.op);
+  const std::vector<std::int64_t> acc = testing::exact_accumulators(std::get<QGemmOp>(c.op));
+  std::int64_t expected = 0;
+  for (std::size_t i = 0; i < acc.size(); ++i)
+    expected += kernel.get_int(static_cast<std::int64_t>(i)) != testing::quarter_ties_to_even(acc[i]);
+  ASSERT_GT(expected, static_cast<std::int64_t>(kCauseScreen));
+  const BackendResult res = run_on(c, b);
+  EXPECT_EQ(res.metrics.mismatches(), expected);
+  ASSERT_FALSE(res.causes.empty());
+  const CauseCount& head = res.causes.front();
+  const std::set<std::string> right = {"requantize.scheme=gemmlowp_double", "requantize.scheme=tosa_double",
+                                       "preset gemmlowp", "preset tflite-reference", "preset tosa-double"};
+  EXPECT_TRUE(right.count(head.cause)) << "headline: " << head.cause;
+  EXPECT_EQ(head.count, expected);
+  EXPECT_EQ(head.mismatches_sampled, 0);
+  EXPECT_EQ(head.matches_broken, 0);
+  EXPECT_EQ(res.unexplained, 0);
+  EXPECT_EQ(res.unexplained_sampled, 0);
+  for (const CauseCount& cc : res.causes)
+    if (cc.kind == "single" && cc.cause.find("rounding=") != std::string::npos) {
+      EXPECT_GE(cc.mismatches_sampled, static_cast<std::int64_t>(kCauseScreen)) << cc.cause;
+      EXPECT_LT(cc.count, cc.mismatches_sampled) << cc.cause;
     }
 }
 
