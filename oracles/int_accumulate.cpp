@@ -683,16 +683,27 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
     a_sums = raw_sums(p, true);
     b_sums = raw_sums(p, false);
   }
-  for (std::int64_t r = 0; r < R; ++r)
-    for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t s = 0; s < S; ++s) {
-        const std::int64_t key = (r * N + n) * S + s;
-        std::int64_t& slot = out.value[static_cast<std::size_t>(key)];
-        ElementSum e = element_sum(p, acc, subtract, coverage, block_starts, r, n, s, slot, out.proof);
-        if (!subtract) apply_correction(e, acc, zero_point_correction(p, a_sums, b_sums, r, n, s));
-        slot = e.value;
-        if (e.exact) out.exact_where_different.emplace(key, std::move(*e.exact));
-      }
+  // Rows split across the threads, each with its own count of dots and overflows, merged after.
+  std::mutex merge;
+  parallel_ranges(R, std::max<std::int64_t>(1, (std::int64_t{1} << 18) / std::max<std::int64_t>(1, N * p.depth)),
+                  [&](std::int64_t r0, std::int64_t r1) {
+                    AccumulationProof proof = out.proof;
+                    proof.arbitrary_precision_dots = 0;
+                    std::unordered_map<std::int64_t, BigInt> exact;
+                    for (std::int64_t r = r0; r < r1; ++r)
+                      for (std::int64_t n = 0; n < N; ++n)
+                        for (std::int64_t s = 0; s < S; ++s) {
+                          const std::int64_t key = (r * N + n) * S + s;
+                          std::int64_t& slot = out.value[static_cast<std::size_t>(key)];
+                          ElementSum e = element_sum(p, acc, subtract, coverage, block_starts, r, n, s, slot, proof);
+                          if (!subtract) apply_correction(e, acc, zero_point_correction(p, a_sums, b_sums, r, n, s));
+                          slot = e.value;
+                          if (e.exact) exact.emplace(key, std::move(*e.exact));
+                        }
+                    const std::lock_guard<std::mutex> hold(merge);
+                    out.proof.arbitrary_precision_dots += proof.arbitrary_precision_dots;
+                    out.exact_where_different.merge(exact);
+                  });
   return out;
 }
 
@@ -712,6 +723,11 @@ std::int64_t loop_sum(const IntGemmProblem& p, std::int64_t r, std::int64_t n, s
 }
 
 }  // namespace
+
+bool sum_by_rows(std::size_t elements, std::size_t rows, std::int64_t cols, Accumulation acc) {
+  if (acc == Accumulation::int32_saturate || acc == Accumulation::int16_pair_saturate) return false;
+  return static_cast<std::int64_t>(elements) * 16 >= static_cast<std::int64_t>(rows) * cols;
+}
 
 IntGemmAccumulators accumulate_elements(const IntGemmProblem& p, std::span<const std::int64_t> rows,
                                         std::span<const std::int64_t> cols, Accumulation acc,

@@ -247,6 +247,12 @@ using SumRowsReady = std::function<void(const std::int64_t* values, std::int64_t
 IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, ZeroPointCorrection zero_points,
                                     PairRule pairs = PairRule::u8s8_whole_k, const SumRowsReady* ready = nullptr);
 
+// Whether `elements` selected outputs in `rows` rows of `cols` columns are cheaper summed by rows
+// (accumulate_gemm on those rows: its packed kernel) than one dot product each (accumulate_elements):
+// when they cover a sixteenth of their rows or more, unless the accumulator saturates (int32_saturate,
+// int16 pairs), whose sums are decided element by element either way.
+bool sum_by_rows(std::size_t elements, std::size_t rows, std::int64_t cols, Accumulation acc);
+
 // The accumulators of the elements (rows[j], cols[j]) of `p` alone, each its own dot product (K
 // terms, not its row's N·K), with what accumulate_gemm gives for them: the same proof over the
 // whole operands, the same per-element rule (a proven loop's sum, else accumulate_dot), the same

@@ -140,11 +140,9 @@ LinearAccumulators conv_accumulators(const QConv2dOp& op, const QConv2dPolicy& p
       for (std::size_t i = 0; i < only->size(); ++i)
         if (only_oc[i] / OCg == g) elements.push_back(only_row[i] * OCg + only_oc[i] % OCg);
       if (elements.empty()) continue;
-      // Sparse elements are summed one dot product each (K terms); elements that cover a sixteenth or
-      // more of their rows take those rows through accumulate_gemm's packed kernel.
+      // Sparse elements are summed one dot product each (K terms), dense ones by their rows.
       const std::vector<std::int64_t> rows = rows_of(elements, OCg);
-      const bool dense =
-          static_cast<std::int64_t>(elements.size()) * 16 >= static_cast<std::int64_t>(rows.size()) * OCg;
+      const bool dense = sum_by_rows(elements.size(), rows.size(), OCg, accumulation);
       std::vector<std::int32_t> sel;
       IntGemmProblem q = dense ? select_rows(p, rows, sel) : p;
       if (shift)

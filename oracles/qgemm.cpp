@@ -136,7 +136,7 @@ ScaledAccumulators selected_accumulators(const IntGemmProblem& p, const GemmShap
                                          const QGemmPolicy& policy) {
   const std::vector<std::int64_t> rows = rows_of(only, d.cols);
   std::vector<std::int32_t> a;
-  const bool dense = static_cast<std::int64_t>(only.size()) * 16 >= static_cast<std::int64_t>(rows.size()) * d.cols;
+  const bool dense = sum_by_rows(only.size(), rows.size(), d.cols, accumulation);
   IntGemmProblem q = dense ? select_rows(p, rows, a) : p;
   if (shift && dense) shift_signed_activations(a, q.a_zero_points);
   if (shift && !dense) {  // every row, shifted: the elements read their rows in place
