@@ -633,19 +633,22 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     };
     std::size_t leaders = 0, counted = 0;
     while (leaders < found.size() && tied(found[leaders])) ++leaders;
+    // A leader that reproduces every mismatch ends the search: no other can count more.
+    const auto reproduces_all = [&](const Found& f) {
+      return static_cast<std::size_t>(ones(f.same_all)) == mismatches.size();
+    };
     std::optional<Elements> all;
     for (std::size_t k = 0; k < leaders && counted < kLeadersCounted; ++k) {
       Found& f = found[k];
-      if (!f.same_all.empty()) {  // the claim's answer: counted already
-        ++counted;
-        continue;
-      }
-      if (!f.same_op || !evaluator.cheap(f.evaluated)) continue;
-      if (!all) all = elements(mismatches);
-      if (auto same = on(*f.op, f.evaluated, *all, true)) {
+      if (f.same_all.empty()) {  // (else the claim's answer, counted already)
+        if (!f.same_op || !evaluator.cheap(f.evaluated)) continue;
+        if (!all) all = elements(mismatches);
+        auto same = on(*f.op, f.evaluated, *all, true);
+        if (!same) continue;
         f.same_all = std::move(*same);
-        ++counted;
       }
+      ++counted;
+      if (reproduces_all(f)) break;
     }
     // Counted ones first among the leaders, most reproduced first; the order otherwise stays.
     std::stable_sort(found.begin(), found.begin() + static_cast<std::ptrdiff_t>(leaders),
@@ -673,13 +676,14 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     const bool all = !f.same_all.empty();  // counted on every mismatch, else on the screened ones
     const std::vector<std::uint8_t>& same = all ? f.same_all : f.same;
     const std::vector<std::int64_t>& at = all ? mismatches : screen.idx;
-    for (std::size_t j = 0; j < same.size(); ++j) {
-      if (!same[j]) continue;
-      const std::int64_t i = at[j];
-      if (axis) ++f.cc.per_channel[(i / inner) % dim];
-      const auto w =
-          std::lower_bound(worst.begin(), worst.end(), i, [](const auto& x, std::int64_t v) { return x.first < v; });
-      if (w != worst.end() && w->first == i) w->second->causes.push_back(f.cc.cause);
+    std::vector<std::int64_t> per_channel(axis ? static_cast<std::size_t>(dim) : 0, 0);
+    for (std::size_t j = 0; j < same.size(); ++j)
+      if (same[j] && axis) ++per_channel[static_cast<std::size_t>((at[j] / inner) % dim)];
+    for (std::size_t c = 0; c < per_channel.size(); ++c)
+      if (per_channel[c]) f.cc.per_channel[static_cast<std::int64_t>(c)] = per_channel[c];
+    for (const auto& [i, d] : worst) {  // the worst are sampled: each is in `at`
+      const auto j = std::lower_bound(at.begin(), at.end(), i);
+      if (j != at.end() && *j == i && same[static_cast<std::size_t>(j - at.begin())]) d->causes.push_back(f.cc.cause);
     }
     r.causes.push_back(std::move(f.cc));
   }

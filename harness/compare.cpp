@@ -88,7 +88,12 @@ Metrics compare(const Reference& ref, const Tensor& actual, int max_worst) {
   struct Bad {
     std::int64_t index, delta;
   };
+  // The worst max_worst mismatches, kept as they come in a heap whose top is the least bad of them:
+  // memory and work bounded by max_worst, not by the mismatches.
+  const auto keep = static_cast<std::size_t>(std::max(max_worst, 0));
+  const auto worse = [](const Bad& x, const Bad& y) { return x.delta != y.delta ? x.delta > y.delta : x.index < y.index; };
   std::vector<Bad> bad;
+  bad.reserve(keep);
   for (std::int64_t i = 0; i < m.elements; ++i) {
     const auto u = static_cast<std::size_t>(i);
     const auto l = static_cast<std::size_t>(ref.labels.empty() ? Label::clear : ref.labels[u]);
@@ -118,13 +123,18 @@ Metrics compare(const Reference& ref, const Tensor& actual, int max_worst) {
     ++m.label_mismatch[l];
     m.max_abs = std::max(m.max_abs, std::abs(d));
     if (std::abs(d) < kUlpInfinite) m.signed_sum += d;
-    bad.push_back({i, std::abs(d)});
+    const Bad b{i, std::abs(d)};
+    if (bad.size() < keep) {
+      bad.push_back(b);
+      std::push_heap(bad.begin(), bad.end(), worse);
+    } else if (keep > 0 && worse(b, bad.front())) {
+      std::pop_heap(bad.begin(), bad.end(), worse);
+      bad.back() = b;
+      std::push_heap(bad.begin(), bad.end(), worse);
+    }
   }
-  const auto keep = std::min<std::size_t>(bad.size(), static_cast<std::size_t>(std::max(max_worst, 0)));
-  std::partial_sort(bad.begin(), bad.begin() + static_cast<long>(keep), bad.end(), [](const Bad& x, const Bad& y) {
-    return x.delta != y.delta ? x.delta > y.delta : x.index < y.index;
-  });
-  for (std::size_t k = 0; k < keep; ++k) {
+  std::sort_heap(bad.begin(), bad.end(), worse);  // worst first
+  for (std::size_t k = 0; k < bad.size(); ++k) {
     ElementDiff d;
     d.index = bad[k].index;
     unravel(d.index, exp.shape(), d.coords);
