@@ -379,6 +379,24 @@ void ElementEvaluator::know(const Spec& spec, const Reference& whole) {
   if (linear_ && whole.linear) whole_.emplace_back(integer_key(policy_of(spec)), whole.linear);
 }
 
+std::optional<Reference> ElementEvaluator::whole(const Spec& spec) const {
+  if (!linear_) return std::nullopt;
+  const QGemmPolicy policy = policy_of(spec);
+  const QGemmPolicy key = integer_key(policy);
+  const std::optional<Tensor>& bias = conv_ ? std::get<QConv2dOp>(op_).bias : std::get<QGemmOp>(op_).bias;
+  const OutputStage& out = conv_ ? std::get<QConv2dOp>(op_).output : std::get<QGemmOp>(op_).output;
+  for (const auto& [k, r] : whole_)
+    if (k == key) return linear_reference(finish_output(r->accumulators(), bias, out, policy), out.format);
+  return std::nullopt;
+}
+
+Reference evaluate_beside(const OpRequest& op, const Spec& spec, const Spec& known_spec, const Reference& known) {
+  ElementEvaluator e(op);
+  e.know(known_spec, known);
+  if (auto r = e.whole(spec)) return std::move(*r);
+  return evaluate(op, spec);
+}
+
 bool ElementEvaluator::cheap(const Spec& spec) const {
   if (!linear_) return true;
   const QGemmPolicy key = integer_key(policy_of(spec));

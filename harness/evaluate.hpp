@@ -38,6 +38,12 @@ Reference evaluate(const OpRequest& op, const Spec& spec);
 // compute them without the rest (qgemm, qconv2d: the rows that hold them); nullopt for the others.
 std::optional<Tensor> evaluate_elements(const OpRequest& op, const Spec& spec, const std::vector<std::int64_t>& idx);
 
+// evaluate(op, spec) where `known` is op's answer under `known_spec`: a qgemm or qconv2d whose
+// integer stage under `spec` is known's (the same accumulation, zero points and operands: a claim
+// that differs from the spec in its output stage) is finished from known's sums instead of summed
+// again. The same values, labels and exact values as evaluate.
+Reference evaluate_beside(const OpRequest& op, const Spec& spec, const Spec& known_spec, const Reference& known);
+
 // evaluate_elements for one op under many specs (cause attribution): the integer stage of a qgemm
 // or qconv2d, which is most of its cost, depends only on the policy's quantize, accumulation, zero
 // points, pair rule and depth order (its "integer key"; an output-stage change leaves it alone), so
@@ -55,6 +61,9 @@ class ElementEvaluator {
   // Whether evaluating `spec` on any element set costs no more than its output stage there: an
   // element-wise op, or a GEMM or convolution whose integer stage under `spec` a known answer holds.
   bool cheap(const Spec& spec) const;
+  // The whole op under `spec` from a known answer's sums (see evaluate_beside); nullopt where none
+  // shares its integer stage.
+  std::optional<Reference> whole(const Spec& spec) const;
 
  private:
   struct Summed {

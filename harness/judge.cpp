@@ -60,7 +60,8 @@ BackendRun run_and_judge(const Case& c, const OpRequest& oracle_op, const OpRequ
   const Tensor& out = *call.out;
   Judgement j = [&] {
     const PhaseTimer timer(Phase::compare);
-    return judge_output(ex, c.spec.name, r.claim, backend_op, ref, out, opt.max_worst);
+    return judge_output(ex, c.spec.name, r.claim, backend_op, ref, out, opt.max_worst,
+                        propagated.empty() ? &c.spec : nullptr);
   }();
   r.verdict = j.pass ? Verdict::pass : Verdict::fail;
   r.reason = std::move(j.reason);

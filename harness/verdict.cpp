@@ -26,7 +26,8 @@ std::vector<std::int64_t> beyond_tolerance(const Reference& ref, const Tensor& o
 }  // namespace
 
 Judgement judge_output(const Expectation& ex, const std::string& spec_name, const std::string& claim,
-                       const OpRequest& op, const Reference& ref, const Tensor& out, int max_worst) {
+                       const OpRequest& op, const Reference& ref, const Tensor& out, int max_worst,
+                       const Spec* ref_spec) {
   Judgement j;
   if (out.dtype() != ref.expected.dtype() || out.shape() != ref.expected.shape()) {
     j.reason = "backend returned " + std::string(name(out.dtype())) + " " + shape_str(out.shape()) + ", expected " +
@@ -80,7 +81,7 @@ Judgement judge_output(const Expectation& ex, const std::string& spec_name, cons
       // run that stops.
       try {
         const PhaseTimer timer(Phase::claim);
-        j.claim_reference.emplace(evaluate(op, *claimed));
+        j.claim_reference.emplace(ref_spec ? evaluate_beside(op, *claimed, *ref_spec, ref) : evaluate(op, *claimed));
       } catch (const InputError& e) {
         j.reason = "its claim " + claim + " does not define this case (" + e.what() + "); " + counts +
                    " against the spec " + spec_name;

@@ -39,7 +39,10 @@ struct Judgement {
 //   max_lsb/ulp  the metrics' unit is the expectation's, |delta| <= tolerance and no +0 for -0;
 //   dot_product  the op is a dot-product op and the output is within TOSA's bounds;
 //   claim        every element the claimed preset specifies equal bit for bit (an unknown claim fails).
+// `ref_spec`, when given, is the spec `ref` is `op`'s answer under: a claim that sums the integer
+// stage as it does is finished from ref's sums (evaluate_beside).
 Judgement judge_output(const Expectation& ex, const std::string& spec_name, const std::string& claim,
-                       const OpRequest& op, const Reference& ref, const Tensor& out, int max_worst);
+                       const OpRequest& op, const Reference& ref, const Tensor& out, int max_worst,
+                       const Spec* ref_spec = nullptr);
 
 }  // namespace qc

@@ -998,6 +998,8 @@ QLinearResult finish_output_by_rows(ScaledAccumulators acc, const QuantParams& a
   return r;
 }
 
+LinearAccumulators QLinearResult::accumulators() const { return {state->acc, state->a_params, state->b_params}; }
+
 LinearAccumulators QLinearResult::accumulators_at(const std::vector<std::int64_t>& only) const {
   return {select_accumulators(state->acc, only), state->a_params, state->b_params};
 }

@@ -186,6 +186,8 @@ class QLinearResult {
   // gathered, with the operands' parameters, so that another output stage can finish them
   // (finish_output) without summing again.
   LinearAccumulators accumulators_at(const std::vector<std::int64_t>& only) const;
+  // Every element's: to finish the same sums under another output stage.
+  LinearAccumulators accumulators() const;
 
   struct State;
   std::shared_ptr<const State> state;
