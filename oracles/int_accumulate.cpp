@@ -731,7 +731,7 @@ bool sum_by_rows(std::size_t elements, std::size_t rows, std::int64_t cols, Accu
 
 IntGemmAccumulators accumulate_elements(const IntGemmProblem& p, std::span<const std::int64_t> rows,
                                         std::span<const std::int64_t> cols, Accumulation acc,
-                                        ZeroPointCorrection zero_points, PairRule pairs) {
+                                        ZeroPointCorrection zero_points, PairRule pairs, OperandFacts* facts) {
   check_problem(p);
   if (p.bytes_only()) throw InputError("accumulate_elements: needs the int32 operands");
   if (rows.size() != cols.size()) throw InputError("accumulate_elements: one row and one column per element");
@@ -750,15 +750,25 @@ IntGemmAccumulators accumulate_elements(const IntGemmProblem& p, std::span<const
   // The proof, the coverage and the compensation's sums over the whole operands, as accumulate_gemm
   // takes them (linear in the operands, not in the products), so each element is decided exactly as
   // there.
-  out.proof = prove(p, acc, operand_ranges(p, true, subtract), operand_ranges(p, false, subtract));
+  // (`facts` keeps them between calls.)
+  std::optional<OperandFacts::Ranges> own;
+  std::optional<OperandFacts::Ranges>& known = facts ? facts->ranges[subtract ? 1 : 0] : own;
+  if (!known) {
+    const OperandRanges a = operand_ranges(p, true, subtract), b = operand_ranges(p, false, subtract);
+    known = OperandFacts::Ranges{a.raw, a.multiplied, b.raw, b.multiplied};
+  }
+  out.proof = prove(p, acc, {known->a_raw, known->a_multiplied}, {known->b_raw, known->b_multiplied});
   const LoopCoverage coverage(p, acc, subtract, out.proof);
   const std::vector<std::int64_t> block_starts =
       acc == Accumulation::int16_pair_saturate ? pair_block_starts(pairs, p.depth) : std::vector<std::int64_t>{0};
-  std::vector<std::int64_t> a_sums, b_sums;
-  if (!subtract) {
-    a_sums = raw_sums(p, true);
-    b_sums = raw_sums(p, false);
+  std::vector<std::int64_t> own_a_sums, own_b_sums;
+  if (!subtract && facts && !facts->raw_sums) facts->raw_sums.emplace(raw_sums(p, true), raw_sums(p, false));
+  if (!subtract && !facts) {
+    own_a_sums = raw_sums(p, true);
+    own_b_sums = raw_sums(p, false);
   }
+  const std::vector<std::int64_t>& a_sums = facts && facts->raw_sums ? facts->raw_sums->first : own_a_sums;
+  const std::vector<std::int64_t>& b_sums = facts && facts->raw_sums ? facts->raw_sums->second : own_b_sums;
   out.value.resize(static_cast<std::size_t>(E * S));
   std::mutex merge;
   parallel_ranges(E, std::max<std::int64_t>(1, (std::int64_t{1} << 18) / std::max<std::int64_t>(1, p.depth)),

@@ -253,6 +253,17 @@ IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, Z
 // int16 pairs), whose sums are decided element by element either way.
 bool sum_by_rows(std::size_t elements, std::size_t rows, std::int64_t cols, Accumulation acc);
 
+// What accumulate_elements reads of the whole operands under any policy (their value ranges, raw
+// and minus zero points, and their raw sums per line and segment), kept between its calls on the
+// same problem: a call then costs its elements' dot products alone.
+struct OperandFacts {
+  struct Ranges {
+    IntRange a_raw, a_multiplied, b_raw, b_multiplied;
+  };
+  std::optional<Ranges> ranges[2];  // [subtract]
+  std::optional<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> raw_sums;  // A's, B's
+};
+
 // The accumulators of the elements (rows[j], cols[j]) of `p` alone, each its own dot product (K
 // terms, not its row's N·K), with what accumulate_gemm gives for them: the same proof over the
 // whole operands, the same per-element rule (a proven loop's sum, else accumulate_dot), the same
@@ -261,7 +272,8 @@ bool sum_by_rows(std::size_t elements, std::size_t rows, std::int64_t cols, Accu
 // GEMM or convolution on its mismatching elements this way.
 IntGemmAccumulators accumulate_elements(const IntGemmProblem& p, std::span<const std::int64_t> rows,
                                         std::span<const std::int64_t> cols, Accumulation acc,
-                                        ZeroPointCorrection zero_points, PairRule pairs = PairRule::u8s8_whole_k);
+                                        ZeroPointCorrection zero_points, PairRule pairs = PairRule::u8s8_whole_k,
+                                        OperandFacts* facts = nullptr);
 
 // The accumulator that `acc` means for one GEMM's operands, and whether its s8 activations enter
 // the pairs shifted to u8. int16_pair_saturate is the rule of vpmaddubsw, which multiplies unsigned

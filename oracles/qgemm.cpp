@@ -133,7 +133,7 @@ std::int64_t b_flat(const GemmShape& d, std::int64_t k, std::int64_t n) {
 ScaledAccumulators selected_accumulators(const IntGemmProblem& p, const GemmShape& d,
                                          const std::vector<std::int64_t>& only, const std::vector<std::int64_t>& a_idx,
                                          const std::vector<std::int64_t>& b_idx, Accumulation accumulation, bool shift,
-                                         const QGemmPolicy& policy) {
+                                         const QGemmPolicy& policy, OperandFacts* facts) {
   const std::vector<std::int64_t> rows = rows_of(only, d.cols);
   std::vector<std::int32_t> a;
   const bool dense = sum_by_rows(only.size(), rows.size(), d.cols, accumulation);
@@ -152,7 +152,8 @@ ScaledAccumulators selected_accumulators(const IntGemmProblem& p, const GemmShap
   }
   const IntGemmAccumulators acc =
       dense ? accumulate_gemm(q, accumulation, policy.zero_points, policy.pair_rule)
-            : accumulate_elements(q, e_rows, e_cols, accumulation, policy.zero_points, policy.pair_rule);
+            : accumulate_elements(q, e_rows, e_cols, accumulation, policy.zero_points, policy.pair_rule,
+                                  shift ? nullptr : facts);  // shifted rows are another problem
   const std::int64_t S = p.segments();
   ScaledAccumulators sa;
   sa.shape = {static_cast<std::int64_t>(only.size())};
@@ -328,7 +329,9 @@ LinearAccumulators qgemm_accumulators(const QGemmOp& op, const QGemmPolicy& poli
   }
   g.p.a = c.a;
   g.p.bt = c.bt;
-  return {selected_accumulators(g.p, g.d, only, g.a_idx, g.b_idx, g.accumulation, g.shift, policy), g.qa.params,
+  return {selected_accumulators(g.p, g.d, only, g.a_idx, g.b_idx, g.accumulation, g.shift, policy,
+                                operands && integer ? &c.facts : nullptr),
+          g.qa.params,
           g.qb.params};
 }
 

@@ -60,6 +60,7 @@ QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vecto
 struct GemmOperandCache {
   bool ready = false;
   std::vector<std::int32_t, UninitializedAllocator<std::int32_t>> a, bt;
+  OperandFacts facts;  // their ranges and sums (accumulate_elements)
 };
 LinearAccumulators qgemm_accumulators(const QGemmOp& op, const QGemmPolicy& policy,
                                       const std::vector<std::int64_t>& only, GemmOperandCache* operands = nullptr);
