@@ -451,9 +451,12 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
   };
   // The mismatches every candidate is counted on: all of them, or past kCauseScreen, kCauseScreen of
   // them evenly spaced plus the worst elements the report lists (so that their causes are named).
+  const std::size_t sample = std::holds_alternative<QGemmOp>(op) || std::holds_alternative<QConv2dOp>(op)
+                                 ? kCauseScreenLinear
+                                 : kCauseScreen;
   std::vector<std::int64_t> screened = mismatches;
-  if (mismatches.size() > kCauseScreen) {
-    screened = evenly(mismatches, kCauseScreen);
+  if (mismatches.size() > sample) {
+    screened = evenly(mismatches, sample);
     for (const ElementDiff& d : r.metrics.worst)
       if (std::binary_search(mismatches.begin(), mismatches.end(), d.index)) screened.push_back(d.index);
     std::sort(screened.begin(), screened.end());

@@ -51,6 +51,9 @@ struct InputVariation {
 // that reproduces none of the sample goes unnamed (presets and pairs are first screened on fewer:
 // causes.cpp).
 inline constexpr std::size_t kCauseScreen = 4096;
+// The same for a qgemm or qconv2d, whose every sampled element costs a dot product (K terms) and
+// every candidate an output stage over the sample.
+inline constexpr std::size_t kCauseScreenLinear = 1024;
 
 // Fills r.causes, r.unexplained and the causes of r.metrics.worst for the elements where
 // `actual` differs from `ref` (the spec's answer). The candidates: each single change of the spec

@@ -97,6 +97,36 @@ TEST_F(Cli, ValidCaseRunsAndWritesBothReports) {
   EXPECT_NE(r.output.find("summary: " + std::to_string(passes) + " PASS"), std::string::npos) << r.output;
 }
 
+// --timings FILE: every phase of the run by name, each at least 0 and together at most the run's
+// wall time (nested phases pause the outer one), next to the reports; an unwritable path is an
+// input error after the reports are written.
+TEST_F(Cli, TimingsNameEveryPhaseWithinTheWallTime) {
+  const fs::path f = write_case(case_with("", ""));
+  const fs::path t = dir_ / "timings.json";
+  const Result r = run("run " + f.string() + " --backend cpu-ref --report-dir " + (dir_ / "reports").string() +
+                       " --timings " + t.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const nlohmann::json j = qc::testing::read_json(t);
+  const double wall = j.at("wall").get<double>();
+  EXPECT_GT(wall, 0.0);
+  double sum = 0;
+  for (const char* phase : {"load", "oracle", "claim", "backend", "compare", "causes", "reproducers", "reports"}) {
+    ASSERT_TRUE(j.at("phases").contains(phase)) << phase;
+    const double s = j["phases"][phase].get<double>();
+    EXPECT_GE(s, 0.0) << phase;
+    sum += s;
+  }
+  EXPECT_EQ(j["phases"].size(), 8u);
+  EXPECT_LE(sum, wall);
+  EXPECT_GT(j["phases"]["oracle"].get<double>(), 0.0);
+  EXPECT_GT(j["phases"]["backend"].get<double>(), 0.0);
+  const Result bad = run("run " + f.string() + " --backend cpu-ref --report-dir " + (dir_ / "reports").string() +
+                         " --timings " + (dir_ / "no" / "such" / "dir" / "t.json").string());
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--timings"), std::string::npos) << bad.output;
+  EXPECT_TRUE(fs::exists(dir_ / "reports" / "report.json"));
+}
+
 TEST_F(Cli, SyntaxErrorNamesFileAndLine) {
   expect_input_error("{\n  \"suite\": \"t\",\n  \"cases\": [\n    {\"name\": \"c1\",, }\n  ]\n}\n",
                      {":4:", "JSON syntax error"});

@@ -350,7 +350,7 @@ TEST(PlantedFaults, GemmlowpDoubleRoundingPastTheScreenKeepsAnExactHeadline) {
   std::int64_t expected = 0;
   for (std::size_t i = 0; i < acc.size(); ++i)
     expected += kernel.get_int(static_cast<std::int64_t>(i)) != testing::quarter_ties_to_even(acc[i]);
-  ASSERT_GT(expected, static_cast<std::int64_t>(kCauseScreen));
+  ASSERT_GT(expected, static_cast<std::int64_t>(kCauseScreenLinear));
   const BackendResult res = run_on(c, b);
   EXPECT_EQ(res.metrics.mismatches(), expected);
   ASSERT_FALSE(res.causes.empty());
@@ -365,7 +365,7 @@ TEST(PlantedFaults, GemmlowpDoubleRoundingPastTheScreenKeepsAnExactHeadline) {
   EXPECT_EQ(res.unexplained_sampled, 0);
   for (const CauseCount& cc : res.causes)
     if (cc.kind == "single" && cc.cause.find("rounding=") != std::string::npos) {
-      EXPECT_GE(cc.mismatches_sampled, static_cast<std::int64_t>(kCauseScreen)) << cc.cause;
+      EXPECT_GE(cc.mismatches_sampled, static_cast<std::int64_t>(kCauseScreenLinear)) << cc.cause;
       EXPECT_LT(cc.count, cc.mismatches_sampled) << cc.cause;
     }
 }
