@@ -418,8 +418,9 @@ constexpr std::size_t kMatchSampleElementwise = 4096, kMatchSampleLinear = 64;
 constexpr std::size_t kExtraScreenElementwise = 256, kExtraScreenLinear = 8;
 // The single changes whose pairs are tried: the best few.
 constexpr std::size_t kPairBases = 4;
-// Past the screen, the leading candidates counted on every mismatch: the best few.
-constexpr std::size_t kLeadersCounted = 3;
+// Past the screen, the leading candidates counted on every mismatch: the best few; those with sums
+// of their own (another accumulation) where the mismatches are at most this many.
+constexpr std::size_t kLeadersCounted = 3, kLeaderOwnSums = 32768;
 
 }  // namespace
 
@@ -625,8 +626,8 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
   // Past the screen, the leaders (the candidates the sample cannot tell from the best: as many
   // mismatches reproduced, as few matches broken) are counted on every mismatch, up to kLeadersCounted
   // of them and where that costs no more than an output stage over them (an element-wise op, or an
-  // integer stage a known answer holds), and ranked on those counts: the headline's count is exact.
-  // The others keep their screened counts, marked as such (CauseCount::mismatches_sampled).
+  // integer stage a known answer holds) or the mismatches are few, and ranked on those counts: the
+  // headline's count is exact. The others keep their screened counts, marked as such (CauseCount::mismatches_sampled).
   if (sampled && !found.empty()) {
     const auto tied = [&](const Found& f) {
       const Found& b = found.front();
@@ -636,6 +637,10 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     };
     std::size_t leaders = 0, counted = 0;
     while (leaders < found.size() && tied(found[leaders])) ++leaders;
+    // Sums of its own over every mismatch (a dot product each) cost a leader little where the
+    // mismatches are few: at most kLeaderOwnSums, or a sixteenth of the op's elements.
+    const bool affordable =
+        mismatches.size() <= kLeaderOwnSums || mismatches.size() * 16 <= static_cast<std::size_t>(actual.size());
     // A leader that reproduces every mismatch ends the search: no other can count more.
     const auto reproduces_all = [&](const Found& f) {
       return static_cast<std::size_t>(ones(f.same_all)) == mismatches.size();
@@ -644,7 +649,7 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     for (std::size_t k = 0; k < leaders && counted < kLeadersCounted; ++k) {
       Found& f = found[k];
       if (f.same_all.empty()) {  // (else the claim's answer, counted already)
-        if (!f.same_op || !evaluator.cheap(f.evaluated)) continue;
+        if (!f.same_op || !(evaluator.cheap(f.evaluated) || affordable)) continue;
         if (!all) all = elements(mismatches);
         auto same = on(*f.op, f.evaluated, *all, true);
         if (!same) continue;
