@@ -450,8 +450,9 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
     if (!e.idx.empty()) e.cut = gathered(op, e.idx);
     return e;
   };
-  // The mismatches every candidate is counted on: all of them, or past kCauseScreen, kCauseScreen of
-  // them evenly spaced plus the worst elements the report lists (so that their causes are named).
+  // The mismatches every candidate is counted on: all of them, or past the sample's size
+  // (kCauseScreen, kCauseScreenLinear for a GEMM or convolution) that many evenly spaced plus the
+  // worst elements the report lists (so that their causes are named).
   const std::size_t sample = std::holds_alternative<QGemmOp>(op) || std::holds_alternative<QConv2dOp>(op)
                                  ? kCauseScreenLinear
                                  : kCauseScreen;
