@@ -446,12 +446,13 @@ struct FastElement {
   Label label = Label::clear;
 };
 
-// RequantizeScheme::ideal for an element that is provably clear or saturated: x = acc * num / den
-// with floor q0 and remainder r.
+// RequantizeScheme::ideal for an element whose rounding provably stays in range or saturates:
+// x = acc * num / den with floor q0 and remainder r.
 //   saturated  q0 + zp >= hi + 1 (so x + zp >= hi + 1/2) or q0 + zp <= lo - 2 (x + zp < lo - 1/2),
 //              and the clamp saturates (not Clamp::wrap): q is the range bound;
-//   clear      lo <= q0 + zp <= hi - 1 and |frac(x) - 1/2| > kNearTieDistance: rounding cannot leave
-//              the range and no tie rule or near tie is involved.
+//   in range   lo <= q0 + zp <= hi - 1: q is q0 or q0 + 1 by the rounding rule (a tie is 2r = den),
+//              inside the range, and the label is ideal_label's: tie, near tie (|2r - den| * 512 <=
+//              den, i.e. |frac(x) - 1/2| <= kNearTieDistance) or clear.
 // nullopt otherwise (the slow path decides).
 // Where acc * num / den lies (floor q0, remainder 0 <= r < den), decided in T (int64 where every
 // quantity fits it, else int128): saturated, clear, or nullopt.
@@ -461,13 +462,14 @@ std::optional<FastElement> ideal_decide(T q0, T r, T den, std::int64_t zp, IntRa
     if (q0 + zp >= range.hi + 1) return FastElement{range.hi, Label::saturated};
     if (q0 + zp <= range.lo - 2) return FastElement{range.lo, Label::saturated};
   }
-  const T twice = 2 * r - den;
-  if ((twice < 0 ? -twice : twice) <= den / 512) return std::nullopt;  // |twice| * 2^9 <= den, for integers
   if (q0 + zp < range.lo || q0 + zp > range.hi - 1) return std::nullopt;
+  const T twice = 2 * r - den;
+  // |twice| * 2^9 <= den exactly: for integers, a * 512 <= d iff a <= floor(d / 512).
+  const Label label = twice == 0 ? Label::tie : (twice < 0 ? -twice : twice) <= den / 512 ? Label::near_tie : Label::clear;
   const bool zp_before = p.zero_point == ZeroPointAdd::float_before_rounding;
-  const T t_floor = zp_before ? q0 + zp : q0;  // floor of the value that is rounded
-  const bool up = rounds_up(p.rounding, r == 0, false, twice > 0, (t_floor & 1) != 0, t_floor < 0);
-  return FastElement{static_cast<std::int64_t>(t_floor + (up ? 1 : 0) + (zp_before ? 0 : zp)), Label::clear};
+  const T t_floor = zp_before ? q0 + zp : q0;  // floor of the value that is rounded (x + zp has x's fraction)
+  const bool up = rounds_up(p.rounding, r == 0, twice == 0, twice > 0, (t_floor & 1) != 0, t_floor < 0);
+  return FastElement{static_cast<std::int64_t>(t_floor + (up ? 1 : 0) + (zp_before ? 0 : zp)), label};
 }
 
 std::optional<FastElement> ideal_requantize_fast(std::int64_t acc, const IdealFraction& f, std::int64_t zp,
