@@ -394,7 +394,7 @@ struct RunArgs {
 // --timings FILE: each phase's seconds and the run's wall time (docs/reports.md "Timings").
 void write_timings(const std::string& path, std::chrono::steady_clock::duration wall) {
   nlohmann::ordered_json phases;
-  for (const qc::Phase p : qc::kAllPhases) phases[std::string(qc::name(p))] = qc::phase_seconds(p);
+  for (const qc::Phase p : qc::table_values<qc::Phase>()) phases[std::string(qc::table_name(p))] = qc::phase_seconds(p);
   const nlohmann::ordered_json j{{"wall", std::chrono::duration<double>(wall).count()}, {"phases", phases}};
   std::ofstream f(path, std::ios::trunc);
   f << j.dump(2) << "\n";

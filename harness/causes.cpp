@@ -453,9 +453,8 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
   // The mismatches every candidate is counted on: all of them, or past the sample's size
   // (kCauseScreen, kCauseScreenLinear for a GEMM or convolution) that many evenly spaced plus the
   // worst elements the report lists (so that their causes are named).
-  const std::size_t sample = std::holds_alternative<QGemmOp>(op) || std::holds_alternative<QConv2dOp>(op)
-                                 ? kCauseScreenLinear
-                                 : kCauseScreen;
+  const std::size_t sample =
+      std::holds_alternative<QGemmOp>(op) || std::holds_alternative<QConv2dOp>(op) ? kCauseScreenLinear : kCauseScreen;
   std::vector<std::int64_t> screened = mismatches;
   if (mismatches.size() > sample) {
     screened = evenly(mismatches, sample);
@@ -632,9 +631,8 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
   if (sampled && !found.empty()) {
     const auto tied = [&](const Found& f) {
       const Found& b = found.front();
-      return f.cc.count == b.cc.count &&
-             f.cc.matches_broken * std::max<std::int64_t>(1, b.cc.matches_sampled) ==
-                 b.cc.matches_broken * std::max<std::int64_t>(1, f.cc.matches_sampled);
+      return f.cc.count == b.cc.count && f.cc.matches_broken * std::max<std::int64_t>(1, b.cc.matches_sampled) ==
+                                             b.cc.matches_broken * std::max<std::int64_t>(1, f.cc.matches_sampled);
     };
     std::size_t leaders = 0, counted = 0;
     while (leaders < found.size() && tied(found[leaders])) ++leaders;
@@ -666,18 +664,18 @@ void attribute_causes(const OpRequest& op, const Spec& spec, const Reference& re
                        return !x.same_all.empty() && ones(x.same_all) > ones(y.same_all);
                      });
   }
-  for (Found& f : found) {
-    if (!sampled) break;
-    if (f.same_all.empty()) {
-      f.cc.mismatches_sampled = of;
-      continue;
+  if (sampled)
+    for (Found& f : found) {
+      if (f.same_all.empty()) {
+        f.cc.mismatches_sampled = of;
+        continue;
+      }
+      f.cc.count = ones(f.same_all);
+      if (&f == &found.front() && f.cc.count == static_cast<std::int64_t>(mismatches.size())) {
+        r.unexplained = 0;  // every mismatch is reproduced, the sample's count aside
+        r.unexplained_sampled = 0;
+      }
     }
-    f.cc.count = ones(f.same_all);
-    if (&f == &found.front() && f.cc.count == static_cast<std::int64_t>(mismatches.size())) {
-      r.unexplained = 0;  // every mismatch is reproduced, the sample's count aside
-      r.unexplained_sampled = 0;
-    }
-  }
   std::vector<std::pair<std::int64_t, ElementDiff*>> worst;  // by index
   for (ElementDiff& d : r.metrics.worst) worst.emplace_back(d.index, &d);
   std::sort(worst.begin(), worst.end(), [](const auto& x, const auto& y) { return x.first < y.first; });

@@ -91,7 +91,9 @@ Metrics compare(const Reference& ref, const Tensor& actual, int max_worst) {
   // The worst max_worst mismatches, kept as they come in a heap whose top is the least bad of them:
   // memory and work bounded by max_worst, not by the mismatches.
   const auto keep = static_cast<std::size_t>(std::max(max_worst, 0));
-  const auto worse = [](const Bad& x, const Bad& y) { return x.delta != y.delta ? x.delta > y.delta : x.index < y.index; };
+  const auto worse = [](const Bad& x, const Bad& y) {
+    return x.delta != y.delta ? x.delta > y.delta : x.index < y.index;
+  };
   std::vector<Bad> bad;
   bad.reserve(keep);
   for (std::int64_t i = 0; i < m.elements; ++i) {

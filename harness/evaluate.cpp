@@ -413,9 +413,9 @@ std::optional<Tensor> ElementEvaluator::operator()(const Spec& spec, const std::
     if (k == key) return finish_output(r->accumulators_at(idx), bias, out, policy).y;
   for (const Summed& s : summed_)
     if (s.key == key && s.idx == idx) return finish_output(*s.acc, bias, out, policy).y;
-  auto acc =
-      std::make_shared<const LinearAccumulators>(conv_ ? qconv2d_accumulators(std::get<QConv2dOp>(op_), policy, idx)
-                                                       : qgemm_accumulators(std::get<QGemmOp>(op_), policy, idx, &operands_));
+  auto acc = std::make_shared<const LinearAccumulators>(
+      conv_ ? qconv2d_accumulators(std::get<QConv2dOp>(op_), policy, idx)
+            : qgemm_accumulators(std::get<QGemmOp>(op_), policy, idx, &operands_));
   Tensor y = finish_output(*acc, bias, out, policy).y;
   // Kept for the next spec with this key, the latest first, within the bound.
   summed_.insert(summed_.begin(), Summed{key, idx, std::move(acc)});

@@ -77,7 +77,7 @@ class ElementEvaluator {
   bool linear_ = false, conv_ = false, float_operands_ = false;
   std::vector<std::pair<QGemmPolicy, std::shared_ptr<const QLinearResult>>> whole_;
   std::vector<Summed> summed_;  // the latest first, at most kSummedElements elements in all
-  GemmOperandCache operands_;  // a qgemm's int32 operands, made once
+  GemmOperandCache operands_;   // a qgemm's int32 operands, made once
   static constexpr std::size_t kSummedElements = std::size_t{1} << 22;
 };
 

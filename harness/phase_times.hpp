@@ -4,31 +4,29 @@
 // wall time; the benchmark runs one backend.
 #pragma once
 
-#include <array>
+#include "qconform/enum_table.hpp"
+
 #include <chrono>
 #include <cstdint>
-#include <string_view>
+#include <span>
 
 namespace qc {
 
-enum class Phase : std::uint8_t {
-  load,         // reading the case files, generators included
-  oracle,       // the spec's answer of each case (harness evaluate)
-  claim,        // the oracle's answer under a backend's claimed preset, where it differs from the spec
-  backend,      // the backend's own calls
-  compare,      // comparing outputs, metrics and labels of the mismatches
-  causes,       // cause attribution
-  reproducers,  // one-element reproducers (each re-run on the backend) and their files
-  reports,      // writing report.json, report.html, report.junit.xml
+enum class Phase : std::uint8_t { load, oracle, claim, backend, compare, causes, reproducers, reports };
+inline constexpr EnumEntry<Phase> kPhaseTable[] = {
+    {Phase::load, "load", "reading the case files, generators included"},
+    {Phase::oracle, "oracle", "the spec's answer of each case (harness evaluate)"},
+    {Phase::claim, "claim", "the oracle's answer under a backend's claimed preset, where it differs from the spec"},
+    {Phase::backend, "backend", "the backend's own calls"},
+    {Phase::compare, "compare", "comparing outputs, metrics and labels of the mismatches"},
+    {Phase::causes, "causes", "cause attribution"},
+    {Phase::reproducers, "reproducers", "one-element reproducers (each re-run on the backend) and their files"},
+    {Phase::reports, "reports", "writing report.json, report.html, report.junit.xml"},
 };
-inline constexpr std::array<Phase, 8> kAllPhases = {Phase::load,    Phase::oracle, Phase::claim,       Phase::backend,
-                                                    Phase::compare, Phase::causes, Phase::reproducers, Phase::reports};
-std::string_view name(Phase p);
+constexpr std::span<const EnumEntry<Phase>> enum_table(Phase) { return kPhaseTable; }
 
-// The process's totals so far, in seconds; reset() zeroes them (tests, several runs in one process).
+// The process's total for a phase so far, in seconds.
 double phase_seconds(Phase p);
-void reset_phase_times();
-void add_phase_time(Phase p, double seconds);
 
 // Adds the wall time of its scope to a phase. Nested timers on one thread split the time: while an
 // inner one runs, the outer one's phase does not count (a claim's evaluation inside the comparison

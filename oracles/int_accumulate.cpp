@@ -569,9 +569,8 @@ PieceSum piece_sum(const std::int32_t* a, const std::int32_t* b, std::int64_t le
     case Accumulation::int16_pair_saturate: {  // raw bytes (require_pair_operands): za = zb = 0
       std::int64_t lanes = 0;                  // at most 2^31 lanes of at most 2^15 each
       const std::int64_t even = len & ~std::int64_t{1};
-      for (std::int64_t k = 0; k < even; k += 2)
-        lanes += std::clamp(a[k] * b[k] + a[k + 1] * b[k + 1], -32768, 32767);
-      if (even < len) lanes += std::clamp(a[even] * b[even], -32768, 32767);  // zero padding
+      for (std::int64_t k = 0; k < even; k += 2) lanes += std::clamp(a[k] * b[k] + a[k + 1] * b[k + 1], -32768, 32767);
+      if (even < len) lanes += std::clamp(a[even] * b[even], -32768, 32767);   // zero padding
       r.value = static_cast<std::int32_t>(static_cast<std::uint32_t>(lanes));  // vpaddd wraps
       break;
     }
@@ -591,7 +590,8 @@ ElementSum element_sum(const IntGemmProblem& p, Accumulation acc, bool subtract,
   const std::int64_t zb = subtract ? p.b_zero_points[static_cast<std::size_t>(s * p.cols + n)] : 0;
   // Every product's magnitude times the length below 2^62: the exact sum fits int64 throughout.
   const auto mag = [](IntRange x) { return std::max(x.lo < 0 ? -x.lo : x.lo, x.hi < 0 ? -x.hi : x.hi); };
-  const __int128 bound = static_cast<__int128>(mag(proof.a_range)) * mag(proof.b_range) * std::max<std::int64_t>(1, len);
+  const __int128 bound =
+      static_cast<__int128>(mag(proof.a_range)) * mag(proof.b_range) * std::max<std::int64_t>(1, len);
   const bool int64_exact = bound < (static_cast<__int128>(1) << 62);
   // Each pair block is its own vpmaddubsw run; the blocks' int32 sums add with vpaddd (wrapping).
   std::int64_t value = 0;
@@ -724,10 +724,61 @@ std::int64_t loop_sum(const IntGemmProblem& p, std::int64_t r, std::int64_t n, s
 
 }  // namespace
 
-bool sum_by_rows(std::size_t elements, std::size_t rows, std::int64_t cols, Accumulation acc) {
-  if (acc == Accumulation::int32_saturate || acc == Accumulation::int16_pair_saturate) return false;
-  return static_cast<std::int64_t>(elements) * 16 >= static_cast<std::int64_t>(rows) * cols;
+namespace {
+
+// The same problem restricted to some rows of A (sorted, distinct): row j of the result is row
+// rows[j]. Every accumulator depends only on its own row and column, so those rows' accumulators are
+// the whole problem's. `a` receives the rows' values, which the result views.
+IntGemmProblem select_rows(const IntGemmProblem& p, const std::vector<std::int64_t>& rows,
+                           std::vector<std::int32_t>& a) {
+  IntGemmProblem q;
+  q.rows = static_cast<std::int64_t>(rows.size());
+  q.cols = p.cols;
+  q.depth = p.depth;
+  q.bt = p.bt;
+  q.segment_starts = p.segment_starts;
+  q.b_zero_points = p.b_zero_points;
+  const auto K = static_cast<std::size_t>(p.depth), S = static_cast<std::size_t>(p.segments());
+  a.resize(rows.size() * K);
+  q.a_zero_points.resize(rows.size() * S);
+  for (std::size_t j = 0; j < rows.size(); ++j) {
+    const auto r = static_cast<std::size_t>(rows[j]);
+    std::copy_n(p.a.begin() + static_cast<std::ptrdiff_t>(r * K), K, a.begin() + static_cast<std::ptrdiff_t>(j * K));
+    std::copy_n(p.a_zero_points.begin() + static_cast<std::ptrdiff_t>(r * S), S,
+                q.a_zero_points.begin() + static_cast<std::ptrdiff_t>(j * S));
+  }
+  q.a = a;
+  return q;
 }
+
+// The elements by their rows: accumulate_gemm on the rows that hold them, then gathered.
+IntGemmAccumulators elements_by_rows(const IntGemmProblem& p, const std::vector<std::int64_t>& distinct,
+                                     std::span<const std::int64_t> rows, std::span<const std::int64_t> cols,
+                                     Accumulation acc, ZeroPointCorrection zero_points, PairRule pairs) {
+  std::vector<std::int32_t> a;
+  const IntGemmAccumulators whole = accumulate_gemm(select_rows(p, distinct, a), acc, zero_points, pairs);
+  const std::int64_t S = p.segments();
+  IntGemmAccumulators out;
+  out.rows = static_cast<std::int64_t>(rows.size());
+  out.cols = 1;
+  out.segments = S;
+  out.proof = whole.proof;
+  out.value.resize(rows.size() * static_cast<std::size_t>(S));
+  for (std::size_t j = 0; j < rows.size(); ++j) {
+    const auto r =
+        static_cast<std::int64_t>(std::lower_bound(distinct.begin(), distinct.end(), rows[j]) - distinct.begin());
+    for (std::int64_t s = 0; s < S; ++s) {
+      const auto k = static_cast<std::int64_t>(j) * S + s;
+      out.value[static_cast<std::size_t>(k)] = whole.at(r, cols[j], s);
+      if (const auto it = whole.exact_where_different.find((r * whole.cols + cols[j]) * S + s);
+          it != whole.exact_where_different.end())
+        out.exact_where_different.emplace(k, it->second);
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 IntGemmAccumulators accumulate_elements(const IntGemmProblem& p, std::span<const std::int64_t> rows,
                                         std::span<const std::int64_t> cols, Accumulation acc,
@@ -739,6 +790,14 @@ IntGemmAccumulators accumulate_elements(const IntGemmProblem& p, std::span<const
     if (rows[j] < 0 || rows[j] >= p.rows || cols[j] < 0 || cols[j] >= p.cols)
       throw InputError("accumulate_elements: element (" + std::to_string(rows[j]) + ", " + std::to_string(cols[j]) +
                        ") is outside the problem");
+  // By rows where the elements cover a sixteenth of their rows or more and the accumulator does not
+  // saturate (a saturating one decides each element by itself either way).
+  std::vector<std::int64_t> distinct(rows.begin(), rows.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  const bool saturating = acc == Accumulation::int32_saturate || acc == Accumulation::int16_pair_saturate;
+  if (!saturating && static_cast<std::int64_t>(rows.size()) * 16 >= static_cast<std::int64_t>(distinct.size()) * p.cols)
+    return elements_by_rows(p, distinct, rows, cols, acc, zero_points, pairs);
   const bool subtract = zero_points == ZeroPointCorrection::subtract_first;
   require_pair_operands(p, acc, subtract);
   const auto E = static_cast<std::int64_t>(rows.size());
@@ -896,37 +955,6 @@ AccumulationBound accumulation_bound(Accumulation acc, std::int64_t k, IntRange 
 
 bool int32_accumulation_is_exact(std::int64_t k, IntRange a_range, IntRange b_range) {
   return accumulation_bound(Accumulation::int32_saturate, k, a_range, b_range).exact;
-}
-
-IntGemmProblem select_rows(const IntGemmProblem& p, const std::vector<std::int64_t>& rows,
-                           std::vector<std::int32_t>& a) {
-  IntGemmProblem q;
-  q.rows = static_cast<std::int64_t>(rows.size());
-  q.cols = p.cols;
-  q.depth = p.depth;
-  q.bt = p.bt;
-  q.segment_starts = p.segment_starts;
-  q.b_zero_points = p.b_zero_points;
-  const auto K = static_cast<std::size_t>(p.depth), S = static_cast<std::size_t>(p.segments());
-  a.resize(rows.size() * K);
-  q.a_zero_points.resize(rows.size() * S);
-  for (std::size_t j = 0; j < rows.size(); ++j) {
-    const auto r = static_cast<std::size_t>(rows[j]);
-    std::copy_n(p.a.begin() + static_cast<std::ptrdiff_t>(r * K), K, a.begin() + static_cast<std::ptrdiff_t>(j * K));
-    std::copy_n(p.a_zero_points.begin() + static_cast<std::ptrdiff_t>(r * S), S,
-                q.a_zero_points.begin() + static_cast<std::ptrdiff_t>(j * S));
-  }
-  q.a = a;
-  return q;
-}
-
-std::vector<std::int64_t> rows_of(const std::vector<std::int64_t>& elements, std::int64_t cols) {
-  std::vector<std::int64_t> rows;
-  rows.reserve(elements.size());
-  for (const std::int64_t e : elements) rows.push_back(e / cols);
-  std::sort(rows.begin(), rows.end());
-  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-  return rows;
 }
 
 }  // namespace qc

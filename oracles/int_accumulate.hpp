@@ -223,15 +223,6 @@ struct IntGemmAccumulators {
   bool overflowed(std::int64_t r, std::int64_t n) const;
 };
 
-// The same problem restricted to some rows of A (sorted, distinct): row j of the result is row
-// rows[j]. Every accumulator depends only on its own row and column, so those rows' accumulators are
-// the whole problem's. `a` receives the rows' values, which the result views.
-IntGemmProblem select_rows(const IntGemmProblem& p, const std::vector<std::int64_t>& rows,
-                           std::vector<std::int32_t>& a);
-
-// The rows (sorted, distinct) that hold the elements `elements` of a row-major [rows, cols] result.
-std::vector<std::int64_t> rows_of(const std::vector<std::int64_t>& elements, std::int64_t cols);
-
 // Throws InputError on inconsistent sizes, on int16_pair_saturate with subtract_first and nonzero
 // zero points (vpmaddubsw multiplies raw u8 x s8 bytes: use compensate), on operands outside the
 // pair's byte ranges, and on an exact accumulator that does not fit int64.
@@ -247,12 +238,6 @@ using SumRowsReady = std::function<void(const std::int64_t* values, std::int64_t
 IntGemmAccumulators accumulate_gemm(const IntGemmProblem& p, Accumulation acc, ZeroPointCorrection zero_points,
                                     PairRule pairs = PairRule::u8s8_whole_k, const SumRowsReady* ready = nullptr);
 
-// Whether `elements` selected outputs in `rows` rows of `cols` columns are cheaper summed by rows
-// (accumulate_gemm on those rows: its packed kernel) than one dot product each (accumulate_elements):
-// when they cover a sixteenth of their rows or more, unless the accumulator saturates (int32_saturate,
-// int16 pairs), whose sums are decided element by element either way.
-bool sum_by_rows(std::size_t elements, std::size_t rows, std::int64_t cols, Accumulation acc);
-
 // What accumulate_elements reads of the whole operands under any policy (their value ranges, raw
 // and minus zero points, and their raw sums per line and segment), kept between its calls on the
 // same problem: a call then costs its elements' dot products alone.
@@ -260,16 +245,19 @@ struct OperandFacts {
   struct Ranges {
     IntRange a_raw, a_multiplied, b_raw, b_multiplied;
   };
-  std::optional<Ranges> ranges[2];  // [subtract]
+  std::optional<Ranges> ranges[2];                                                          // [subtract]
   std::optional<std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>> raw_sums;  // A's, B's
 };
 
-// The accumulators of the elements (rows[j], cols[j]) of `p` alone, each its own dot product (K
-// terms, not its row's N·K), with what accumulate_gemm gives for them: the same proof over the
-// whole operands, the same per-element rule (a proven loop's sum, else accumulate_dot), the same
-// compensation and the same errors. The result has rows = rows.size() and cols = 1: element j is
-// its row j. `p` must hold int32 operands (a, bt), not bytes alone. Cause attribution evaluates a
-// GEMM or convolution on its mismatching elements this way.
+// The accumulators of the elements (rows[j], cols[j]) of `p` alone (any order, repeats allowed),
+// what accumulate_gemm gives for them. The result has rows = rows.size() and cols = 1: element j is
+// its row j. Elements that cover a sixteenth or more of their rows are summed by those rows
+// (accumulate_gemm's packed kernel), unless the accumulator saturates (int32_saturate, int16 pairs:
+// decided element by element either way); the others one dot product each (K terms, not a row's
+// N·K), under the same proof over the whole operands, per-element rule (a proven loop's sum, else
+// accumulate_dot), compensation and errors as accumulate_gemm. `p` must hold int32 operands (a,
+// bt), not bytes alone. `facts` (for p's operands) serves the per-element path. qgemm and qconv2d
+// evaluate chosen output elements this way (cause attribution).
 IntGemmAccumulators accumulate_elements(const IntGemmProblem& p, std::span<const std::int64_t> rows,
                                         std::span<const std::int64_t> cols, Accumulation acc,
                                         ZeroPointCorrection zero_points, PairRule pairs = PairRule::u8s8_whole_k,

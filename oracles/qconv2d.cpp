@@ -135,48 +135,32 @@ LinearAccumulators conv_accumulators(const QConv2dOp& op, const QConv2dPolicy& p
     p.b_zero_points.resize(static_cast<std::size_t>(OCg));
     for (std::int64_t j = 0; j < OCg; ++j)
       p.b_zero_points[static_cast<std::size_t>(j)] = qw.params.zero_point(w_param((g * OCg + j) * K));
+    if (shift) {
+      shift_signed_activations(a, p.a_zero_points);  // in place: p.a still views a
+    }
     if (only) {
-      std::vector<std::int64_t> elements;  // (row, column) of this group's selected outputs, as r * OCg + j
+      std::vector<std::int64_t> e_rows, e_cols;  // this group's selected outputs (accumulate_elements)
       for (std::size_t i = 0; i < only->size(); ++i)
-        if (only_oc[i] / OCg == g) elements.push_back(only_row[i] * OCg + only_oc[i] % OCg);
-      if (elements.empty()) continue;
-      // Sparse elements are summed one dot product each (K terms), dense ones by their rows.
-      const std::vector<std::int64_t> rows = rows_of(elements, OCg);
-      const bool dense = sum_by_rows(elements.size(), rows.size(), OCg, accumulation);
-      std::vector<std::int32_t> sel;
-      IntGemmProblem q = dense ? select_rows(p, rows, sel) : p;
-      if (shift)
-        shift_signed_activations(dense ? std::span<std::int32_t>(sel) : std::span<std::int32_t>(a), q.a_zero_points);
-      if (shift && !dense) q.a = a;
-      std::vector<std::int64_t> e_rows, e_cols;
-      for (const std::int64_t e : elements) {
-        e_rows.push_back(e / OCg);
-        e_cols.push_back(e % OCg);
-      }
+        if (only_oc[i] / OCg == g) {
+          e_rows.push_back(only_row[i]);
+          e_cols.push_back(only_oc[i] % OCg);
+        }
+      if (e_rows.empty()) continue;
       const IntGemmAccumulators acc =
-          dense ? accumulate_gemm(q, accumulation, policy.zero_points, policy.pair_rule)
-                : accumulate_elements(q, e_rows, e_cols, accumulation, policy.zero_points, policy.pair_rule);
+          accumulate_elements(p, e_rows, e_cols, accumulation, policy.zero_points, policy.pair_rule);
       merge_proof(sa.proof, acc.proof, first_proof);
       first_proof = false;
-      std::size_t next = 0;  // this group's elements, in `elements` order
+      std::int64_t next = 0;  // this group's elements, in e_rows order
       for (std::size_t i = 0; i < only->size(); ++i) {
         if (only_oc[i] / OCg != g) continue;
-        const std::int64_t j = only_oc[i] % OCg;
-        const std::int64_t at_r =
-            dense ? static_cast<std::int64_t>(std::lower_bound(rows.begin(), rows.end(), only_row[i]) - rows.begin())
-                  : static_cast<std::int64_t>(next);
-        const std::int64_t at_c = dense ? j : 0;
+        sa.value[i] = acc.at(next, 0, 0);
+        if (acc.overflowed(next, 0))
+          sa.exact_where_different.emplace(static_cast<std::int64_t>(i), acc.exact(next, 0, 0));
         ++next;
-        sa.value[i] = acc.at(at_r, at_c, 0);
-        if (acc.overflowed(at_r, at_c))
-          sa.exact_where_different.emplace(static_cast<std::int64_t>(i), acc.exact(at_r, at_c, 0));
         sa.b_index[i] = static_cast<std::int32_t>(w_param(only_oc[i] * K));
         sa.channel[i] = static_cast<std::int32_t>(only_oc[i]);
       }
       continue;
-    }
-    if (shift) {
-      shift_signed_activations(a, p.a_zero_points);  // in place: p.a still views a
     }
     IntGemmAccumulators acc = accumulate_gemm(p, accumulation, policy.zero_points, policy.pair_rule);
     merge_proof(sa.proof, acc.proof, g == 0);

@@ -127,33 +127,25 @@ std::int64_t b_flat(const GemmShape& d, std::int64_t k, std::int64_t n) {
 }
 
 // The accumulators of output elements `only` alone (any order), as ScaledAccumulators of shape
-// [only.size()] with one index table entry per element. Sparse elements are summed one dot product
-// each (accumulate_elements: K terms an element); elements that cover a sixteenth or more of their
-// rows take those rows through accumulate_gemm's packed kernel, then are gathered.
+// [only.size()] with one index table entry per element (accumulate_elements).
 ScaledAccumulators selected_accumulators(const IntGemmProblem& p, const GemmShape& d,
                                          const std::vector<std::int64_t>& only, const std::vector<std::int64_t>& a_idx,
                                          const std::vector<std::int64_t>& b_idx, Accumulation accumulation, bool shift,
                                          const QGemmPolicy& policy, OperandFacts* facts) {
-  const std::vector<std::int64_t> rows = rows_of(only, d.cols);
-  std::vector<std::int32_t> a;
-  const bool dense = sum_by_rows(only.size(), rows.size(), d.cols, accumulation);
-  IntGemmProblem q = dense ? select_rows(p, rows, a) : p;
-  if (shift && dense) shift_signed_activations(a, q.a_zero_points);
-  if (shift && !dense) {  // every row, shifted: the elements read their rows in place
-    a.assign(p.a.begin(), p.a.end());
-    shift_signed_activations(a, q.a_zero_points);
-    q.a = a;
+  IntGemmProblem q = p;
+  std::vector<std::int32_t> shifted;
+  if (shift) {  // a copy: p's operands may be shared with other policies (GemmOperandCache)
+    shifted.assign(p.a.begin(), p.a.end());
+    shift_signed_activations(shifted, q.a_zero_points);
+    q.a = shifted;
   }
   std::vector<std::int64_t> e_rows(only.size()), e_cols(only.size());
   for (std::size_t j = 0; j < only.size(); ++j) {
-    const std::int64_t r = only[j] / d.cols;
-    e_rows[j] = dense ? static_cast<std::int64_t>(std::lower_bound(rows.begin(), rows.end(), r) - rows.begin()) : r;
+    e_rows[j] = only[j] / d.cols;
     e_cols[j] = only[j] % d.cols;
   }
-  const IntGemmAccumulators acc =
-      dense ? accumulate_gemm(q, accumulation, policy.zero_points, policy.pair_rule)
-            : accumulate_elements(q, e_rows, e_cols, accumulation, policy.zero_points, policy.pair_rule,
-                                  shift ? nullptr : facts);  // shifted rows are another problem
+  const IntGemmAccumulators acc = accumulate_elements(q, e_rows, e_cols, accumulation, policy.zero_points,
+                                                      policy.pair_rule, shift ? nullptr : facts);  // facts: of p
   const std::int64_t S = p.segments();
   ScaledAccumulators sa;
   sa.shape = {static_cast<std::int64_t>(only.size())};
@@ -166,14 +158,12 @@ ScaledAccumulators selected_accumulators(const IntGemmProblem& p, const GemmShap
   sa.b_index.resize(ES);
   sa.channel.resize(only.size());
   for (std::size_t j = 0; j < only.size(); ++j) {
-    const std::int64_t r = only[j] / d.cols, n = e_cols[j];
-    // Where element j's sums are: its row and column of the rows summed, or its own row.
-    const std::int64_t at_r = dense ? e_rows[j] : static_cast<std::int64_t>(j), at_n = dense ? n : 0;
+    const std::int64_t r = e_rows[j], n = e_cols[j];
     sa.channel[j] = static_cast<std::int32_t>(n);
     for (std::int64_t s = 0; s < S; ++s) {
       const std::size_t k = j * static_cast<std::size_t>(S) + static_cast<std::size_t>(s);
-      sa.value[k] = acc.at(at_r, at_n, s);
-      if (const auto it = acc.exact_where_different.find((at_r * acc.cols + at_n) * S + s);
+      sa.value[k] = acc.at(static_cast<std::int64_t>(j), 0, s);
+      if (const auto it = acc.exact_where_different.find(static_cast<std::int64_t>(k));
           it != acc.exact_where_different.end())
         sa.exact_where_different.emplace(static_cast<std::int64_t>(k), it->second);
       sa.a_index[k] = static_cast<std::int32_t>(a_idx[static_cast<std::size_t>(r * S + s)]);
@@ -331,8 +321,7 @@ LinearAccumulators qgemm_accumulators(const QGemmOp& op, const QGemmPolicy& poli
   g.p.bt = c.bt;
   return {selected_accumulators(g.p, g.d, only, g.a_idx, g.b_idx, g.accumulation, g.shift, policy,
                                 operands && integer ? &c.facts : nullptr),
-          g.qa.params,
-          g.qb.params};
+          g.qa.params, g.qb.params};
 }
 
 QGemmResult qgemm(const QGemmOp& op, const QGemmPolicy& policy, const std::vector<std::int64_t>* only) {

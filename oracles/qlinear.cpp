@@ -465,7 +465,9 @@ std::optional<FastElement> ideal_decide(T q0, T r, T den, std::int64_t zp, IntRa
   if (q0 + zp < range.lo || q0 + zp > range.hi - 1) return std::nullopt;
   const T twice = 2 * r - den;
   // |twice| * 2^9 <= den exactly: for integers, a * 512 <= d iff a <= floor(d / 512).
-  const Label label = twice == 0 ? Label::tie : (twice < 0 ? -twice : twice) <= den / 512 ? Label::near_tie : Label::clear;
+  const Label label = twice == 0                                  ? Label::tie
+                      : (twice < 0 ? -twice : twice) <= den / 512 ? Label::near_tie
+                                                                  : Label::clear;
   const bool zp_before = p.zero_point == ZeroPointAdd::float_before_rounding;
   const T t_floor = zp_before ? q0 + zp : q0;  // floor of the value that is rounded (x + zp has x's fraction)
   const bool up = rounds_up(p.rounding, r == 0, twice == 0, twice > 0, (t_floor & 1) != 0, t_floor < 0);

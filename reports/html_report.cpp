@@ -783,8 +783,8 @@ class Renderer {
     for (const CauseCount& c : b.causes) {
       o_ << "<tr><td><code>" << esc(c.cause) << "</code></td><td class=\"num\">" << c.count;
       if (c.mismatches_sampled > 0) o_ << " of " << c.mismatches_sampled << " sampled";
-      o_ << "</td><td class=\"num"
-         << (c.matches_broken ? " bad" : "") << "\" title=\"matching elements it would compute otherwise, of those "
+      o_ << "</td><td class=\"num" << (c.matches_broken ? " bad" : "")
+         << "\" title=\"matching elements it would compute otherwise, of those "
          << "sampled\">";
       if (c.matches_sampled > 0)
         o_ << c.matches_broken << " of " << c.matches_sampled;

@@ -776,8 +776,8 @@ TEST(QGemm, ElementAccumulatorsWithSharedOperandsAreTheWholeOpsElements) {
             continue;  // a combination the policy cannot express (pairs of i16, pairs minus zero points)
           }
           for (const auto* only : {&few, &third}) {
-            const QGemmResult part = finish_output(qgemm_accumulators(op, policy, *only, &operands), op.bias,
-                                                   op.output, policy);
+            const QGemmResult part =
+                finish_output(qgemm_accumulators(op, policy, *only, &operands), op.bias, op.output, policy);
             const int trial = static_cast<int>(acc) * 100 + static_cast<int>(zp) * 10 + static_cast<int>(pairs);
             compared += expect_selected_equal_whole(part, whole, *only, trial);
             for (std::size_t j = 0; j < only->size(); ++j)
