@@ -401,6 +401,20 @@ void write_timings(const std::string& path, std::chrono::steady_clock::duration 
   if (!f) throw qc::InputError("--timings " + path + ": cannot write it");
 }
 
+// --timings FILE must be writable before the run writes anything (a bad path loses no report):
+// its folder exists and takes files, and the path is not a folder.
+void check_timings_path(const std::string& path) {
+  if (path.empty()) return;
+  const fs::path p(path);
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw qc::InputError("--timings " + path + ": its folder " + dir.string() + " does not exist");
+  if (fs::is_directory(p, ec)) throw qc::InputError("--timings " + path + ": is a folder, not a file");
+  if (access(dir.c_str(), W_OK) != 0 || (fs::exists(p, ec) && access(p.c_str(), W_OK) != 0))
+    throw qc::InputError("--timings " + path + ": cannot write it");
+}
+
 int cmd_run(const RunArgs& a, int argc, char** argv) {
   // Everything that can fail on bad input happens before anything is written: custom presets
   // first (the cases' specs may name them), then the cases, then the backends' claims.
@@ -412,6 +426,7 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
     return qc::load_suites(case_paths(a.paths));
   }();
   check_timeout(a.timeout);
+  check_timings_path(a.timings);
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends, qc::BackendOptions{a.timeout});
   qc::check_claims(backends, "run");
   if (a.expect == "claim")
