@@ -15,6 +15,9 @@
 #include "harness/phase_times.hpp"
 #include "harness/reproducer.hpp"
 #include "harness/runner.hpp"
+#include "models/model_run.hpp"
+#include "cases/case_writer.hpp"
+#include "qconform/npy.hpp"
 #include "oracles/choose_qparams.hpp"
 #include "oracles/presets.hpp"
 #include "qconform/error.hpp"
@@ -35,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -304,6 +308,30 @@ void print_summary(const qc::RunReport& r, const Style& st, std::ostream& os) {
 }
 
 // A whole number written as plain decimal digits (no sign, space or suffix) that fits an int.
+// Each run of a model in one line: where it first parts from the oracle, and how far its outputs drift.
+void print_model_summary(const qc::ModelView& v, std::ostream& os) {
+  os << "model " << v.file << " (" << v.format << ", spec " << v.spec << "): " << v.steps.size() << " steps";
+  if (v.oracle_top1_correct >= 0) os << "; the oracle's top-1 " << v.oracle_top1_correct << "/" << v.top1_total << " correct";
+  os << "\n";
+  for (const qc::ModelStep& s : v.steps)
+    if (s.fused_differs > 0)
+      os << "  " << s.name << ": the fused integer reading differs from the QDQ reading in " << s.fused_differs << " of "
+         << s.fused_elements << " elements\n";
+  for (const qc::ModelRun& r : v.runs) {
+    os << "  " << r.name << " [" << r.mode << ", against the oracle's " << r.compared_with << " reading]: ";
+    if (r.status != "ok") {
+      os << r.status << ": " << r.note << "\n";
+      continue;
+    }
+    os << (r.first_divergent.empty() ? "no step differs" : "first divergent step " + r.first_divergent) << "; outputs differ in "
+       << r.output_differing << " of " << r.output_elements << " (max abs " << r.output_max_abs << ")";
+    if (r.top1_agree >= 0) os << "; top-1 agrees " << r.top1_agree << "/" << r.top1_total;
+    if (r.top1_correct >= 0) os << ", correct " << r.top1_correct << "/" << r.top1_total;
+    if (r.steps_by_oracle) os << "; " << r.steps_by_oracle << " step(s) computed by the oracle (not supported)";
+    os << "\n";
+  }
+}
+
 std::optional<int> parse_count(std::string_view s) {
   if (s.empty() || s.front() < '0' || s.front() > '9') return std::nullopt;
   int v = 0;
@@ -415,6 +443,12 @@ void check_timings_path(const std::string& path) {
     throw qc::InputError("--timings " + path + ": cannot write it");
 }
 
+// What `model` adds to a run: after the cases ran, the model view (docs/models.md).
+using RunAugment = std::function<void(qc::RunReport&, const std::vector<qc::Backend*>&)>;
+
+int execute_run(std::vector<qc::Suite> suites, const std::vector<qc::Backend*>& backends, const RunArgs& a, int argc,
+                char** argv, std::chrono::steady_clock::time_point started, const RunAugment& augment = {});
+
 int cmd_run(const RunArgs& a, int argc, char** argv) {
   // Everything that can fail on bad input happens before anything is written: custom presets
   // first (the cases' specs may name them), then the cases, then the backends' claims.
@@ -429,6 +463,13 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   check_timings_path(a.timings);
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends, qc::BackendOptions{a.timeout});
   qc::check_claims(backends, "run");
+  return execute_run(std::move(suites), backends, a, argc, argv, started);
+}
+
+// The rest of a run, once its suites and backends are made: expectations, baseline, shard, the
+// cases on the backends, the reports.
+int execute_run(std::vector<qc::Suite> suites, const std::vector<qc::Backend*>& backends, const RunArgs& a, int argc,
+                char** argv, std::chrono::steady_clock::time_point started, const RunAugment& augment) {
   if (a.expect == "claim")
     qc::expect_claims(suites);
   else
@@ -507,6 +548,7 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   {
     const InFlight in_flight;
     report = qc::run_cases(suites, backends, opt);
+    if (augment) augment(report, backends);
     for (int i = 0; i < argc; ++i) report.meta.command_line.emplace_back(argv[i]);
     report.meta.shard = shard;
     stream.close();
@@ -515,6 +557,8 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   }
   if (!a.timings.empty()) write_timings(a.timings, std::chrono::steady_clock::now() - started);
   if (!a.quiet) print_summary(report, st, std::cout);
+  if (!a.quiet)
+    for (const qc::ModelView& v : report.models) print_model_summary(v, std::cout);
   std::cout << "reports: " << (fs::path(a.report_dir) / "report.json").string() << ", "
             << (fs::path(a.report_dir) / "report.html").string() << ", "
             << (fs::path(a.report_dir) / "report.junit.xml").string() << "\n";
@@ -530,6 +574,97 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
     return changes ? 1 : 0;
   }
   return qc::exit_code(report);
+}
+
+struct ModelArgs {
+  std::string file, spec = "onnx", emit_cases, labels;
+  std::vector<std::string> inputs;  // NAME=FILE.npy
+};
+
+// qconform model MODEL.onnx: the model's quantized computations as cases on every backend (isolated),
+// and each backend driven through the graph (propagated), against the oracle's chain (docs/models.md).
+int cmd_model(const ModelArgs& m, const RunArgs& a, int argc, char** argv) {
+  load_custom_presets(a.preset_files);
+  auto all = all_backends();
+  const auto started = std::chrono::steady_clock::now();
+  const qc::Spec spec = qc::parse_spec(m.spec, "--spec");
+  std::map<std::string, std::string> files;
+  for (const std::string& in : m.inputs) {
+    const auto eq = in.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == in.size())
+      throw qc::InputError("--input " + in + ": expected NAME=FILE.npy");
+    if (!files.emplace(in.substr(0, eq), in.substr(eq + 1)).second)
+      throw qc::InputError("--input " + in + ": the input '" + in.substr(0, eq) + "' is given twice");
+  }
+  std::vector<std::int64_t> labels;
+  if (!m.labels.empty()) {
+    if (!fs::exists(m.labels)) throw qc::InputError("--labels " + m.labels + ": no such file");
+    const qc::Tensor t = qc::read_npy(m.labels);
+    if (!qc::is_int(t.dtype()) || t.rank() != 1)
+      throw qc::InputError("--labels " + m.labels + ": expected a 1-D integer array, got " +
+                           std::string(qc::name(t.dtype())) + " " + qc::shape_str(t.shape()));
+    for (std::int64_t i = 0; i < t.size(); ++i) labels.push_back(t.get_int(i));
+  }
+  const qc::PhaseTimer load_timer(qc::Phase::load);
+  if (!fs::exists(m.file)) throw qc::InputError(m.file + ": no such model file");
+  qc::onnx::Plan plan = qc::onnx::plan_model(qc::onnx::read_model(m.file), m.file, spec);
+  std::vector<std::string> described;
+  const qc::onnx::Env inputs = qc::onnx::model_inputs(plan, files, &described);
+  std::map<qc::onnx::Reading, qc::onnx::Env> chains;
+  chains[qc::onnx::Reading::graph] = qc::onnx::oracle_chain(plan, inputs, spec, qc::onnx::Reading::graph);
+  // Backends driven through the graph run the fused integer kernels where the model has QDQ patterns.
+  const qc::onnx::Reading propagated = plan.has_fused_readings() ? qc::onnx::Reading::fused : qc::onnx::Reading::graph;
+  if (propagated == qc::onnx::Reading::fused)
+    chains[qc::onnx::Reading::fused] = qc::onnx::oracle_chain(plan, inputs, spec, qc::onnx::Reading::fused);
+  qc::Suite suite = qc::onnx::isolated_suite(plan, chains[qc::onnx::Reading::graph], spec);
+  if (!labels.empty()) {
+    const auto& out = chains[qc::onnx::Reading::graph].at(plan.model.graph.outputs.at(0).name);
+    if (!out.numbers || out.numbers->rank() != 2 || out.numbers->shape()[0] != static_cast<std::int64_t>(labels.size()))
+      throw qc::InputError("--labels " + m.labels + ": " + std::to_string(labels.size()) +
+                           " labels, but the model's first output is " +
+                           (out.numbers ? qc::shape_str(out.numbers->shape()) : std::string("not numbers")) +
+                           " (one label per row of a [rows, classes] output)");
+  }
+  check_timeout(a.timeout);
+  check_timings_path(a.timings);
+  const std::vector<qc::Backend*> backends = select_backends(all, a.backends, qc::BackendOptions{a.timeout});
+  qc::check_claims(backends, "model");
+  if (!m.emit_cases.empty()) {
+    std::error_code ec;
+    fs::create_directories(m.emit_cases, ec);
+    if (ec || !fs::is_directory(m.emit_cases))
+      throw qc::InputError("--emit-cases " + m.emit_cases + ": not a folder that can be created");
+    const fs::path file = fs::path(m.emit_cases) / (suite.name + ".json");
+    qc::save_cases(file, suite.name, suite.cases);
+    std::cout << "cases: " << file.string() << " (" << suite.cases.size() << ", re-run with qconform run)\n";
+  }
+  const RunAugment augment = [&](qc::RunReport& report, const std::vector<qc::Backend*>& bs) {
+    std::vector<qc::onnx::Propagated> runs;
+    const qc::PhaseTimer timer(qc::Phase::backend);
+    for (qc::Backend* b : bs) {
+      if (!b->availability().available) continue;
+      runs.push_back(qc::onnx::propagate(plan, inputs, *b, spec, propagated));
+    }
+    // Runtimes that run the model whole: ONNX Runtime's peer, with graph optimizations off (every
+    // step's value captured) and all on (compared at the outputs: capturing would change the fusions).
+    for (const qc::PeerEntry& p : g_exec_peers) {
+      const auto at = p.backend.find("/ort/runner.js");
+      if (at == std::string::npos || std::none_of(bs.begin(), bs.end(), [&](qc::Backend* b) {
+            return b->name() == p.name && b->availability().available;
+          }))
+        continue;
+      std::string command = p.backend.substr(0, at) + "/ort/model_runner.js" + p.backend.substr(at + 14);
+      if (command.starts_with("exec:")) command = command.substr(5);
+      for (const auto& [level, capture] : {std::pair{"disabled", true}, std::pair{"all", false}})
+        runs.push_back(qc::onnx::run_whole_model(
+            plan, inputs, chains[qc::onnx::Reading::graph],
+            {p.name + " [" + level + "]", p.name, command, level, capture}, a.timeout));
+    }
+    qc::ModelView view = qc::onnx::model_view(plan, spec, chains, runs, labels);
+    view.inputs = described;
+    report.models.push_back(std::move(view));
+  };
+  return execute_run({std::move(suite)}, backends, a, argc, argv, started, augment);
 }
 
 int cmd_baseline(const std::string& report_path, const std::string& out, bool update) {
@@ -779,6 +914,35 @@ int main(int argc, char** argv) {
   run->add_flag("--no-reproducers", ra.no_reproducers, "write no reproducer case files");
   run->add_option("--timings", ra.timings, "write each phase's wall time to FILE (JSON)");
 
+  RunArgs ma;
+  ModelArgs mm;
+  CLI::App* model = app.add_subcommand(
+      "model", "judge a quantized ONNX model: its nodes as cases on every backend, and each backend driven through "
+               "the graph (docs/models.md)");
+  model->add_option("model", mm.file, "the .onnx file (QDQ or QOperator)")->required();
+  model->add_option("--input", mm.inputs, "a graph input's values, NAME=FILE.npy (repeatable)")->allow_extra_args(false);
+  model->add_option("--labels", mm.labels, "one class per row of the first output (.npy): top-1 accuracy");
+  model->add_option("--spec", mm.spec, "the numerics spec the model is judged under")->capture_default_str();
+  model->add_option("--emit-cases", mm.emit_cases, "also write the node cases as a case file into DIR");
+  model->add_option("--backend,-b", ma.backends, "backend to run (repeatable; default: every backend)")
+      ->allow_extra_args(false);
+  model->add_option("--report-dir,-o", ma.report_dir, "folder for the reports")->capture_default_str();
+  model->add_flag("--quiet,-q", ma.quiet, "print only the report paths");
+  model->add_option("--baseline", ma.baseline, "known mismatches (qconform baseline): unchanged ones are XFAIL");
+  model->add_flag("--gate", ma.gate, "exit 1 only on a change against --baseline (CI gate)");
+  model->add_option("--timeout", ma.timeout, "seconds per backend call (isolated mode)");
+  model->add_option("--jobs,-j", ma.jobs, "backends side by side on each case (0: one per core)")->capture_default_str();
+  add_plugin_option(model);
+  model->add_flag("--isolate", ma.isolate, "run each backend call of the node cases in a child process");
+  model->add_option("--preset-file", ma.preset_files, "a policy file declaring custom presets (repeatable)")
+      ->allow_extra_args(false);
+  model->add_option("--expect", ma.expect, "spec or claim, as for run")
+      ->check(CLI::IsMember({"spec", "claim"}))
+      ->capture_default_str();
+  model->add_flag("--no-causes", ma.no_causes, "skip cause attribution");
+  model->add_flag("--no-reproducers", ma.no_reproducers, "write no reproducer case files");
+  model->add_option("--timings", ma.timings, "write each phase's wall time to FILE (JSON)");
+
   std::string baseline_report, baseline_out = "qconform-baseline.json";
   bool baseline_update = false;
   CLI::App* baseline = app.add_subcommand("baseline", "write or update a baseline of known mismatches from a report");
@@ -855,6 +1019,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*run) return cmd_run(ra, argc, argv);
+    if (*model) return cmd_model(mm, ma, argc, argv);
     if (*baseline) return cmd_baseline(baseline_report, baseline_out, baseline_update);
     if (*report || *merge) return cmd_report(report_inputs, report_out, merge->parsed());
     if (*list) {

@@ -159,9 +159,64 @@ struct RunMetadata {
   double seconds = 0;
 };
 
+// ---- The model view (qconform model; docs/models.md) ------------------------------------------
+
+// One run of a model's steps compared, step by step, with the oracle's run of the same reading.
+struct ModelStepRun {
+  std::string run;      // ModelRun::name
+  bool computed = true; // false: the backend does not run this step; the oracle computed it on the
+                        // backend's own inputs (`note` says why), so the run could go on
+  std::string note;
+  std::int64_t elements = 0;
+  std::int64_t differing = 0;  // elements whose bits differ from the oracle's chain
+  std::int64_t max_lsb = 0;    // integer outputs: the largest |difference| in LSB
+  double max_abs = 0;          // the largest |difference| as a real number
+};
+
+struct ModelStep {
+  std::string name;     // the node's name (a fused reading: "<Conv|MatMul|Gemm node>.fused")
+  std::string op_type;  // the node's op type; "fused Conv" for a fused reading
+  std::string kind;     // "op" (a case), "fused" (a case: the fused integer reading), "float" (the float executor)
+  std::string case_id;  // suite/name of its case in the report's cases ("" for float steps)
+  std::string output, shape, dtype;
+  std::vector<std::string> covers;  // fused: the steps of the QDQ reading it stands for
+  // fused: output elements that differ from the QDQ reading (the oracle's chain), and how many there are
+  std::int64_t fused_differs = -1, fused_elements = 0;
+  std::vector<ModelStepRun> runs;  // propagated runs that computed this step, in ModelView::runs' order
+};
+
+// One execution of the whole model compared with the oracle's: the oracle's other reading, a
+// backend driven through the graph (propagated), or a runtime running the model itself (whole).
+struct ModelRun {
+  std::string name;     // "<backend> (fused)", ...
+  std::string backend;  // "oracle" for the oracle's own fused reading
+  std::string mode;     // "propagated" or "whole"
+  std::string reading;  // "graph" (the model's own nodes: a QDQ model's QDQ reading) or "fused" (each QDQ pattern as its integer kernel)
+  std::string compared_with;   // the oracle chain it is compared with ("graph" or "fused")
+  std::string status = "ok";   // "ok", or "failed": `note` says where and why
+  std::string note;
+  std::string first_divergent;  // the first step whose output differs from the oracle's chain; "" none
+  std::int64_t steps_run = 0, steps_by_oracle = 0;
+  std::int64_t output_elements = 0, output_differing = 0;
+  double output_max_abs = 0;
+  std::int64_t top1_total = 0, top1_agree = -1;  // a classifier's rows: argmax equal to the oracle's
+  std::int64_t top1_correct = -1;                // argmax equal to the labels (--labels)
+  double seconds = 0;
+};
+
+struct ModelView {
+  std::string file, name, format, spec, producer;
+  std::int64_t ir_version = 0, opset = 0;
+  std::vector<std::string> inputs;  // "name: dtype shape (from FILE | generated)"
+  std::vector<ModelStep> steps;     // graph order
+  std::vector<ModelRun> runs;
+  std::int64_t oracle_top1_correct = -1, top1_total = 0;  // the oracle's QDQ reading against --labels
+};
+
 struct RunReport {
   RunMetadata meta;
   std::vector<CaseResult> cases;
+  std::vector<ModelView> models;  // qconform model: the model, step by step
   std::map<std::string, std::int64_t> verdict_counts() const;
 };
 

@@ -11,7 +11,7 @@
 
 namespace qc {
 
-inline constexpr const char* kReportSchemaVersion = "1.6.0";
+inline constexpr const char* kReportSchemaVersion = "1.7.0";
 
 nlohmann::json to_json(const RunReport& r);
 std::string render_html(const RunReport& r);

@@ -20,6 +20,7 @@ PACKAGES=(
   libgemmlowp-dev                              # gemmlowp (headers)
   python3-torch                                # PyTorch's quantized engines (onednn, qnnpack)
   python3-onnx libonnx-testdata                # ONNX node tests, imported as a suite
+  python3-sklearn                              # the digits data the shipped models are trained on (cases/models)
   qemu-user                                    # ONNX Runtime on an emulated AVX2 CPU without VNNI
 )
 if [ "${1:-}" = fuzz ]; then PACKAGES+=(clang libclang-rt-dev); fi  # libFuzzer, ASan, UBSan

@@ -469,7 +469,7 @@ TEST(AgreementReport, TheJsonReportRoundTripsChainsAndAgreements) {
   FaultyBackend away(Fault::ties_away);
   const RunReport r = run_cases({s, c}, {&away}, {});
   const nlohmann::json j = to_json(r);
-  EXPECT_EQ(j["schema_version"], "1.6.0");
+  EXPECT_EQ(j["schema_version"], "1.7.0");
   const nlohmann::json& z = j["cases"][2];
   ASSERT_EQ(z["name"], "z");
   EXPECT_EQ(z["agreements"][0]["stated_elements"], 2);
