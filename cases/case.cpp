@@ -1705,16 +1705,22 @@ std::vector<Suite> load_suites(const std::vector<fs::path>& paths) {
   std::vector<fs::path> files;
   for (const fs::path& p : paths) {
     if (fs::is_directory(p)) {
+      // Model files (*.model.json, docs/models.md) are not case files: the CLI runs them as models.
       std::vector<fs::path> found;
-      for (const auto& e : fs::recursive_directory_iterator(p))
-        if (e.is_regular_file() && e.path().extension() == ".json" &&
-            e.path().filename().string().find(".schema.") == std::string::npos)
+      bool models = false;
+      for (const auto& e : fs::recursive_directory_iterator(p)) {
+        if (!e.is_regular_file() || e.path().extension() != ".json") continue;
+        const std::string n = e.path().filename().string();
+        if (n.ends_with(".model.json"))
+          models = true;
+        else if (n.find(".schema.") == std::string::npos)
           found.push_back(e.path());
-      if (found.empty()) throw InputError(p.string() + ": a folder with no case files (*.json)");
+      }
+      if (found.empty() && !models) throw InputError(p.string() + ": a folder with no case files (*.json)");
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::exists(p)) {
-      files.push_back(p);
+      if (!p.filename().string().ends_with(".model.json")) files.push_back(p);
     } else {
       throw InputError(p.string() + ": no such file or folder");
     }

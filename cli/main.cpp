@@ -15,7 +15,7 @@
 #include "harness/phase_times.hpp"
 #include "harness/reproducer.hpp"
 #include "harness/runner.hpp"
-#include "models/model_run.hpp"
+#include "models/model_job.hpp"
 #include "cases/case_writer.hpp"
 #include "qconform/npy.hpp"
 #include "oracles/choose_qparams.hpp"
@@ -323,7 +323,8 @@ void print_model_summary(const qc::ModelView& v, std::ostream& os) {
       os << r.status << ": " << r.note << "\n";
       continue;
     }
-    os << (r.first_divergent.empty() ? "no step differs" : "first divergent step " + r.first_divergent) << "; outputs differ in "
+    os << (r.first_divergent.empty() ? "no step differs" : "first divergent step " + r.first_divergent)
+       << (r.first_divergent_cause.empty() ? "" : ", " + r.first_divergent_cause) << "; outputs differ in "
        << r.output_differing << " of " << r.output_elements << " (max abs " << r.output_max_abs << ")";
     if (r.top1_agree >= 0) os << "; top-1 agrees " << r.top1_agree << "/" << r.top1_total;
     if (r.top1_correct >= 0) os << ", correct " << r.top1_correct << "/" << r.top1_total;
@@ -449,21 +450,33 @@ using RunAugment = std::function<void(qc::RunReport&, const std::vector<qc::Back
 int execute_run(std::vector<qc::Suite> suites, const std::vector<qc::Backend*>& backends, const RunArgs& a, int argc,
                 char** argv, std::chrono::steady_clock::time_point started, const RunAugment& augment = {});
 
+RunAugment judge_models(const std::vector<qc::onnx::PreparedModel>& models, double timeout);
+qc::Suite model_suite(const qc::onnx::PreparedModel& m);
+
 int cmd_run(const RunArgs& a, int argc, char** argv) {
   // Everything that can fail on bad input happens before anything is written: custom presets
   // first (the cases' specs may name them), then the cases, then the backends' claims.
   load_custom_presets(a.preset_files);
   auto all = all_backends();  // plugins may declare presets too
   const auto started = std::chrono::steady_clock::now();
+  // Model files (*.model.json) among the paths are run as models: their node cases join the suites,
+  // their model views the report (docs/models.md).
+  std::vector<qc::onnx::PreparedModel> models;
   std::vector<qc::Suite> suites = [&] {
     const qc::PhaseTimer timer(qc::Phase::load);
-    return qc::load_suites(case_paths(a.paths));
+    std::vector<qc::Suite> s = qc::load_suites(case_paths(a.paths));
+    for (const fs::path& f : qc::onnx::find_model_files(case_paths(a.paths))) {
+      models.push_back(qc::onnx::prepare_model(qc::onnx::load_model_file(f)));
+      s.push_back(model_suite(models.back()));
+    }
+    return s;
   }();
   check_timeout(a.timeout);
   check_timings_path(a.timings);
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends, qc::BackendOptions{a.timeout});
   qc::check_claims(backends, "run");
-  return execute_run(std::move(suites), backends, a, argc, argv, started);
+  return execute_run(std::move(suites), backends, a, argc, argv, started,
+                     models.empty() ? RunAugment{} : judge_models(models, a.timeout));
 }
 
 // The rest of a run, once its suites and backends are made: expectations, baseline, shard, the
@@ -577,94 +590,87 @@ int execute_run(std::vector<qc::Suite> suites, const std::vector<qc::Backend*>& 
 }
 
 struct ModelArgs {
-  std::string file, spec = "onnx", emit_cases, labels;
+  std::string file, spec, emit_cases, labels;
   std::vector<std::string> inputs;  // NAME=FILE.npy
 };
 
-// qconform model MODEL.onnx: the model's quantized computations as cases on every backend (isolated),
-// and each backend driven through the graph (propagated), against the oracle's chain (docs/models.md).
-int cmd_model(const ModelArgs& m, const RunArgs& a, int argc, char** argv) {
+// The runtimes that run a model whole: ONNX Runtime's peer (when selected and available) with graph
+// optimizations off, every step's value captured, and all on, compared at the outputs (capturing would
+// change what it fuses). Its whole-model runner sits beside its op runner (peers/ort/model_runner.js).
+std::vector<qc::onnx::WholeModelRuntime> whole_model_runtimes(const std::vector<qc::Backend*>& bs) {
+  std::vector<qc::onnx::WholeModelRuntime> out;
+  for (const qc::PeerEntry& p : g_exec_peers) {
+    const std::string_view runner = "/ort/runner.js";
+    const auto at = p.backend.find(runner);
+    if (at == std::string::npos || std::none_of(bs.begin(), bs.end(), [&](qc::Backend* b) {
+          return b->name() == p.name && b->availability().available;
+        }))
+      continue;
+    std::string command = p.backend.substr(0, at) + "/ort/model_runner.js" + p.backend.substr(at + runner.size());
+    if (command.starts_with("exec:")) command = command.substr(5);
+    out.push_back({p.name + " [disabled]", p.name, command, "disabled", true});
+    out.push_back({p.name + " [all]", p.name, command, "all", false});
+  }
+  return out;
+}
+
+// The model view of each prepared model, added to a run's report once its cases ran.
+RunAugment judge_models(const std::vector<qc::onnx::PreparedModel>& models, double timeout) {
+  return [&models, timeout](qc::RunReport& report, const std::vector<qc::Backend*>& bs) {
+    const qc::PhaseTimer timer(qc::Phase::backend);
+    const auto whole = whole_model_runtimes(bs);
+    for (const auto& m : models) report.models.push_back(qc::onnx::judge_model(m, bs, whole, timeout, &report.cases));
+  };
+}
+
+// A model's suite judged against the backends' claims when its model file says "expect": "claim".
+qc::Suite model_suite(const qc::onnx::PreparedModel& m) {
+  std::vector<qc::Suite> one{m.suite};
+  if (m.job.expect == "claim") qc::expect_claims(one);
+  return one.front();
+}
+
+// qconform model MODEL.onnx|NAME.model.json: the model's quantized computations as cases on every
+// backend (isolated), each backend driven through the graph (propagated), and the runtimes that run
+// it whole, against the oracle's chain (docs/models.md).
+int cmd_model(const ModelArgs& args, const RunArgs& a, int argc, char** argv) {
   load_custom_presets(a.preset_files);
   auto all = all_backends();
   const auto started = std::chrono::steady_clock::now();
-  const qc::Spec spec = qc::parse_spec(m.spec, "--spec");
-  std::map<std::string, std::string> files;
-  for (const std::string& in : m.inputs) {
+  qc::onnx::ModelJob job;
+  if (qc::onnx::is_model_file(args.file))
+    job = qc::onnx::load_model_file(args.file);
+  else
+    job.model = args.file;
+  for (const std::string& in : args.inputs) {
     const auto eq = in.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == in.size())
       throw qc::InputError("--input " + in + ": expected NAME=FILE.npy");
-    if (!files.emplace(in.substr(0, eq), in.substr(eq + 1)).second)
-      throw qc::InputError("--input " + in + ": the input '" + in.substr(0, eq) + "' is given twice");
+    job.inputs[in.substr(0, eq)] = in.substr(eq + 1);
   }
-  std::vector<std::int64_t> labels;
-  if (!m.labels.empty()) {
-    if (!fs::exists(m.labels)) throw qc::InputError("--labels " + m.labels + ": no such file");
-    const qc::Tensor t = qc::read_npy(m.labels);
-    if (!qc::is_int(t.dtype()) || t.rank() != 1)
-      throw qc::InputError("--labels " + m.labels + ": expected a 1-D integer array, got " +
-                           std::string(qc::name(t.dtype())) + " " + qc::shape_str(t.shape()));
-    for (std::int64_t i = 0; i < t.size(); ++i) labels.push_back(t.get_int(i));
-  }
-  const qc::PhaseTimer load_timer(qc::Phase::load);
-  if (!fs::exists(m.file)) throw qc::InputError(m.file + ": no such model file");
-  qc::onnx::Plan plan = qc::onnx::plan_model(qc::onnx::read_model(m.file), m.file, spec);
-  std::vector<std::string> described;
-  const qc::onnx::Env inputs = qc::onnx::model_inputs(plan, files, &described);
-  std::map<qc::onnx::Reading, qc::onnx::Env> chains;
-  chains[qc::onnx::Reading::graph] = qc::onnx::oracle_chain(plan, inputs, spec, qc::onnx::Reading::graph);
-  // Backends driven through the graph run the fused integer kernels where the model has QDQ patterns.
-  const qc::onnx::Reading propagated = plan.has_fused_readings() ? qc::onnx::Reading::fused : qc::onnx::Reading::graph;
-  if (propagated == qc::onnx::Reading::fused)
-    chains[qc::onnx::Reading::fused] = qc::onnx::oracle_chain(plan, inputs, spec, qc::onnx::Reading::fused);
-  qc::Suite suite = qc::onnx::isolated_suite(plan, chains[qc::onnx::Reading::graph], spec);
-  if (!labels.empty()) {
-    const auto& out = chains[qc::onnx::Reading::graph].at(plan.model.graph.outputs.at(0).name);
-    if (!out.numbers || out.numbers->rank() != 2 || out.numbers->shape()[0] != static_cast<std::int64_t>(labels.size()))
-      throw qc::InputError("--labels " + m.labels + ": " + std::to_string(labels.size()) +
-                           " labels, but the model's first output is " +
-                           (out.numbers ? qc::shape_str(out.numbers->shape()) : std::string("not numbers")) +
-                           " (one label per row of a [rows, classes] output)");
+  if (!args.labels.empty()) job.labels = args.labels;
+  if (!args.spec.empty()) job.spec = args.spec;
+  std::vector<qc::onnx::PreparedModel> models;
+  {
+    const qc::PhaseTimer timer(qc::Phase::load);
+    models.push_back(qc::onnx::prepare_model(job));
   }
   check_timeout(a.timeout);
   check_timings_path(a.timings);
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends, qc::BackendOptions{a.timeout});
   qc::check_claims(backends, "model");
-  if (!m.emit_cases.empty()) {
+  const qc::Suite& suite = models.front().suite;
+  if (!args.emit_cases.empty()) {
     std::error_code ec;
-    fs::create_directories(m.emit_cases, ec);
-    if (ec || !fs::is_directory(m.emit_cases))
-      throw qc::InputError("--emit-cases " + m.emit_cases + ": not a folder that can be created");
-    const fs::path file = fs::path(m.emit_cases) / (suite.name + ".json");
+    fs::create_directories(args.emit_cases, ec);
+    if (ec || !fs::is_directory(args.emit_cases))
+      throw qc::InputError("--emit-cases " + args.emit_cases + ": not a folder that can be created");
+    const fs::path file = fs::path(args.emit_cases) / (suite.name + ".json");
     qc::save_cases(file, suite.name, suite.cases);
-    std::cout << "cases: " << file.string() << " (" << suite.cases.size() << ", re-run with qconform run)\n";
+    std::cout << "cases: " << file.string() << " (" << suite.cases.size() << "; qconform run " << file.string()
+              << " runs them again)\n";
   }
-  const RunAugment augment = [&](qc::RunReport& report, const std::vector<qc::Backend*>& bs) {
-    std::vector<qc::onnx::Propagated> runs;
-    const qc::PhaseTimer timer(qc::Phase::backend);
-    for (qc::Backend* b : bs) {
-      if (!b->availability().available) continue;
-      runs.push_back(qc::onnx::propagate(plan, inputs, *b, spec, propagated));
-    }
-    // Runtimes that run the model whole: ONNX Runtime's peer, with graph optimizations off (every
-    // step's value captured) and all on (compared at the outputs: capturing would change the fusions).
-    for (const qc::PeerEntry& p : g_exec_peers) {
-      const auto at = p.backend.find("/ort/runner.js");
-      if (at == std::string::npos || std::none_of(bs.begin(), bs.end(), [&](qc::Backend* b) {
-            return b->name() == p.name && b->availability().available;
-          }))
-        continue;
-      std::string command = p.backend.substr(0, at) + "/ort/model_runner.js" + p.backend.substr(at + 14);
-      if (command.starts_with("exec:")) command = command.substr(5);
-      for (const auto& [level, capture] : {std::pair{"disabled", true}, std::pair{"all", false}})
-        runs.push_back(qc::onnx::run_whole_model(
-            plan, inputs, chains[qc::onnx::Reading::graph],
-            {p.name + " [" + level + "]", p.name, command, level, capture}, a.timeout));
-    }
-    qc::ModelView view = qc::onnx::model_view(plan, spec, chains, runs, labels);
-    view.inputs = described;
-    report.models.push_back(std::move(view));
-  };
-  return execute_run({std::move(suite)}, backends, a, argc, argv, started, augment);
+  return execute_run({model_suite(models.front())}, backends, a, argc, argv, started, judge_models(models, a.timeout));
 }
 
 int cmd_baseline(const std::string& report_path, const std::string& out, bool update) {
@@ -919,10 +925,10 @@ int main(int argc, char** argv) {
   CLI::App* model = app.add_subcommand(
       "model", "judge a quantized ONNX model: its nodes as cases on every backend, and each backend driven through "
                "the graph (docs/models.md)");
-  model->add_option("model", mm.file, "the .onnx file (QDQ or QOperator)")->required();
+  model->add_option("model", mm.file, "the .onnx file (QDQ or QOperator), or a model file NAME.model.json")->required();
   model->add_option("--input", mm.inputs, "a graph input's values, NAME=FILE.npy (repeatable)")->allow_extra_args(false);
   model->add_option("--labels", mm.labels, "one class per row of the first output (.npy): top-1 accuracy");
-  model->add_option("--spec", mm.spec, "the numerics spec the model is judged under")->capture_default_str();
+  model->add_option("--spec", mm.spec, "the numerics spec the model is judged under (default: onnx)");
   model->add_option("--emit-cases", mm.emit_cases, "also write the node cases as a case file into DIR");
   model->add_option("--backend,-b", ma.backends, "backend to run (repeatable; default: every backend)")
       ->allow_extra_args(false);

@@ -97,6 +97,22 @@ std::optional<std::pair<double, double>> quantize_range(const Plan& plan, const 
   return std::nullopt;
 }
 
+// The leading cause of `backend`'s result on case `id`, with its count: "requantize.scheme=float_multiplier
+// (1 of 1 mismatches)"; "" where there is none.
+std::string leading_cause(const std::vector<CaseResult>& cases, const std::string& id, const std::string& backend) {
+  for (const CaseResult& c : cases) {
+    if (c.id != id) continue;
+    for (const BackendResult& b : c.backends) {
+      if (b.backend != backend || b.causes.empty()) continue;
+      const CauseCount& k = b.causes.front();
+      return k.cause + " (" + std::to_string(k.count) + " of " +
+             std::to_string(k.mismatches_sampled ? k.mismatches_sampled : b.metrics.mismatches()) +
+             (k.mismatches_sampled ? " sampled" : "") + " mismatches on the case)";
+    }
+  }
+  return "";
+}
+
 std::int64_t argmax_row(const Tensor& t, std::int64_t row, std::int64_t cols) {
   std::int64_t best = 0;
   for (std::int64_t c = 1; c < cols; ++c)
@@ -302,7 +318,8 @@ std::map<std::string, ModelStepRun> compare_run(const Plan& plan, const Env& cha
 }
 
 ModelView model_view(const Plan& plan, const Spec& spec, const std::map<Reading, Env>& chains,
-                     std::vector<Propagated>& runs, const std::vector<std::int64_t>& labels) {
+                     std::vector<Propagated>& runs, const std::vector<std::int64_t>& labels,
+                     const std::vector<CaseResult>* isolated) {
   ModelView v;
   v.file = plan.where;
   v.name = std::filesystem::path(plan.where).stem().string();
@@ -356,6 +373,8 @@ ModelView model_view(const Plan& plan, const Spec& spec, const std::map<Reading,
         r.computed = false;
         r.note = o->second;
       }
+      if (r.differing && r.computed && isolated) r.cause = leading_cause(*isolated, v.name + "/" + step, p.run.backend);
+      if (step == p.run.first_divergent) p.run.first_divergent_cause = r.cause;
       v.steps[index.at(step)].runs.push_back(r);
     }
     v.runs.push_back(p.run);

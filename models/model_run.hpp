@@ -50,8 +50,11 @@ Propagated propagate(const Plan& plan, const Env& inputs, Backend& backend, cons
 // The model view: the plan's steps with the fused readings' agreement with the QDQ chain, and each
 // run compared step by step with the oracle chain of its reading (`chains`: by Reading). `labels`
 // (one class per row of a [rows, classes] output; empty: none) gives the top-1 accuracy.
+// `isolated` (the run's case results; null: none) gives each differing step of a run the leading
+// cause of the same backend's result on the step's case.
 ModelView model_view(const Plan& plan, const Spec& spec, const std::map<Reading, Env>& chains,
-                     std::vector<Propagated>& runs, const std::vector<std::int64_t>& labels);
+                     std::vector<Propagated>& runs, const std::vector<std::int64_t>& labels,
+                     const std::vector<CaseResult>* isolated = nullptr);
 
 // Compares one run's values with a chain of the same reading: per step (ModelStepRun, in plan
 // order, for the steps the run computed), the first divergent step and the output drift. Fills

@@ -149,6 +149,7 @@ json model_json(const ModelView& v) {
       json j = {{"run", r.run},         {"computed", r.computed}, {"elements", r.elements},
                 {"differing", r.differing}, {"max_lsb", r.max_lsb}, {"max_abs", r.max_abs}};
       if (!r.note.empty()) j["note"] = r.note;
+      if (!r.cause.empty()) j["cause"] = r.cause;
       runs.push_back(std::move(j));
     }
     json j = {{"name", s.name},     {"op_type", s.op_type}, {"kind", s.kind}, {"case", s.case_id},
@@ -171,6 +172,7 @@ json model_json(const ModelView& v) {
               {"output", {{"elements", r.output_elements}, {"differing", r.output_differing}, {"max_abs", r.output_max_abs}}},
               {"seconds", r.seconds}};
     if (!r.note.empty()) j["note"] = r.note;
+    if (!r.first_divergent_cause.empty()) j["first_divergent_cause"] = r.first_divergent_cause;
     if (r.top1_agree >= 0) j["top1"] = {{"rows", r.top1_total}, {"agree_with_oracle", r.top1_agree}};
     if (r.top1_correct >= 0) j["top1"]["correct"] = r.top1_correct;
     runs.push_back(std::move(j));

@@ -171,6 +171,9 @@ struct ModelStepRun {
   std::int64_t differing = 0;  // elements whose bits differ from the oracle's chain
   std::int64_t max_lsb = 0;    // integer outputs: the largest |difference| in LSB
   double max_abs = 0;          // the largest |difference| as a real number
+  // Why, where the step differs: the leading cause of the same backend's result on the step's case
+  // (isolated mode: the step on the oracle chain's inputs), "" where it has none.
+  std::string cause;
 };
 
 struct ModelStep {
@@ -196,6 +199,7 @@ struct ModelRun {
   std::string status = "ok";   // "ok", or "failed": `note` says where and why
   std::string note;
   std::string first_divergent;  // the first step whose output differs from the oracle's chain; "" none
+  std::string first_divergent_cause;  // its ModelStepRun::cause
   std::int64_t steps_run = 0, steps_by_oracle = 0;
   std::int64_t output_elements = 0, output_differing = 0;
   double output_max_abs = 0;
