@@ -43,6 +43,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "qconform_revision.hpp"
@@ -328,6 +329,7 @@ void print_model_summary(const qc::ModelView& v, std::ostream& os) {
        << r.output_differing << " of " << r.output_elements << " (max abs " << r.output_max_abs << ")";
     if (r.top1_agree >= 0) os << "; top-1 agrees " << r.top1_agree << "/" << r.top1_total;
     if (r.top1_correct >= 0) os << ", correct " << r.top1_correct << "/" << r.top1_total;
+    if (!r.first_float_difference.empty()) os << "; first float difference " << r.first_float_difference;
     if (r.steps_by_oracle) os << "; " << r.steps_by_oracle << " step(s) computed by the oracle (not supported)";
     os << "\n";
   }
@@ -642,14 +644,21 @@ int cmd_model(const ModelArgs& args, const RunArgs& a, int argc, char** argv) {
     job = qc::onnx::load_model_file(args.file);
   else
     job.model = args.file;
+  std::set<std::string> given;
   for (const std::string& in : args.inputs) {
     const auto eq = in.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == in.size())
       throw qc::InputError("--input " + in + ": expected NAME=FILE.npy");
+    if (given.contains(in.substr(0, eq)))
+      throw qc::InputError("--input " + in + ": the input '" + in.substr(0, eq) + "' is given twice");
+    given.insert(in.substr(0, eq));
     job.inputs[in.substr(0, eq)] = in.substr(eq + 1);
   }
   if (!args.labels.empty()) job.labels = args.labels;
-  if (!args.spec.empty()) job.spec = args.spec;
+  if (!args.spec.empty()) {
+    job.spec = args.spec;
+    job.spec_from = "--spec";
+  }
   std::vector<qc::onnx::PreparedModel> models;
   {
     const qc::PhaseTimer timer(qc::Phase::load);

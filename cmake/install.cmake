@@ -39,7 +39,7 @@ install(EXPORT qconformTargets NAMESPACE qconform:: DESTINATION ${QCONFORM_CMAKE
 install(TARGETS qconform RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/cases/ DESTINATION ${CMAKE_INSTALL_DATADIR}/qconform/cases
-        FILES_MATCHING PATTERN "*.json")
+        FILES_MATCHING PATTERN "*.json" PATTERN "*.onnx" PATTERN "*.npy")  # models: cases/models
 install(FILES ${PROJECT_SOURCE_DIR}/reports/report.schema.json DESTINATION ${CMAKE_INSTALL_DATADIR}/qconform)
 install(FILES ${PROJECT_SOURCE_DIR}/cmake/qconform_conformance.cmake DESTINATION ${QCONFORM_CMAKE_DIR})
 

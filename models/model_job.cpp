@@ -62,7 +62,10 @@ ModelJob load_model_file(const fs::path& file) {
     for (const auto& [k, v] : j["inputs"].items()) m.inputs[k] = path_field(v, "inputs." + k);
   }
   if (j.contains("labels")) m.labels = path_field(j["labels"], "labels");
-  if (j.contains("spec")) m.spec = j["spec"].is_string() ? j["spec"].get<std::string>() : j["spec"].dump();
+  if (j.contains("spec")) {
+    m.spec = j["spec"].is_string() ? j["spec"].get<std::string>() : j["spec"].dump();
+    m.spec_from = where;
+  }
   if (j.contains("expect")) {
     if (!j["expect"].is_string() || (j["expect"] != "spec" && j["expect"] != "claim"))
       throw InputError(where + ": field 'expect' must be \"spec\" or \"claim\"");
@@ -78,7 +81,7 @@ ModelJob load_model_file(const fs::path& file) {
 PreparedModel prepare_model(const ModelJob& job) {
   PreparedModel m;
   m.job = job;
-  m.spec = parse_spec(job.spec, job.model + " spec");
+  m.spec = parse_spec(job.spec, job.spec_from);
   if (!fs::exists(job.model)) throw InputError(job.model + ": no such model file");
   if (fs::is_directory(job.model)) throw InputError(job.model + ": a folder, not a model file");
   for (const auto& [name, file] : job.inputs)

@@ -18,6 +18,7 @@ struct ModelJob {
   std::map<std::string, std::string> inputs;  // graph input -> .npy file
   std::string labels;                         // .npy of one class per output row; "" none
   std::string spec = "onnx";                  // a preset name or a spec object's JSON text
+  std::string spec_from = "--spec";           // where `spec` came from, for messages
   std::string expect;                         // "spec" or "claim"; "" as the command says
   std::string description;
 };

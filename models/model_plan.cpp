@@ -6,6 +6,7 @@
 #include "qconform/error.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <set>
 
@@ -87,7 +88,13 @@ QuantParams qparams(const Env& constants, const NodeView& v, std::size_t scale_i
     v.fail("its scale '" + sname + "' is " + std::string(name(s.dtype())) + ", not float, float16 or bfloat16");
   QuantParams p;
   p.scale_dtype = s.dtype();
-  for (std::int64_t i = 0; i < s.size(); ++i) p.scales.push_back(s.get_double(i));
+  for (std::int64_t i = 0; i < s.size(); ++i) {
+    const double x = s.get_double(i);
+    if (!(x > 0) || !std::isfinite(x))
+      v.fail("its scale '" + sname + "' holds " + describe_value(x) + " at " + std::to_string(i) +
+             ": a scale is positive and finite");
+    p.scales.push_back(x);
+  }
   if (v.has(zp_in)) {
     const std::string& zname = v.input(zp_in);
     const auto zit = constants.find(zname);
@@ -104,8 +111,14 @@ QuantParams qparams(const Env& constants, const NodeView& v, std::size_t scale_i
     p.axis = static_cast<int>(axis);
     p.block_size = block_size;
     if (block_size == 0 && s.rank() != 1) v.fail("a per-axis scale must be 1-D, not " + shape_str(s.shape()));
+    if (x.empty()) return p;  // checked against the operand's shape when the op is made
     const int ax = resolve_axis(static_cast<int>(axis), static_cast<std::int64_t>(x.size()));
     if (ax < 0 || ax >= static_cast<int>(x.size())) v.fail("axis " + std::to_string(axis) + " is out of range");
+    const std::int64_t extent = x[static_cast<std::size_t>(ax)];
+    const std::int64_t want = block_size > 0 ? (extent + block_size - 1) / block_size : extent;
+    if (block_size == 0 && s.size() != want)
+      v.fail("its scale '" + sname + "' has " + std::to_string(s.size()) + " values for axis " + std::to_string(axis) +
+             " of extent " + std::to_string(extent) + " (input shape " + shape_str(x) + ")");
   }
   return p;
 }
@@ -187,8 +200,17 @@ class Lowering {
     const Graph& g = plan_.model.graph;
     for (const auto& [name, value] : g.initializers) plan_.constants[name] = value;
     for (const auto& n : g.nodes)
-      for (const auto& o : n.outputs)
-        if (!o.empty()) producer_[o] = n.index;
+      for (const auto& o : n.outputs) {
+        if (o.empty()) continue;
+        const NodeView v(n, where);
+        if (const auto it = producer_.find(o); it != producer_.end())
+          v.fail("writes '" + o + "', which node '" + g.nodes[static_cast<std::size_t>(it->second)].label() +
+                 "' writes too (a value has one producer)");
+        if (g.initializers.count(o)) v.fail("writes '" + o + "', which is an initializer");
+        if (std::any_of(g.inputs.begin(), g.inputs.end(), [&](const ValueInfo& i) { return i.name == o; }))
+          v.fail("writes '" + o + "', which is a graph input");
+        producer_[o] = n.index;
+      }
     for (const auto& n : g.nodes)
       for (const auto& i : n.inputs)
         if (!i.empty()) consumers_[i].push_back(n.index);
@@ -278,6 +300,22 @@ class Lowering {
 
   bool is_constant(const std::string& name) const { return plan_.constants.count(name) > 0; }
 
+  // A quantized node's scales and zero points (inputs `params`, where given) are constants: the
+  // case records them as parameters, and the fused readings need them to lower a pattern. Each scale
+  // (the first of each (scale, zero point) pair) is checked now, so a bad one is named before anything runs.
+  void require_constant_params(const NodeView& v, std::initializer_list<std::pair<std::size_t, std::size_t>> params) {
+    for (const auto& [scale, zp] : params) {
+      for (const std::size_t i : {scale, zp}) {
+        if (!v.has(i)) continue;
+        if (!is_constant(v.input(i)))
+          v.fail(std::string(i == scale ? "its scale '" : "its zero point '") + v.input(i) +
+                 "' is not a constant (qconform judges quantized nodes whose parameters are initializers or Constant "
+                 "nodes)");
+      }
+      (void)qparams(plan_.constants, v, scale, zp, {}, 0, 0);  // positive, finite scales; matching zero points
+    }
+  }
+
   Step& add_step(const Node& n, Step::Kind kind, const std::string& writes) {
     Step s;
     s.kind = kind;
@@ -314,6 +352,7 @@ class Lowering {
     const Env& c = plan_.constants;
     const std::int64_t axis = v.int_attr("axis", 1), block = v.int_attr("block_size", 0);
     const DType out = quantize_output_type(c, v);
+    require_constant_params(v, {{1, 2}});
     const bool saturate = v.int_attr("saturate", 1) != 0;
     const std::string x = v.input(0);
     if (is_constant(x)) v.fail("quantizes a constant; qconform expects weights stored quantized");
@@ -329,6 +368,7 @@ class Lowering {
 
   void dequantize(const Node& n, const NodeView& v) {
     const std::int64_t axis = v.int_attr("axis", 1), block = v.int_attr("block_size", 0);
+    require_constant_params(v, {{1, 2}});
     const std::string x = v.input(0);
     auto make = [=](const Env& env) {
       DequantizeOp op;
@@ -358,9 +398,11 @@ class Lowering {
     const bool qlinear = n.op_type == "QLinearConv";
     // QLinearConv: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B. ConvInteger: x, w, x_zp, w_zp.
     const std::size_t w_in = qlinear ? 3 : 1;
+    if (qlinear) require_constant_params(v, {{1, 2}, {4, 5}, {6, 7}});
     const std::string x = v.input(0), w = v.input(w_in);
     const auto weights = constant_tensor(c, w);
     if (!weights) v.fail("its weights '" + w + "' are not a constant");
+    if (weights->rank() != 4) v.fail("only 2-D convolutions are supported (weights " + shape_str(weights->shape()) + ")");
     const Conv2dGeometry g = conv_geometry(v);
     add_step(n, Step::Kind::op, n.outputs.at(0)).make = [=](const Env& env) {
       QConv2dOp op;
@@ -401,6 +443,7 @@ class Lowering {
   void qmatmul(const Node& n, const NodeView& v) {
     const bool qlinear = n.op_type == "QLinearMatMul";
     // QLinearMatMul: a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp. MatMulInteger: A, B, a_zp, b_zp.
+    if (qlinear) require_constant_params(v, {{1, 2}, {4, 5}, {6, 7}});
     const std::string a = v.input(0), b = v.input(qlinear ? 3 : 1);
     add_step(n, Step::Kind::op, n.outputs.at(0)).make = [=](const Env& env) {
       QGemmOp op;
@@ -438,6 +481,7 @@ class Lowering {
 
   void qadd(const Node& n, const NodeView& v) {
     if (n.domain != "com.microsoft") v.fail("QLinearAdd is a com.microsoft op");
+    require_constant_params(v, {{1, 2}, {4, 5}, {6, 7}});
     const std::string a = v.input(0), b = v.input(3);
     add_step(n, Step::Kind::op, n.outputs.at(0)).make = [=](const Env& env) {
       QAddOp op;
@@ -459,6 +503,7 @@ class Lowering {
     const std::string x = v.input(0), w = v.input(1);
     const auto weights = constant_tensor(plan_.constants, w);
     if (!weights) v.fail("its weights '" + w + "' are not a constant");
+    if (weights->rank() != 4) v.fail("only 2-D convolutions are supported (weights " + shape_str(weights->shape()) + ")");
     std::optional<Tensor> bias;
     if (v.has(2)) {
       bias = constant_tensor(plan_.constants, v.input(2));

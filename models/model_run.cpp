@@ -286,7 +286,10 @@ std::map<std::string, ModelStepRun> compare_run(const Plan& plan, const Env& cha
     } else {
       r.differing = r.elements;
     }
-    if (r.differing && run.first_divergent.empty()) run.first_divergent = s->name;
+    if (r.differing) {
+      std::string& first = is_int(b.dtype()) ? run.first_divergent : run.first_float_difference;
+      if (first.empty()) first = s->name;
+    }
     out[s->name] = r;
   }
   // The output drift, at the graph's outputs.

@@ -167,6 +167,7 @@ json model_json(const ModelView& v) {
               {"compared_with", r.compared_with},
               {"status", r.status},
               {"first_divergent", r.first_divergent},
+              {"first_float_difference", r.first_float_difference},
               {"steps_run", r.steps_run},
               {"steps_by_oracle", r.steps_by_oracle},
               {"output", {{"elements", r.output_elements}, {"differing", r.output_differing}, {"max_abs", r.output_max_abs}}},

@@ -198,8 +198,13 @@ struct ModelRun {
   std::string compared_with;   // the oracle chain it is compared with ("graph" or "fused")
   std::string status = "ok";   // "ok", or "failed": `note` says where and why
   std::string note;
-  std::string first_divergent;  // the first step whose output differs from the oracle's chain; "" none
+  // The first step whose quantized (integer) output differs from the oracle's chain; "" none.
+  std::string first_divergent;
   std::string first_divergent_cause;  // its ModelStepRun::cause
+  // The first step whose float output differs (a float convolution summed in another order, a
+  // dequantize): the float values between quantized tensors, where runtimes may round differently
+  // without changing a quantized value; "" none.
+  std::string first_float_difference;
   std::int64_t steps_run = 0, steps_by_oracle = 0;
   std::int64_t output_elements = 0, output_differing = 0;
   double output_max_abs = 0;
