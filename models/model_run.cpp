@@ -286,10 +286,11 @@ std::map<std::string, ModelStepRun> compare_run(const Plan& plan, const Env& cha
     } else {
       r.differing = r.elements;
     }
-    if (r.differing) {
-      std::string& first = is_int(b.dtype()) ? run.first_divergent : run.first_float_difference;
-      if (first.empty()) first = s->name;
-    }
+    // A float output that differs before any quantized one: a float op rounding otherwise (after a
+    // quantized divergence, float differences only follow from it).
+    if (r.differing && is_int(b.dtype()) && run.first_divergent.empty()) run.first_divergent = s->name;
+    if (r.differing && !is_int(b.dtype()) && run.first_divergent.empty() && run.first_float_difference.empty())
+      run.first_float_difference = s->name;
     out[s->name] = r;
   }
   // The output drift, at the graph's outputs.

@@ -201,9 +201,9 @@ struct ModelRun {
   // The first step whose quantized (integer) output differs from the oracle's chain; "" none.
   std::string first_divergent;
   std::string first_divergent_cause;  // its ModelStepRun::cause
-  // The first step whose float output differs (a float convolution summed in another order, a
-  // dequantize): the float values between quantized tensors, where runtimes may round differently
-  // without changing a quantized value; "" none.
+  // The first step whose float output differs before any quantized one does (a float convolution
+  // summed in another order): where runtimes round float values between quantized tensors
+  // differently, which may or may not change a quantized value later; "" none.
   std::string first_float_difference;
   std::int64_t steps_run = 0, steps_by_oracle = 0;
   std::int64_t output_elements = 0, output_differing = 0;
