@@ -477,8 +477,10 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   check_timings_path(a.timings);
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends, qc::BackendOptions{a.timeout});
   qc::check_claims(backends, "run");
+  // A sharded run judges the models' runs through the graph once, in shard 1 (merge joins them).
+  const bool first_shard = a.shard.empty() ? !shard_from_env() || shard_from_env()->first == 1 : parse_shard(a.shard).first == 1;
   return execute_run(std::move(suites), backends, a, argc, argv, started,
-                     models.empty() ? RunAugment{} : judge_models(models, a.timeout));
+                     models.empty() || !first_shard ? RunAugment{} : judge_models(models, a.timeout));
 }
 
 // The rest of a run, once its suites and backends are made: expectations, baseline, shard, the

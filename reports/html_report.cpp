@@ -1,7 +1,9 @@
 // A self-contained HTML report: one file, inline CSS and SVG, no scripts, no network, so it can
 // be archived as a CI artifact and opened anywhere. Every string from the run is escaped.
 //
-// Layout: run header (metadata, verdict legend with totals, backends and their facts), the
+// Layout: run header (metadata, verdict legend with totals, backends and their facts), for a
+// model run (qconform model) one section per model (its runs, and its steps in graph order with
+// each step's isolated verdicts, linked to the drill-downs, and what each run computed there), the
 // matrix of cases x backends (each cell links to its drill-down), then one section per case
 // with a <details> drill-down per backend. PASS and SKIP drill-downs start collapsed so a run of
 // hundreds of cases stays navigable; every other verdict starts open. Backends that SKIP every
@@ -103,6 +105,13 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+// A real number in six significant digits ("0.0213349", "5.78335", "0").
+std::string real(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 std::string duration(double s) {
   if (s < 0.1) return fixed(s * 1000, s < 0.01 ? 2 : 1) + " ms";
   if (s < 60) return fixed(s, s < 10 ? 2 : 1) + " s";
@@ -191,6 +200,12 @@ struct CaseRef {
   const CaseResult* c = nullptr;
   std::string anchor;
   std::vector<ResultRef> results;  // in the case's order
+};
+
+struct ModelRef {
+  const ModelView* v = nullptr;
+  std::string anchor;
+  std::vector<std::string> step_anchors;  // ModelView::steps' order
 };
 
 // |Delta| histogram as inline SVG bars, each count written above its bar. Heights are
@@ -383,6 +398,23 @@ ul.agreements li{margin:2px 0}
 .badge.agree-holds,td.agree-holds{background:#d5f2dc;color:#11582a;font-weight:600}
 .badge.agree-broken,td.agree-broken{background:#fcd2d0;color:#8f1411;font-weight:600}
 .badge.agree-unchecked,td.agree-unchecked{background:#e9ebef;color:#4b5260}
+section.model{margin:0 0 10px}
+section.model h2 code{font-size:14px}
+.model-wrap{overflow:auto;max-width:100%;margin:0 0 8px}
+table.model-steps thead th{vertical-align:bottom}
+table.model-steps th.group{text-align:center}
+table.model-steps td.cell,table.model-runs td.cell{padding:2px 6px}
+table.model-steps td.cell a{padding:0}
+table.model-steps td .d{display:block;margin-left:0;font-size:11px}
+table.model-steps td code,table.model-runs .cause code{font-size:11px}
+table.model-runs .cause{font-size:11px;color:var(--muted)}
+table.model-steps td.step{min-width:15em}
+table.model-steps td.out,table.model-steps td.num{white-space:nowrap}
+table.model-steps td.num code{white-space:normal}
+table.model-steps tr.step-differs>td:first-child{box-shadow:inset 3px 0 0 #b42318}
+table.model-steps .covers{font-size:11px}
+table.model-runs tr.run-failed>td:first-child{box-shadow:inset 3px 0 0 #b42318}
+.model-note{margin:2px 0 6px}
 )";
 
 class Renderer {
@@ -398,7 +430,14 @@ class Renderer {
       case_anchor_.emplace(c.id, cr.anchor);
       for (const BackendResult& b : c.backends)
         if (!folded_names_.count(b.backend)) cr.results.push_back({&b, anchors_.make(cr.anchor + "-" + b.backend)});
+      case_index_.emplace(c.id, cases_.size());
       cases_.push_back(std::move(cr));
+    }
+    // After the cases, so a case's anchor is the same with or without a model view.
+    for (const ModelView& v : r.models) {
+      ModelRef mr{&v, anchors_.make("model-" + v.name), {}};
+      for (const ModelStep& s : v.steps) mr.step_anchors.push_back(anchors_.make(mr.anchor + "-" + s.name));
+      models_.push_back(std::move(mr));
     }
   }
 
@@ -409,6 +448,7 @@ class Renderer {
     if (!r_.meta.started_at.empty()) o_ << " " << esc(r_.meta.started_at);
     o_ << "</title><style>" << kStyle << "</style></head><body><main>";
     header();
+    for (const ModelRef& m : models_) model_section(m);
     matrix();
     o_ << "<h2 id=\"details\">Details</h2>";
     for (const CaseRef& c : cases_) case_section(c);
@@ -581,6 +621,281 @@ class Renderer {
   void facts_inline(const std::map<std::string, std::string>& facts) {
     for (const auto& [k, v] : facts)
       o_ << "<span class=\"fact\"><span class=\"k\">" << esc(k) << "</span> " << esc(v) << "</span> ";
+  }
+
+  // ---- the model view (qconform model) ----------------------------------------------------------
+
+  // The result of `backend` on the case `case_id`, with the anchor of its drill-down (or of the
+  // case's section, for a backend without one); null when the report has no such result.
+  struct StepResult {
+    const CaseResult* c = nullptr;
+    const BackendResult* b = nullptr;
+    std::string anchor;
+  };
+  StepResult case_result(const std::string& case_id, const std::string& backend) const {
+    const auto it = case_index_.find(case_id);
+    if (it == case_index_.end()) return {};
+    const CaseRef& cr = cases_[it->second];
+    for (const ResultRef& rr : cr.results)
+      if (rr.result->backend == backend) return {cr.c, rr.result, rr.anchor};
+    for (const BackendResult& b : cr.c->backends)
+      if (b.backend == backend) return {cr.c, &b, cr.anchor};
+    return {};
+  }
+
+  static bool step_has_case(const ModelStep& s) { return s.kind != "float" && !s.case_id.empty(); }
+
+  static const ModelStepRun* step_run(const ModelStep& s, const std::string& run) {
+    for (const ModelStepRun& x : s.runs)
+      if (x.run == run) return &x;
+    return nullptr;
+  }
+
+  // The largest difference of a step in a run: in LSB where the output is an integer, else as a
+  // real number.
+  static std::string step_run_max(const ModelStepRun& x) {
+    return x.max_lsb > 0 ? std::to_string(x.max_lsb) + " LSB" : real(x.max_abs);
+  }
+
+  // Whether a step differs anywhere: in a run, between its fused and QDQ readings, or in its case
+  // judged alone on a backend (any verdict but PASS and SKIP).
+  bool step_differs(const ModelStep& s, const std::vector<std::string>& backends) const {
+    if (s.fused_differs > 0) return true;
+    for (const ModelStepRun& x : s.runs)
+      if (x.differing > 0) return true;
+    if (!step_has_case(s)) return false;
+    for (const std::string& bn : backends) {
+      const BackendResult* b = case_result(s.case_id, bn).b;
+      if (b && b->verdict != Verdict::pass && b->verdict != Verdict::skip) return true;
+    }
+    return false;
+  }
+
+  void model_section(const ModelRef& mr) {
+    const ModelView& v = *mr.v;
+    // The backends of the steps' cases, in order of first appearance; those that SKIP every one of
+    // them get no column (one line names them), as in the matrix.
+    std::vector<std::string> backends, skipped;
+    std::set<std::string> ran;
+    for (const ModelStep& s : v.steps) {
+      if (!step_has_case(s)) continue;
+      const auto it = case_index_.find(s.case_id);
+      if (it == case_index_.end()) continue;
+      for (const BackendResult& b : cases_[it->second].c->backends) {
+        if (std::find(backends.begin(), backends.end(), b.backend) == backends.end()) backends.push_back(b.backend);
+        if (b.verdict != Verdict::skip) ran.insert(b.backend);
+      }
+    }
+    std::vector<std::string> columns;
+    for (const std::string& b : backends) (ran.count(b) ? columns : skipped).push_back(b);
+    // The runs with a comparison at some step get a column (the oracle's fused reading is compared
+    // at the output only: its steps are the fused agreement column).
+    std::vector<const ModelRun*> run_columns, output_only;
+    for (const ModelRun& run : v.runs) {
+      const bool any = std::any_of(v.steps.begin(), v.steps.end(),
+                                   [&](const ModelStep& s) { return step_run(s, run.name) != nullptr; });
+      (any ? run_columns : output_only).push_back(&run);
+    }
+    auto step_anchor = [&](const std::string& step) -> std::string {
+      for (std::size_t i = 0; i < v.steps.size(); ++i)
+        if (v.steps[i].name == step) return mr.step_anchors[i];
+      return "";
+    };
+
+    o_ << "<section class=\"model\" id=\"" << mr.anchor << "\" data-model=\"" << esc(v.name) << "\"><h2><a href=\"#"
+       << mr.anchor << "\">Model <code>" << esc(v.name) << "</code></a></h2><dl class=\"meta model-meta\">";
+    auto item = [&](const char* k, const std::string& value) {
+      if (!value.empty()) o_ << "<dt>" << k << "</dt><dd>" << value << "</dd>";
+    };
+    item("file", v.file.empty() ? "" : "<code>" + esc(v.file) + "</code>");
+    item("format", esc(v.format));
+    item("spec", v.spec.empty() ? "" : "<b>" + esc(v.spec) + "</b>");
+    item("producer", esc(v.producer));
+    std::string versions;
+    if (v.ir_version) versions += "IR " + std::to_string(v.ir_version);
+    if (v.opset) versions += (versions.empty() ? "" : " &middot; ") + std::string("opset ") + std::to_string(v.opset);
+    item("ONNX", versions);
+    std::string inputs;
+    for (const std::string& in : v.inputs) inputs += "<div class=\"mono\">" + esc(in) + "</div>";
+    item("inputs", inputs);
+    if (v.oracle_top1_correct >= 0)
+      item("oracle top-1", std::to_string(v.oracle_top1_correct) + " of " + std::to_string(v.top1_total) +
+                               " correct (" + percent(v.oracle_top1_correct, v.top1_total) +
+                               ") <span class=\"muted\">the oracle's reading of the graph against the labels</span>");
+    o_ << "</dl>";
+
+    std::int64_t differing_runs = 0, failed_runs = 0, differing_steps = 0;
+    for (const ModelRun& run : v.runs) {
+      differing_runs += run.output_differing > 0;
+      failed_runs += run.status == "failed";
+    }
+    for (const ModelStep& s : v.steps) differing_steps += step_differs(s, columns);
+    o_ << "<p class=\"model-note\">" << v.runs.size() << (v.runs.size() == 1 ? " run" : " runs") << ": "
+       << "<span" << (differing_runs ? " class=\"bad\"" : "") << ">" << differing_runs
+       << " differ from the oracle at the output</span>, <span" << (failed_runs ? " class=\"bad\"" : "") << ">"
+       << failed_runs << " failed</span>; " << v.steps.size() << " steps, <span"
+       << (differing_steps ? " class=\"bad\"" : "") << ">" << differing_steps << " with a difference</span>.</p>";
+    model_runs(v, step_anchor);
+    model_steps(mr, columns, skipped, run_columns, output_only);
+    o_ << "</section>";
+  }
+
+  // A step's name linked to its row of the steps table; "none" for no step.
+  template <class StepAnchor>
+  void step_link(const std::string& step, const StepAnchor& step_anchor) {
+    if (step.empty()) {
+      o_ << "<span class=\"muted\">none</span>";
+      return;
+    }
+    const std::string a = step_anchor(step);
+    if (a.empty())
+      o_ << "<code>" << esc(step) << "</code>";
+    else
+      o_ << "<a href=\"#" << a << "\"><code>" << breakable(step) << "</code></a>";
+  }
+
+  template <class StepAnchor>
+  void model_runs(const ModelView& v, const StepAnchor& step_anchor) {
+    if (v.runs.empty()) return;
+    o_ << "<h4>Runs</h4><div class=\"model-wrap\"><table class=\"small model-runs\"><thead><tr><th>run</th>"
+          "<th>mode</th><th>reading</th><th>compared with</th><th>status</th><th>first divergent step</th>"
+          "<th>first float difference</th>"
+          "<th class=\"num\">output differing</th><th class=\"num\">output max |&Delta;|</th><th class=\"num\">top-1 "
+          "agrees with the oracle</th><th class=\"num\">top-1 correct</th><th class=\"num\">steps run</th><th "
+          "class=\"num\">steps by the oracle</th><th class=\"num\">time</th></tr></thead><tbody>";
+    for (const ModelRun& run : v.runs) {
+      const bool failed = run.status == "failed";
+      o_ << "<tr data-run=\"" << esc(run.name) << "\"" << (failed ? " class=\"run-failed\"" : "") << "><td><b>"
+         << breakable(run.name) << "</b></td><td>" << esc(run.mode) << "</td><td>" << esc(run.reading) << "</td><td>"
+         << esc(run.compared_with) << "</td><td><span class=\"badge " << (failed ? "v-fail" : "v-pass") << "\">"
+         << esc(run.status) << "</span>";
+      if (!run.note.empty()) o_ << "<div class=\"" << (failed ? "bad" : "muted") << "\">" << esc(run.note) << "</div>";
+      o_ << "</td><td class=\"first-divergent\">";
+      step_link(run.first_divergent, step_anchor);
+      if (!run.first_divergent_cause.empty())
+        o_ << "<div class=\"cause\">cause <code>" << breakable(run.first_divergent_cause) << "</code></div>";
+      o_ << "</td><td class=\"first-float\">";
+      step_link(run.first_float_difference, step_anchor);
+      o_ << "</td><td class=\"num" << (run.output_differing > 0 ? " v-fail" : "") << "\">" << run.output_differing
+         << " of " << run.output_elements << "</td><td class=\"num\">" << real(run.output_max_abs) << "</td>";
+      if (run.top1_agree >= 0)
+        o_ << "<td class=\"num" << (run.top1_agree < run.top1_total ? " bad" : "") << "\">" << run.top1_agree << " of "
+           << run.top1_total << "</td>";
+      else
+        o_ << "<td class=\"num muted\">&mdash;</td>";
+      if (run.top1_correct >= 0)
+        o_ << "<td class=\"num\">" << run.top1_correct << " of " << run.top1_total << "</td>";
+      else
+        o_ << "<td class=\"num muted\">&mdash;</td>";
+      o_ << "<td class=\"num\">" << run.steps_run << "</td><td class=\"num\">" << run.steps_by_oracle
+         << "</td><td class=\"num\">" << (run.seconds > 0 ? duration(run.seconds) : "&ndash;") << "</td></tr>";
+    }
+    o_ << "</tbody></table></div>";
+  }
+
+  void model_steps(const ModelRef& mr, const std::vector<std::string>& columns, const std::vector<std::string>& skipped,
+                   const std::vector<const ModelRun*>& run_columns, const std::vector<const ModelRun*>& output_only) {
+    const ModelView& v = *mr.v;
+    if (v.steps.empty()) return;
+    o_ << "<h4>Steps</h4><p class=\"muted model-note\">In graph order. <b>Isolated</b>: each step's case judged "
+          "alone on each backend (the cell links to its drill-down). <b>In the run</b>: the elements of the step's "
+          "output that differ from the oracle's chain when the run feeds each step its own outputs, with the leading "
+          "cause of the backend's result on the step's case; "
+          "<i>(oracle)</i>: the backend does not run the step, the oracle computed it on the run's inputs.</p>";
+    if (!skipped.empty()) {
+      o_ << "<p class=\"muted model-note\">Not shown as columns: ";
+      for (std::size_t i = 0; i < skipped.size(); ++i) o_ << (i ? ", " : "") << "<b>" << esc(skipped[i]) << "</b>";
+      o_ << " (skipped every step's case).</p>";
+    }
+    if (!output_only.empty()) {
+      o_ << "<p class=\"muted model-note\">Compared at the output only (the runs table): ";
+      for (std::size_t i = 0; i < output_only.size(); ++i)
+        o_ << (i ? ", " : "") << "<b>" << esc(output_only[i]->name) << "</b>";
+      o_ << ".</p>";
+    }
+    o_ << "<div class=\"model-wrap\"><table class=\"small model-steps\"><thead><tr><th rowspan=\"2\">step</th><th "
+          "rowspan=\"2\">op</th><th rowspan=\"2\">kind</th><th rowspan=\"2\">output</th><th rowspan=\"2\" "
+          "class=\"num\">fused vs QDQ differing</th>";
+    if (!columns.empty()) o_ << "<th class=\"group\" colspan=\"" << columns.size() << "\">isolated</th>";
+    if (!run_columns.empty())
+      o_ << "<th class=\"group\" colspan=\"" << run_columns.size() << "\">in the run: differing of elements</th>";
+    o_ << "</tr><tr>";
+    for (const std::string& b : columns) o_ << "<th data-backend=\"" << esc(b) << "\">" << breakable(b) << "</th>";
+    for (const ModelRun* run : run_columns)
+      o_ << "<th data-run=\"" << esc(run->name) << "\">" << breakable(run->name) << "</th>";
+    o_ << "</tr></thead><tbody>";
+    for (std::size_t i = 0; i < v.steps.size(); ++i) {
+      const ModelStep& s = v.steps[i];
+      const bool differs = step_differs(s, columns);
+      o_ << "<tr id=\"" << mr.step_anchors[i] << "\" data-step=\"" << esc(s.name) << "\""
+         << (differs ? " class=\"step-differs\"" : "") << "><td class=\"step\"><span"
+         << (differs ? " class=\"bad\"" : "") << ">";
+      const auto anchor = case_anchor_.find(s.case_id);
+      if (step_has_case(s) && anchor != case_anchor_.end())
+        o_ << "<a href=\"#" << anchor->second << "\">" << breakable(s.name) << "</a>";
+      else
+        o_ << breakable(s.name);
+      o_ << "</span>";
+      if (!s.covers.empty()) {
+        o_ << "<div class=\"covers muted\">covers ";
+        for (std::size_t k = 0; k < s.covers.size(); ++k) o_ << (k ? ", " : "") << breakable(s.covers[k]);
+        o_ << "</div>";
+      }
+      o_ << "</td><td>" << esc(s.op_type) << "</td><td>" << esc(s.kind) << "</td><td class=\"mono out\" title=\""
+         << esc(s.output) << "\">" << esc(s.dtype) << " " << esc(s.shape) << "</td>";
+      if (s.fused_differs >= 0)
+        o_ << "<td class=\"num" << (s.fused_differs > 0 ? " v-fail" : "") << "\">" << s.fused_differs << " of "
+           << s.fused_elements << "</td>";
+      else
+        o_ << "<td class=\"none\">&mdash;</td>";
+      for (const std::string& bn : columns) isolated_cell(s, bn);
+      for (const ModelRun* run : run_columns) {
+        const ModelStepRun* x = step_run(s, run->name);
+        if (!x) {
+          o_ << "<td class=\"none\" title=\"not computed in this run\">&mdash;</td>";
+          continue;
+        }
+        o_ << "<td class=\"num" << (x->differing > 0 ? " v-fail" : "") << "\" data-run=\"" << esc(run->name) << "\"";
+        if (!x->note.empty()) o_ << " title=\"" << esc(x->note) << "\"";
+        o_ << ">" << x->differing << " of " << x->elements;
+        if (x->differing > 0) {
+          o_ << "<span class=\"d\">max " << step_run_max(*x) << "</span>";
+          if (!x->cause.empty()) o_ << "<span class=\"d\"><code>" << breakable(x->cause) << "</code></span>";
+        }
+        if (!x->computed) o_ << " <i>(oracle)</i>";
+        o_ << "</td>";
+      }
+      o_ << "</tr>";
+    }
+    o_ << "</tbody></table></div>";
+  }
+
+  // A step's case on one backend: the verdict and, where it is neither PASS nor SKIP, the
+  // mismatches and the leading cause; linked to the drill-down.
+  void isolated_cell(const ModelStep& s, const std::string& backend) {
+    const StepResult found = step_has_case(s) ? case_result(s.case_id, backend) : StepResult{};
+    const BackendResult* b = found.b;
+    if (!b) {
+      o_ << "<td class=\"none\" title=\"" << (step_has_case(s) ? "not run" : "no case: the float executor runs it")
+         << "\">&mdash;</td>";
+      return;
+    }
+    const bool cp = claim_pass(*b);
+    o_ << "<td class=\"cell " << verdict_class(b->verdict) << (cp ? " claim-pass" : "")
+       << (claim_pass_off_spec(*b) ? " off-spec" : "") << "\" data-backend=\"" << esc(b->backend) << "\" title=\""
+       << esc(cp ? claim_note(*b, found.c->spec) + ". " + b->reason : b->reason) << "\"><a href=\"#" << found.anchor
+       << "\"><span class=\"vt\">" << name(b->verdict) << "</span>";
+    if (cp) o_ << "<span class=\"claim-tag\">vs claim</span>";
+    if (b->verdict != Verdict::pass && b->verdict != Verdict::skip) {
+      if (has_metrics(*b) && b->metrics.mismatches() > 0) {
+        const Metrics& m = b->metrics;
+        o_ << "<span class=\"d\">" << m.mismatches() << " of " << m.compared << " off, max " << distance(m.max_abs)
+           << " " << unit_name(m) << "</span>";
+      }
+      if (!b->causes.empty())
+        o_ << "<span class=\"d\"><code>" << breakable(b->causes.front().cause) << "</code></span>";
+    }
+    o_ << "</a></td>";
   }
 
   void matrix() {
@@ -887,7 +1202,9 @@ class Renderer {
   std::set<std::string> folded_names_;
   Anchors anchors_;
   std::map<std::string, std::string> case_anchor_;  // case id -> its section's anchor
+  std::map<std::string, std::size_t> case_index_;   // case id -> its place in cases_
   std::vector<CaseRef> cases_;
+  std::vector<ModelRef> models_;
   std::ostringstream o_;
 };
 

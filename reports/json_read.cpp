@@ -23,6 +23,7 @@ class Node {
   Node(const json& j, std::string path) : j_(j), path_(std::move(path)) {}
 
   bool has(const char* key) const { return j_.is_object() && j_.contains(key); }
+  bool is_null() const { return j_.is_null(); }
   Node at(const char* key) const {
     if (!j_.is_object()) fail("must be an object");
     if (!j_.contains(key)) throw std::out_of_range("field '" + path_ + "/" + key + "' is missing");
@@ -76,6 +77,7 @@ class Node {
   template <class T>
   static const char* kind() {
     if constexpr (std::is_same_v<T, std::string>) return "a string";
+    if constexpr (std::is_same_v<T, bool>) return "true or false";
     if constexpr (std::is_integral_v<T>) return "an integer";
     if constexpr (std::is_floating_point_v<T>) return "a number";
     if constexpr (std::is_same_v<T, std::vector<std::string>>) return "a list of strings";
@@ -209,10 +211,95 @@ CaseResult case_from(const Node& j) {
   return c;
 }
 
-// Every number of a report is an integer but the timings ("seconds"). A float where an integer
-// belongs would be converted with a cast (undefined for 1e77), so it is refused before reading.
+// A difference as a real number: JSON has no infinity, and the writer writes an infinite one (an
+// infinity against a number) as null, which reads back as infinity.
+double real_from(const Node& j, const char* key) {
+  const Node n = j.at(key);
+  return n.is_null() ? std::numeric_limits<double>::infinity() : n.as<double>();
+}
+
+// The model view (qconform model), schema 1.7: `model_json`'s fields, every one read back.
+ModelView model_from(const Node& j) {
+  ModelView v;
+  v.file = j.get<std::string>("file");
+  v.name = j.get<std::string>("name");
+  v.format = j.get<std::string>("format");
+  v.spec = j.get<std::string>("spec");
+  v.producer = j.get<std::string>("producer");
+  v.ir_version = j.get<std::int64_t>("ir_version");
+  v.opset = j.get<std::int64_t>("opset");
+  v.inputs = j.get<std::vector<std::string>>("inputs");
+  for (const Node& n : j.at("steps").elements()) {
+    ModelStep s;
+    s.name = n.get<std::string>("name");
+    s.op_type = n.get<std::string>("op_type");
+    s.kind = n.get<std::string>("kind");
+    s.case_id = n.get<std::string>("case");
+    s.output = n.get<std::string>("output");
+    s.shape = n.get<std::string>("shape");
+    s.dtype = n.get<std::string>("dtype");
+    s.covers = n.get_or<std::vector<std::string>>("covers", {});
+    if (n.has("fused_agreement")) {
+      const Node f = n.at("fused_agreement");
+      s.fused_differs = f.get<std::int64_t>("differing");
+      s.fused_elements = f.get<std::int64_t>("elements");
+    }
+    for (const Node& x : n.at("runs").elements()) {
+      ModelStepRun r;
+      r.run = x.get<std::string>("run");
+      r.computed = x.get<bool>("computed");
+      r.note = x.get_or<std::string>("note", "");
+      r.elements = x.get<std::int64_t>("elements");
+      r.differing = x.get<std::int64_t>("differing");
+      r.max_lsb = x.get<std::int64_t>("max_lsb");
+      r.max_abs = real_from(x, "max_abs");
+      r.cause = x.get_or<std::string>("cause", "");
+      s.runs.push_back(std::move(r));
+    }
+    v.steps.push_back(std::move(s));
+  }
+  for (const Node& n : j.at("runs").elements()) {
+    ModelRun r;
+    r.name = n.get<std::string>("name");
+    r.backend = n.get<std::string>("backend");
+    r.mode = n.get<std::string>("mode");
+    r.reading = n.get<std::string>("reading");
+    r.compared_with = n.get<std::string>("compared_with");
+    r.status = n.get<std::string>("status");
+    r.note = n.get_or<std::string>("note", "");
+    r.first_divergent = n.get<std::string>("first_divergent");
+    r.first_divergent_cause = n.get_or<std::string>("first_divergent_cause", "");
+    // Written by every qconform since the model files; the first model reports have none.
+    r.first_float_difference = n.get_or<std::string>("first_float_difference", "");
+    r.steps_run = n.get<std::int64_t>("steps_run");
+    r.steps_by_oracle = n.get<std::int64_t>("steps_by_oracle");
+    const Node out = n.at("output");
+    r.output_elements = out.get<std::int64_t>("elements");
+    r.output_differing = out.get<std::int64_t>("differing");
+    r.output_max_abs = real_from(out, "max_abs");
+    if (n.has("top1")) {
+      const Node t = n.at("top1");
+      r.top1_total = t.get_or<std::int64_t>("rows", 0);
+      r.top1_agree = t.get_or<std::int64_t>("agree_with_oracle", -1);
+      r.top1_correct = t.get_or<std::int64_t>("correct", -1);
+    }
+    r.seconds = n.get<double>("seconds");
+    v.runs.push_back(std::move(r));
+  }
+  if (j.has("oracle_top1")) {
+    const Node t = j.at("oracle_top1");
+    v.top1_total = t.get<std::int64_t>("rows");
+    v.oracle_top1_correct = t.get<std::int64_t>("correct");
+  }
+  return v;
+}
+
+// Every number of a report is an integer but the timings ("seconds") and the model view's
+// differences as real numbers ("max_abs"). A float where an integer belongs would be converted
+// with a cast (undefined for 1e77), so it is refused before reading.
 void check_integers(const json& j, const std::string& path, const std::string& where) {
-  if (j.is_number_float() && !path.ends_with("/seconds"))
+  if (j.is_number_float() && !path.ends_with("/seconds") &&
+      !(path.starts_with("/models/") && path.ends_with("/max_abs")))
     throw InputError(where + ": malformed report: field '" + path + "' must be an integer, got " + j.dump());
   if (j.is_object())
     for (const auto& [k, v] : j.items()) check_integers(v, path + "/" + k, where);
@@ -248,6 +335,8 @@ RunReport report_from_json(const json& j, const std::string& where) {
     r.meta.started_at = m.get<std::string>("started_at");
     r.meta.seconds = m.get<double>("seconds");
     for (const Node& c : root.at("cases").elements()) r.cases.push_back(case_from(c));
+    if (root.has("models"))  // since schema 1.7, only in reports of qconform model
+      for (const Node& v : root.at("models").elements()) r.models.push_back(model_from(v));
   } catch (const std::out_of_range& e) {  // Node's errors, which name the field
     throw InputError(where + ": malformed report: " + e.what());
   }
@@ -331,6 +420,8 @@ RunReport merge_reports(const std::vector<RunReport>& parts) {
       if (seen[c.id]++) throw InputError("merge: case '" + c.id + "' appears in more than one report");
       out.cases.push_back(c);
     }
+    // Model views: a sharded run writes them in shard 1 (qconform run --shard), so each appears once.
+    out.models.insert(out.models.end(), r->models.begin(), r->models.end());
   }
   return out;
 }

@@ -8,6 +8,7 @@
 //
 // Exit code 77 (ctest: skipped) when Chromium is missing and everything else passed.
 #include "dom.hpp"
+#include "model_report.hpp"
 #include "reports/writers.hpp"
 
 #include <gtest/gtest.h>
@@ -443,6 +444,7 @@ class HtmlReport : public ::testing::Test {
     BrowserRun dump;       // chromium --dump-dom
     std::unique_ptr<Node> dom;
     Page default_run, everything, wide;
+    Page model;  // a model run (qconform model): tests/reports/model_report.hpp
   };
 
   static void load_at_1400(Shared& s, Page& p, qc::RunReport r, const std::string& file) {
@@ -472,13 +474,14 @@ class HtmlReport : public ::testing::Test {
     load_at_1400(s, s.default_run, default_run_report(false), "report-default-run");
     load_at_1400(s, s.everything, default_run_report(true), "report-everything");
     load_at_1400(s, s.wide, wide_report(), "report-wide");
+    load_at_1400(s, s.model, qc::test::model_report(), "report-model");
   }
 
   void SetUp() override {
     if (!needs_browser_) return;
     if (shared_->chromium.empty()) GTEST_SKIP() << "chromium not found; run scripts/setup.sh";
-    for (const BrowserRun* run :
-         {&shared_->dump, &shared_->default_run.dump, &shared_->everything.dump, &shared_->wide.dump})
+    for (const BrowserRun* run : {&shared_->dump, &shared_->default_run.dump, &shared_->everything.dump,
+                                  &shared_->wide.dump, &shared_->model.dump})
       ASSERT_EQ(run->code, 0) << "chromium --dump-dom exited " << run->code
                               << (run->code == 124 ? " (timed out: did a script on the page block it?)" : "")
                               << "; see artifacts/chromium.log";
@@ -1003,9 +1006,220 @@ TEST_F(HtmlReport, PerChannelChartsOfManyChannelsGroupNeighbouringChannels) {
   EXPECT_GT(bars.back().height, bars.front().height);
 }
 
+// ---- the model view (qconform model): tests/reports/model_report.hpp's hand-built run ---------
+
+TEST_F(HtmlReportFile, AModelRunHasAModelSectionBeforeTheMatrix) {
+  const std::string& h = shared_->model.html;
+  const std::size_t section = h.find("<section class=\"model\"");
+  ASSERT_NE(section, std::string::npos);
+  EXPECT_LT(section, h.find("id=\"matrix\"")) << "the model comes before the cases";
+  EXPECT_LT(h.find("id=\"run-metadata\""), section) << "and after the run's header";
+  for (const char* s : {"Model <code>tiny_qdq</code>", "<code>models/tiny.onnx</code>", "QDQ", "<b>onnx</b>",
+                        "hand-written for the tests", "IR 8 &middot; opset 17", "x: f32 [2, 4] generated",
+                        "7 of 8 correct (87.5%)", "5 runs: ", "4 steps, ",
+                        // The failed run's note, escaped.
+                        "its answer could not be read: &lt;script&gt;alert(2)&lt;/script&gt; &amp; &quot;q&quot;"})
+    EXPECT_NE(h.find(s), std::string::npos) << s;
+  EXPECT_EQ(h.find("<script>alert(2)"), std::string::npos);
+  EXPECT_EQ(shared_->html.find("<section class=\"model\""), std::string::npos) << "a run without a model has none";
+}
+
+// The model page's tables, found by class, their rows and their header's column names.
+struct ModelTables {
+  const Node* section = nullptr;
+  const Node* runs = nullptr;
+  const Node* steps = nullptr;
+  std::vector<std::string> step_columns;  // every column's name (the second header row's data-backend or data-run)
+};
+
+class HtmlModel : public HtmlReport {
+ protected:
+  static const Node* root() { return shared_->model.dom.get(); }
+  static ModelTables tables() {
+    ModelTables t;
+    const auto sections = with_class(*root(), "section", "model");
+    if (sections.size() != 1) throw std::runtime_error("not one model section");
+    t.section = sections[0];
+    t.runs = with_class(*t.section, "table", "model-runs").at(0);
+    t.steps = with_class(*t.section, "table", "model-steps").at(0);
+    t.step_columns = {"step", "op", "kind", "output", "fused"};
+    const auto header = t.steps->elements("thead").at(0)->elements("tr").at(1)->elements("th");
+    for (const Node* th : header) {
+      const std::string* b = th->attribute("data-backend");
+      t.step_columns.push_back(b ? "isolated " + *b : "run " + attribute(*th, "data-run"));
+    }
+    return t;
+  }
+  static const Node& row(const Node& table, const std::string& key, const std::string& value) {
+    for (const Node* tr : table.elements("tbody").at(0)->elements("tr"))
+      if (attribute(*tr, key) == value) return *tr;
+    throw std::runtime_error("no row with " + key + "=" + value);
+  }
+  // The cell of a step's row under `column` ("isolated vnni512", "run vnni512 (fused)", "fused").
+  static const Node& step_cell(const std::string& step, const std::string& column) {
+    const ModelTables t = tables();
+    const auto at = std::find(t.step_columns.begin(), t.step_columns.end(), column);
+    if (at == t.step_columns.end()) throw std::runtime_error("no column " + column);
+    return *row(*t.steps, "data-step", step).elements("td").at(static_cast<std::size_t>(at - t.step_columns.begin()));
+  }
+};
+
+TEST_F(HtmlModel, RunsTableHasARowPerRunWithItsOutcome) {
+  const ModelTables t = tables();
+  std::vector<std::string> runs;
+  for (const Node* tr : t.runs->elements("tbody").at(0)->elements("tr")) runs.push_back(attribute(*tr, "data-run"));
+  EXPECT_EQ(runs, (std::vector<std::string>{"oracle (fused)", "cpu-ref (fused)", "vnni512 (fused)",
+                                            "onnxruntime [disabled]", "onnxruntime [all]"}));
+  const Node& vnni = row(*t.runs, "data-run", "vnni512 (fused)");
+  const auto tds = vnni.elements("td");
+  ASSERT_EQ(tds.size(), 14u);
+  EXPECT_EQ(tds[1]->text_content(), "propagated");
+  EXPECT_EQ(tds[2]->text_content(), "fused");
+  EXPECT_EQ(tds[3]->text_content(), "fused");
+  EXPECT_EQ(tds[4]->text_content(), "ok");
+  // The first divergent step links to its row in the steps table.
+  const auto link = tds[5]->elements("a");
+  ASSERT_EQ(link.size(), 1u);
+  EXPECT_EQ(attribute(by_id(attribute(*link[0], "href").substr(1), root()), "data-step"), "fc_MatMul.fused");
+  EXPECT_EQ(tds[5]->text_content(), "fc_MatMul.fusedcause requantize.rounding=rna");
+  EXPECT_EQ(tds[6]->text_content(), "none");
+  EXPECT_EQ(tds[7]->text_content(), "3 of 40");
+  EXPECT_TRUE(tds[7]->has_class("v-fail"));
+  EXPECT_EQ(tds[8]->text_content(), "0.5");
+  EXPECT_EQ(tds[9]->text_content(), "6 of 8");
+  EXPECT_TRUE(tds[9]->has_class("bad")) << "top-1 differs from the oracle's in 2 rows";
+  EXPECT_EQ(tds[10]->text_content(), "5 of 8");
+  EXPECT_EQ(tds[11]->text_content(), "2");
+  EXPECT_EQ(tds[12]->text_content(), "1");
+  EXPECT_EQ(tds[13]->text_content(), "3.10 ms");
+  const auto cpu = row(*t.runs, "data-run", "cpu-ref (fused)").elements("td");
+  EXPECT_EQ(cpu[5]->text_content(), "none");
+  EXPECT_EQ(cpu[7]->text_content(), "0 of 40");
+  EXPECT_FALSE(cpu[7]->has_class("v-fail"));
+  // The first float difference links to its step's row too.
+  const auto ort = row(*t.runs, "data-run", "onnxruntime [disabled]").elements("td");
+  EXPECT_EQ(ort[5]->text_content(), "none");
+  ASSERT_EQ(ort[6]->elements("a").size(), 1u);
+  EXPECT_EQ(attribute(by_id(attribute(*ort[6]->elements("a")[0], "href").substr(1), root()), "data-step"), "relu_Relu");
+  const Node& oracle = row(*t.runs, "data-run", "oracle (fused)");
+  EXPECT_NE(oracle.text_content().find("the fused reading against the QDQ reading"), std::string::npos);
+  EXPECT_EQ(oracle.elements("td").at(7)->text_content(), "2 of 40");
+  EXPECT_EQ(oracle.elements("td").at(8)->text_content(), "0.125");
+  // The failed run: marked, its note intact.
+  const Node& failed = row(*t.runs, "data-run", "onnxruntime [all]");
+  EXPECT_TRUE(failed.has_class("run-failed"));
+  EXPECT_EQ(with_class(failed, "span", "badge").at(0)->text_content(), "failed");
+  EXPECT_TRUE(with_class(failed, "span", "badge").at(0)->has_class("v-fail"));
+  EXPECT_NE(failed.text_content().find("its answer could not be read: " + qc::test::kModelHostile), std::string::npos);
+  EXPECT_EQ(failed.elements("td").at(9)->text_content(), "\u2014") << "no top-1";
+  // Text, not markup (the page's one script is the layout probe, at the end of the body).
+  EXPECT_TRUE(t.section->elements("script").empty());
+  // The model's facts.
+  const std::string meta = with_class(*t.section, "dl", "model-meta").at(0)->text_content();
+  for (const char* s :
+       {"models/tiny.onnx", "QDQ", "onnx", "IR 8 \u00b7 opset 17", "x: f32 [2, 4] generated", "7 of 8 correct (87.5%)"})
+    EXPECT_NE(meta.find(s), std::string::npos) << s << " in " << meta;
+}
+
+TEST_F(HtmlModel, StepsTableHasTheStepsInGraphOrderWithAColumnPerBackendAndPerRun) {
+  const ModelTables t = tables();
+  std::vector<std::string> steps;
+  for (const Node* tr : t.steps->elements("tbody").at(0)->elements("tr")) steps.push_back(attribute(*tr, "data-step"));
+  EXPECT_EQ(steps,
+            (std::vector<std::string>{"x_QuantizeLinear", "fc_MatMul.fused", "relu_Relu", "y_DequantizeLinear"}));
+  // hip SKIPs every step's case: no column, one line naming it. The runs without a step compared
+  // (the oracle's fused reading, the failed run) are named once, not given columns of dashes.
+  EXPECT_EQ(t.step_columns,
+            (std::vector<std::string>{"step", "op", "kind", "output", "fused", "isolated cpu-ref", "isolated vnni512",
+                                      "run cpu-ref (fused)", "run vnni512 (fused)", "run onnxruntime [disabled]"}));
+  const std::string notes = t.section->text_content();
+  EXPECT_NE(notes.find("Not shown as columns: hip (skipped every step's case)"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("Compared at the output only (the runs table): oracle (fused), onnxruntime [all]."),
+            std::string::npos);
+
+  const Node& fc = row(*t.steps, "data-step", "fc_MatMul.fused");
+  const auto fc_tds = fc.elements("td");
+  EXPECT_EQ(fc_tds.at(1)->text_content(), "fused MatMul");
+  EXPECT_EQ(fc_tds.at(2)->text_content(), "fused");
+  EXPECT_EQ(fc_tds.at(3)->text_content(), "u8 [2, 20]");
+  EXPECT_EQ(attribute(*fc_tds.at(3), "title"), "y_q");
+  EXPECT_NE(fc_tds.at(0)->text_content().find("covers x_DequantizeLinear, fc_MatMul, y_QuantizeLinear"),
+            std::string::npos);
+  // The step's name links to its case's section.
+  EXPECT_EQ(by_id(attribute(*fc_tds.at(0)->elements("a").at(0), "href").substr(1), root())
+                .elements("h3")
+                .at(0)
+                ->text_content(),
+            "tiny_qdq/fc_MatMul.fused");
+  EXPECT_EQ(step_cell("fc_MatMul.fused", "fused").text_content(), "2 of 40");
+  EXPECT_TRUE(step_cell("fc_MatMul.fused", "fused").has_class("v-fail"));
+  EXPECT_EQ(step_cell("x_QuantizeLinear", "fused").text_content(), "\u2014") << "not a fused step";
+
+  // The isolated verdicts: PASS alone; a FAIL with its mismatches and its leading cause only; each
+  // linked to the drill-down of that case and backend.
+  const Node& pass = step_cell("x_QuantizeLinear", "isolated cpu-ref");
+  EXPECT_EQ(pass.text_content(), "PASS");
+  EXPECT_TRUE(pass.has_class("v-pass"));
+  const Node& fail = step_cell("fc_MatMul.fused", "isolated vnni512");
+  EXPECT_TRUE(fail.has_class("v-fail"));
+  EXPECT_EQ(fail.text_content(), "FAIL3 of 40 off, max 2 LSBrequantize.rounding=rna");
+  EXPECT_EQ(attribute(fail, "title"), "37/40 exact, max |delta| 2 LSB against onnx");
+  for (const auto& [step, backend] : std::vector<std::pair<std::string, std::string>>{
+           {"fc_MatMul.fused", "vnni512"}, {"x_QuantizeLinear", "cpu-ref"}, {"y_DequantizeLinear", "vnni512"}}) {
+    SCOPED_TRACE(step + " x " + backend);
+    const Node& d = drill_down(step_cell(step, "isolated " + backend), root());
+    EXPECT_EQ(d.tag, "details");
+    EXPECT_EQ(attribute(d, "data-backend"), backend);
+    EXPECT_EQ(d.parent->elements("h3").at(0)->text_content(), "tiny_qdq/" + step);
+  }
+  EXPECT_EQ(step_cell("y_DequantizeLinear", "isolated vnni512").text_content(), "CRASH");
+  EXPECT_TRUE(step_cell("y_DequantizeLinear", "isolated vnni512").has_class("v-crash"));
+  // A float step has no case: dashes.
+  EXPECT_EQ(step_cell("relu_Relu", "isolated cpu-ref").text_content(), "\u2014");
+  EXPECT_TRUE(step_cell("relu_Relu", "isolated cpu-ref").elements("a").empty());
+
+  // What each run computed at the step: differing of elements, the largest difference and the
+  // leading cause where any, "(oracle)" where the oracle computed it for the backend, a dash where
+  // the run did not compare it.
+  EXPECT_EQ(step_cell("fc_MatMul.fused", "run vnni512 (fused)").text_content(),
+            "3 of 40max 2 LSBrequantize.rounding=rna");
+  EXPECT_TRUE(step_cell("fc_MatMul.fused", "run vnni512 (fused)").has_class("v-fail"));
+  EXPECT_EQ(step_cell("relu_Relu", "run vnni512 (fused)").text_content(), "3 of 40max 0.25");
+  const Node& by_oracle = step_cell("y_DequantizeLinear", "run vnni512 (fused)");
+  EXPECT_EQ(by_oracle.text_content(), "3 of 40max 0.5 (oracle)");
+  EXPECT_EQ(attribute(by_oracle, "title"), "vnni512 does not implement dequantize to f32");
+  EXPECT_EQ(step_cell("fc_MatMul.fused", "run cpu-ref (fused)").text_content(), "0 of 40");
+  EXPECT_FALSE(step_cell("fc_MatMul.fused", "run cpu-ref (fused)").has_class("v-fail"));
+  EXPECT_EQ(step_cell("x_QuantizeLinear", "run onnxruntime [disabled]").text_content(), "0 of 8");
+  EXPECT_EQ(step_cell("fc_MatMul.fused", "run onnxruntime [disabled]").text_content(), "\u2014");
+
+  // Rows with a difference anywhere are marked; x_QuantizeLinear has none.
+  for (const std::string& step : steps) {
+    SCOPED_TRACE(step);
+    EXPECT_EQ(row(*t.steps, "data-step", step).has_class("step-differs"), step != "x_QuantizeLinear");
+  }
+}
+
+TEST_F(HtmlModel, IdsAreUniqueLinksResolveAndThePageDoesNotScrollSideways) {
+  std::set<std::string> ids;
+  for (const Node* n : root()->elements())
+    if (const std::string* id = n->attribute("id")) {
+      EXPECT_TRUE(ids.insert(*id).second) << "duplicate id " << *id;
+    }
+  for (const Node* a : root()->elements("a")) {
+    const std::string href = attribute(*a, "href");
+    ASSERT_TRUE(href.starts_with("#")) << href;
+    EXPECT_TRUE(ids.count(href.substr(1))) << "dangling link " << href;
+  }
+  const HtmlReport::Page& p = shared_->model;
+  ASSERT_EQ(layout(p, "inner-width"), 1400);
+  EXPECT_LE(layout(p, "scroll-width"), layout(p, "client-width")) << "the page scrolls sideways";
+}
+
 TEST_F(HtmlReport, Screenshot) {
-  // The synthetic run, and the default run's shape at 1400 px: every column that ran in view.
-  for (const char* name : {"report", "report-default-run"}) {
+  // The synthetic run, the default run's shape at 1400 px (every column that ran in view), and a
+  // model run.
+  for (const char* name : {"report", "report-default-run", "report-model"}) {
     SCOPED_TRACE(name);
     const fs::path png = fs::path(QCONFORM_ARTIFACT_DIR) / (std::string(name) + ".png");
     fs::remove(png);

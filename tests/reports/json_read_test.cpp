@@ -1,6 +1,7 @@
 // Reading a report back (reports/reader.hpp): what `qconform report`, `merge` and `baseline` rest
 // on. A report written by to_json reads back into the same result model field by field, and a file
 // that is not a readable report is an InputError naming the file and what is wrong.
+#include "model_report.hpp"
 #include "qconform/error.hpp"
 #include "reports/reader.hpp"
 #include "reports/writers.hpp"
@@ -9,8 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 namespace qc {
 namespace {
@@ -122,6 +125,130 @@ TEST(ReportRead, AWrittenReportReadsBackFieldByField) {
   EXPECT_EQ(f.causes[0].count, 1);
   // Written again, the report is the same JSON.
   EXPECT_EQ(to_json(r), to_json(w));
+}
+
+// The model view (qconform model): every field model_json writes reads back, and the report
+// written again, from the JSON value and from the file's text, is the same.
+TEST(ReportRead, AModelViewReadsBackFieldByFieldAndWritesTheSameJson) {
+  const RunReport w = test::model_report();
+  const nlohmann::json j = to_json(w);
+  ASSERT_TRUE(j.contains("models"));
+  const RunReport r = report_from_json(j, "model");
+  ASSERT_EQ(r.models.size(), 1u);
+  const ModelView& v = r.models[0];
+  EXPECT_EQ(v.file, "models/tiny.onnx");
+  EXPECT_EQ(v.name, "tiny_qdq");
+  EXPECT_EQ(v.format, "QDQ");
+  EXPECT_EQ(v.spec, "onnx");
+  EXPECT_EQ(v.producer, "hand-written for the tests");
+  EXPECT_EQ(v.ir_version, 8);
+  EXPECT_EQ(v.opset, 17);
+  EXPECT_EQ(v.inputs, std::vector<std::string>{"x: f32 [2, 4] generated"});
+  EXPECT_EQ(v.top1_total, 8);
+  EXPECT_EQ(v.oracle_top1_correct, 7);
+  ASSERT_EQ(v.steps.size(), 4u);
+  const ModelStep& fc = v.steps[1];
+  EXPECT_EQ(fc.name, "fc_MatMul.fused");
+  EXPECT_EQ(fc.op_type, "fused MatMul");
+  EXPECT_EQ(fc.kind, "fused");
+  EXPECT_EQ(fc.case_id, "tiny_qdq/fc_MatMul.fused");
+  EXPECT_EQ(fc.output, "y_q");
+  EXPECT_EQ(fc.shape, "[2, 20]");
+  EXPECT_EQ(fc.dtype, "u8");
+  EXPECT_EQ(fc.covers, (std::vector<std::string>{"x_DequantizeLinear", "fc_MatMul", "y_QuantizeLinear"}));
+  EXPECT_EQ(fc.fused_differs, 2);
+  EXPECT_EQ(fc.fused_elements, 40);
+  ASSERT_EQ(fc.runs.size(), 2u);
+  EXPECT_EQ(fc.runs[1].run, "vnni512 (fused)");
+  EXPECT_TRUE(fc.runs[1].computed);
+  EXPECT_EQ(fc.runs[1].elements, 40);
+  EXPECT_EQ(fc.runs[1].differing, 3);
+  EXPECT_EQ(fc.runs[1].max_lsb, 2);
+  EXPECT_EQ(fc.runs[1].max_abs, 0.0625);
+  EXPECT_EQ(fc.runs[1].cause, "requantize.rounding=rna");
+  EXPECT_EQ(fc.runs[0].cause, "");
+  // Not fused: no agreement (-1), no covers.
+  EXPECT_EQ(v.steps[0].fused_differs, -1);
+  EXPECT_TRUE(v.steps[0].covers.empty());
+  EXPECT_EQ(v.steps[2].kind, "float");
+  EXPECT_EQ(v.steps[2].case_id, "");
+  const ModelStepRun& by_oracle = v.steps[3].runs.at(1);
+  EXPECT_FALSE(by_oracle.computed);
+  EXPECT_EQ(by_oracle.note, "vnni512 does not implement dequantize to f32");
+  EXPECT_EQ(by_oracle.max_abs, 0.5);
+  ASSERT_EQ(v.runs.size(), 5u);
+  const ModelRun& oracle = v.runs[0];
+  EXPECT_EQ(oracle.name, "oracle (fused)");
+  EXPECT_EQ(oracle.backend, "oracle");
+  EXPECT_EQ(oracle.mode, "propagated");
+  EXPECT_EQ(oracle.reading, "fused");
+  EXPECT_EQ(oracle.compared_with, "graph");
+  EXPECT_EQ(oracle.note, "the fused reading against the QDQ reading");
+  EXPECT_EQ(oracle.first_divergent, "fc_MatMul.fused");
+  EXPECT_EQ(oracle.output_elements, 40);
+  EXPECT_EQ(oracle.output_differing, 2);
+  EXPECT_EQ(oracle.output_max_abs, 0.125);
+  EXPECT_EQ(oracle.first_divergent_cause, "");
+  EXPECT_EQ(oracle.first_float_difference, "");
+  const ModelRun& vnni = v.runs[2];
+  EXPECT_EQ(vnni.first_divergent_cause, "requantize.rounding=rna");
+  EXPECT_EQ(v.runs[3].first_float_difference, "relu_Relu");
+  EXPECT_EQ(vnni.steps_run, 2);
+  EXPECT_EQ(vnni.steps_by_oracle, 1);
+  EXPECT_EQ(vnni.top1_total, 8);
+  EXPECT_EQ(vnni.top1_agree, 6);
+  EXPECT_EQ(vnni.top1_correct, 5);
+  EXPECT_EQ(vnni.seconds, 0.0031);
+  const ModelRun& failed = v.runs[4];
+  EXPECT_EQ(failed.mode, "whole");
+  EXPECT_EQ(failed.status, "failed");
+  EXPECT_EQ(failed.note, "its answer could not be read: " + test::kModelHostile);
+  EXPECT_EQ(failed.top1_agree, -1) << "no top-1 written, none read";
+  EXPECT_EQ(failed.top1_correct, -1);
+  EXPECT_EQ(v.runs[3].status, "ok");
+  // Written again, the same JSON; and through the file's text (where 0.0 and 0.0625 are floats the
+  // integer check must let pass), the same text.
+  EXPECT_EQ(to_json(r), j);
+  const std::string text = json_file_text(j, 2);
+  EXPECT_EQ(json_file_text(to_json(report_from_text(text, "model text")), 2), text);
+  // A report without a model view has no "models", and reads back without one.
+  const nlohmann::json plain = to_json(sample_report());
+  EXPECT_FALSE(plain.contains("models"));
+  EXPECT_TRUE(report_from_json(plain, "plain").models.empty());
+}
+
+// JSON has no infinity: an infinite difference (an infinity against a number) is written as null
+// and reads back as infinity, so the text round trip still holds.
+TEST(ReportRead, AnInfiniteModelDifferenceRoundTripsAsNull) {
+  RunReport w = test::model_report();
+  w.models[0].steps[2].runs[1].max_abs = std::numeric_limits<double>::infinity();
+  const std::string text = json_file_text(to_json(w), 2);
+  const RunReport r = report_from_text(text, "inf");
+  EXPECT_TRUE(std::isinf(r.models[0].steps[2].runs[1].max_abs));
+  EXPECT_EQ(json_file_text(to_json(r), 2), text);
+}
+
+TEST(ReportRead, AMalformedModelViewIsAnInputErrorNamingTheField) {
+  const auto error = [](const nlohmann::json& j) {
+    try {
+      (void)report_from_json(j, "bad.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  nlohmann::json j = to_json(test::model_report());
+  nlohmann::json wrong = j;
+  wrong["models"][0]["steps"][3]["runs"][1]["computed"] = 1;
+  EXPECT_NE(error(wrong).find("field '/models/0/steps/3/runs/1/computed' must be true or false"), std::string::npos)
+      << error(wrong);
+  wrong = j;
+  wrong["models"][0]["steps"][1]["runs"][1]["differing"] = 1.5;  // only max_abs and seconds are real numbers
+  EXPECT_NE(error(wrong).find("'/models/0/steps/1/runs/1/differing' must be an integer"), std::string::npos)
+      << error(wrong);
+  wrong = j;
+  wrong["models"][0]["runs"][2].erase("output");
+  EXPECT_NE(error(wrong).find("field '/models/0/runs/2/output' is missing"), std::string::npos) << error(wrong);
 }
 
 std::string error_of(const std::filesystem::path& p) {
