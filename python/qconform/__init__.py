@@ -114,7 +114,47 @@ def case_from_json(obj, suite="python"):
     return cases[0]
 
 
+class ModelResult(tuple):
+    """What qconform.model returns: (report, view). `report` is run_cases's RunReport of the model's node
+    cases (isolated mode); `view` the model view, as report.json's models[] entry (docs/models.md)."""
+
+    __slots__ = ()
+
+    def __new__(cls, report, view):
+        return super().__new__(cls, (report, view))
+
+    report = property(lambda self: self[0])
+    view = property(lambda self: self[1])
+
+
+def model(path, inputs=None, labels=None, spec="", backends=None, **run_options):
+    """Judges a quantized ONNX model as `qconform model` does (docs/models.md): each node as a case on
+    every backend (run_cases, with `run_options`: attribute_causes, jobs, ...), then each backend driven
+    through the graph with its own outputs. `path`: an .onnx file or a model file NAME.model.json;
+    `inputs`: graph input name -> .npy path or numpy array; `labels`: .npy path or array of classes;
+    `backends`: names or Backend objects (default: every built-in backend). Returns ModelResult(report, view)."""
+    import numpy as _np
+
+    with _tempfile.TemporaryDirectory(prefix="qconform-model-") as tmp:
+        files = {}
+        for name, value in (inputs or {}).items():
+            if isinstance(value, (str, bytes, _os.PathLike)):
+                files[name] = _os.fspath(value)
+            else:
+                files[name] = _os.path.join(tmp, "input-%d.npy" % len(files))
+                _np.save(files[name], _np.ascontiguousarray(value))
+        if labels is not None and not isinstance(labels, (str, bytes, _os.PathLike)):
+            path_labels = _os.path.join(tmp, "labels.npy")
+            _np.save(path_labels, _np.ascontiguousarray(labels))
+            labels = path_labels
+        prepared = prepare_model(path, files, labels, spec)  # noqa: F405
+        report = run_cases(prepared.cases, backends, **run_options)  # noqa: F405
+        return ModelResult(report, prepared.judge(backends, report))
+
+
 __all__ = [name for name in dir(_qconform) if not name.startswith("_")] + [
+    "model",
+    "ModelResult",
     "__version__",
     "float32_to_bf16",
     "bf16_to_float32",

@@ -14,6 +14,8 @@
 #include "harness/explain.hpp"
 #include "harness/infer.hpp"
 #include "harness/runner.hpp"
+#include "models/model_job.hpp"
+#include "reports/writers.hpp"
 #include "qconform/error.hpp"
 #include "qconform/exec_runner.hpp"
 #include "reports/reader.hpp"
@@ -627,6 +629,72 @@ void bind_backends(py::module_& m) {
       py::arg("backend"), py::arg("seed") = 1, py::arg("elements") = 4096,
       "Policy inference (harness/infer.hpp): probes a backend (an object or a built-in name) with discriminating "
       "inputs and reports which presets and which single policy choices reproduce all its outputs.");
+
+  // qconform.model (docs/models.md "From Python"): a model read, lowered and run on the oracle; its node
+  // cases run with run_cases, then judge() drives each backend through the graph.
+  using Prepared = qc::onnx::PreparedModel;
+  py::class_<Prepared, std::shared_ptr<Prepared>>(m, "PreparedModel",
+                                                  "A quantized ONNX model lowered to its node cases, with the oracle's "
+                                                  "run of the whole graph (qconform.prepare_model).")
+      .def_property_readonly("name", [](const Prepared& p) { return p.suite.name; })
+      .def_property_readonly("format", [](const Prepared& p) { return p.plan.format; })
+      .def_property_readonly(
+          "cases",
+          [](const Prepared& p) {
+            py::list l;
+            for (const qc::Case& c : p.suite.cases) l.append(py::cast(c, py::return_value_policy::copy));
+            return l;
+          },
+          "The node cases (isolated mode): run them with run_cases.")
+      .def(
+          "judge",
+          [](const Prepared& p, const py::handle& backends, const qc::RunReport& report) {
+            std::vector<std::unique_ptr<qc::Backend>> owned;
+            std::vector<qc::Backend*> ptrs;
+            if (backends.is_none()) {
+              owned = qc::make_builtin_backends();
+              for (auto& b : owned) ptrs.push_back(b.get());
+            } else {
+              for (const py::handle& b : backends) {
+                if (py::isinstance<py::str>(b)) {
+                  owned.push_back(builtin(b.cast<std::string>()));
+                  ptrs.push_back(owned.back().get());
+                } else {
+                  ptrs.push_back(b.cast<qc::Backend*>());
+                }
+              }
+            }
+            qc::RunReport r;
+            r.models.push_back(qc::onnx::judge_model(p, ptrs, {}, 0, &report.cases));
+            return json_to_python(qc::to_json(r)["models"][0]);
+          },
+          py::arg("backends") = py::none(), py::arg("report"),
+          "The model view (as report.json's models[] entry): each backend (names or objects; default every "
+          "built-in one) driven through the graph and compared with the oracle's chain; `report` (of run_cases on "
+          "`cases`) gives each differing step its cause.");
+  m.def(
+      "prepare_model",
+      [](const py::handle& path, const std::map<std::string, std::string>& inputs, const py::handle& labels,
+         const std::string& spec) {
+        qc::onnx::ModelJob job;
+        const auto fspath = [](const py::handle& h) {
+          return py::str(py::module_::import("os").attr("fspath")(h)).cast<std::string>();
+        };
+        const std::string file = fspath(path);
+        if (qc::onnx::is_model_file(file)) job = qc::onnx::load_model_file(file);
+        else job.model = file;
+        for (const auto& [k, v] : inputs) job.inputs[k] = v;
+        if (!labels.is_none()) job.labels = fspath(labels);
+        if (!spec.empty()) {
+          job.spec = spec;
+          job.spec_from = "spec";
+        }
+        return std::make_shared<Prepared>(qc::onnx::prepare_model(job));
+      },
+      py::arg("path"), py::arg("inputs") = std::map<std::string, std::string>{}, py::arg("labels") = py::none(),
+      py::arg("spec") = "",
+      "Reads a quantized ONNX model (or a model file NAME.model.json), lowers it and runs it on the oracle: "
+      "inputs maps graph inputs to .npy files; labels is a .npy of classes. InputError for a bad model or input.");
 }
 
 }  // namespace qcpy

@@ -146,3 +146,34 @@ def test_propagated_mode_finds_the_first_divergent_node(planted_run):
     conv1 = {r["run"]: r for r in steps["conv1.fused"]["runs"]}
     assert conv1["planted (fused)"]["differing"] == 0
     assert runs["cpu-ref (fused)"]["first_divergent"] == ""
+
+
+def test_the_report_validates_against_the_schema(planted_run):
+    jsonschema = pytest.importorskip("jsonschema")
+    with open(ROOT / "reports" / "report.schema.json") as f:
+        jsonschema.validate(planted_run, json.load(f))
+
+
+def test_python_model_gives_the_cli_view(tmp_path):
+    """qconform.model on the shipped QOperator digits model, with the inputs as a numpy array: the same
+    node cases and runs as the CLI, and the oracle's top-1 over the test set as the generator's own numpy
+    reference of the quantized network gives it (make_digits.py: 341 of 360 correct)."""
+    models = ROOT / "cases" / "models"
+    images = np.load(models / "digits_test_images.npy")
+    result = qconform.model(models / "digits_cnn_qop.onnx", inputs={"image": images},
+                            labels=models / "digits_test_labels.npy", backends=["cpu-ref"])
+    report, view = result
+    assert [c.name for c in report.cases] == ["image_QuantizeLinear", "conv1_QLinearConv", "conv2_QLinearConv",
+                                              "fc_QLinearMatMul", "fc_QLinearAdd", "logits_DequantizeLinear"]
+    assert {str(b.verdict) for c in report.cases for b in c.backends} == {"PASS"}
+    assert view["format"] == "QOperator"
+    assert view["oracle_top1"] == {"rows": 360, "correct": 341}
+    [run] = view["runs"]
+    assert run["name"] == "cpu-ref (graph)" and run["first_divergent"] == "" and run["output"]["differing"] == 0
+
+
+def test_python_model_refuses_a_bad_input(tmp_path):
+    models = ROOT / "cases" / "models"
+    with pytest.raises(qconform.InputError, match="image"):
+        qconform.model(models / "digits_cnn_qop.onnx", inputs={"image": np.zeros((2, 8, 8), np.float32)},
+                       backends=["cpu-ref"])
