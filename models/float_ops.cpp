@@ -62,7 +62,8 @@ Value relu_or_clip(const Node& n, const std::vector<const Value*>& in, const std
     if (std::isnan(v) || (v >= lo && v <= hi)) {
       out.set_bits(i, x.bits(i));
     } else {
-      const double c = v < lo ? lo : hi;
+      // Min(max, Max(x, min)) (Clip-13): with min > max every value becomes max.
+      const double c = std::min(std::max(v, lo), hi);
       if (is_float(x.dtype()))
         out.set_double(i, round_into(x.dtype(), c));
       else
@@ -85,6 +86,11 @@ Value max_pool(const Node& n, const std::vector<const Value*>& in, const std::st
   const auto s = ints_attr(n, "strides", {1, 1});
   const auto d = ints_attr(n, "dilations", {1, 1});
   const auto p = ints_attr(n, "pads", {0, 0, 0, 0});
+  if (s.size() != 2 || d.size() != 2 || p.size() != 4)
+    throw InputError(where + ": MaxPool needs 2 strides, 2 dilations and 4 pads for a 2-D kernel");
+  for (int i = 0; i < 2; ++i)
+    if (k[i] < 1 || s[i] < 1 || d[i] < 1 || p[i] < 0 || p[i + 2] < 0)
+      throw InputError(where + ": MaxPool's kernel_shape, strides and dilations must be positive and its pads not negative");
   const bool ceil_mode = int_attr(n, "ceil_mode", 0) != 0;
   const std::int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
   auto out_dim = [&](std::int64_t in_dim, int i) {
@@ -122,9 +128,9 @@ Value reshape(const Node& n, const std::vector<const Value*>& in, const std::str
     std::int64_t axis = int_attr(n, "axis", 1);
     if (axis < 0) axis += x.rank();
     if (axis < 0 || axis > x.rank()) throw InputError(where + ": Flatten axis out of range");
-    std::int64_t outer = 1;
-    for (std::int64_t i = 0; i < axis; ++i) outer *= x.shape()[static_cast<std::size_t>(i)];
-    target = {outer, outer == 0 ? 0 : x.size() / std::max<std::int64_t>(outer, 1)};
+    std::int64_t outer = 1, inner = 1;
+    for (std::int64_t i = 0; i < x.rank(); ++i) (i < axis ? outer : inner) *= x.shape()[static_cast<std::size_t>(i)];
+    target = {outer, inner};
   } else if (n.op_type == "Identity") {
     target = x.shape();
   } else {
@@ -134,6 +140,7 @@ Value reshape(const Node& n, const std::vector<const Value*>& in, const std::str
     target = in[1]->ints;
     std::int64_t known = 1, infer = -1;
     for (std::size_t i = 0; i < target.size(); ++i) {
+      if (target[i] < -1) throw InputError(where + ": Reshape's shape " + shape_str(in[1]->ints) + " holds " + std::to_string(target[i]));
       if (target[i] == 0 && !allowzero) {
         if (i >= x.shape().size()) throw InputError(where + ": Reshape copies a dimension the input lacks");
         target[i] = x.shape()[i];
@@ -165,8 +172,11 @@ Value transpose(const Node& n, const std::vector<const Value*>& in, const std::s
     for (int i = x.rank() - 1; i >= 0; --i) perm.push_back(i);
   if (static_cast<int>(perm.size()) != x.rank()) throw InputError(where + ": Transpose's perm has the wrong length");
   Shape shape;
+  std::vector<bool> seen(static_cast<std::size_t>(x.rank()), false);
   for (auto p : perm) {
     if (p < 0 || p >= x.rank()) throw InputError(where + ": Transpose's perm is out of range");
+    if (seen[static_cast<std::size_t>(p)]) throw InputError(where + ": Transpose's perm repeats axis " + std::to_string(p));
+    seen[static_cast<std::size_t>(p)] = true;
     shape.push_back(x.shape()[static_cast<std::size_t>(p)]);
   }
   std::vector<std::int64_t> in_strides(static_cast<std::size_t>(x.rank()), 1);

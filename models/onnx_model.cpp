@@ -28,8 +28,23 @@ class Reader {
     const std::uint64_t k = varint();
     const int wire = static_cast<int>(k & 7);
     const std::uint64_t field = k >> 3;
-    if (field == 0 || field > (1u << 29)) fail("a field number of " + std::to_string(field));
-    return {static_cast<int>(field), wire};
+    if (field == 0 || field >= (1u << 29)) fail("a field number of " + std::to_string(field));
+    field_ = static_cast<int>(field);
+    wire_ = wire;
+    return {field_, wire};
+  }
+  // The value of the field key() just read, which must have the wire type its field is declared with.
+  std::uint64_t varint_field() {
+    want(kVarint);
+    return varint();
+  }
+  std::string_view bytes_field() {
+    want(kLength);
+    return bytes();
+  }
+  std::uint32_t fixed32_field() {
+    want(kFixed32);
+    return fixed32();
   }
   std::uint64_t varint() {
     std::uint64_t v = 0;
@@ -73,6 +88,11 @@ class Reader {
       skip(wire);
     }
   }
+  void want(int wire) const {
+    if (wire_ != wire)
+      fail("field " + std::to_string(field_) + " has wire type " + std::to_string(wire_) + ", not " +
+           std::to_string(wire) + " (not an ONNX file?)");
+  }
   [[noreturn]] void fail(const std::string& what) const {
     throw InputError(where_ + ": " + what + " at byte " + std::to_string(pos_));
   }
@@ -88,6 +108,7 @@ class Reader {
   std::string_view p_;
   std::size_t pos_ = 0;
   std::string where_;
+  int field_ = 0, wire_ = -1;  // the last key's
 };
 
 std::int64_t as_int64(std::uint64_t v) { return static_cast<std::int64_t>(v); }
@@ -114,7 +135,7 @@ RawTensor read_tensor_fields(Reader r) {
     auto [field, wire] = r.key();
     switch (field) {
       case 1: r.repeated(wire, kVarint, [&](Reader& x) { t.dims.push_back(as_int64(x.varint())); }); break;
-      case 2: t.data_type = static_cast<int>(r.varint()); break;
+      case 2: t.data_type = static_cast<int>(r.varint_field()); break;
       case 4:
         r.repeated(wire, kFixed32, [&](Reader& x) { t.floats.push_back(std::bit_cast<float>(x.fixed32())); });
         break;
@@ -122,16 +143,16 @@ RawTensor read_tensor_fields(Reader r) {
         r.repeated(wire, kVarint, [&](Reader& x) { t.int32s.push_back(static_cast<std::int32_t>(x.varint())); });
         break;
       case 7: r.repeated(wire, kVarint, [&](Reader& x) { t.int64s.push_back(as_int64(x.varint())); }); break;
-      case 8: t.name = std::string(r.bytes()); break;
+      case 8: t.name = std::string(r.bytes_field()); break;
       case 9:
-        t.raw = r.bytes();
+        t.raw = r.bytes_field();
         t.has_raw = true;
         break;
       case 10:
         r.repeated(wire, kFixed64, [&](Reader& x) { t.doubles.push_back(std::bit_cast<double>(x.fixed64())); });
         break;
       case 11: r.repeated(wire, kVarint, [&](Reader& x) { t.uint64s.push_back(x.varint()); }); break;
-      case 14: t.external = r.varint() == 1; break;
+      case 14: t.external = r.varint_field() == 1; break;
       default: r.skip(wire);
     }
   }
@@ -146,9 +167,13 @@ Value decode_tensor(const RawTensor& t, const std::string& where) {
   Value v;
   v.elem_type = t.data_type;
   v.shape = t.dims;
-  for (auto d : t.dims)
+  // The element count, bounded before anything is allocated (2^40 elements is far past any model).
+  std::int64_t n = 1;
+  for (auto d : t.dims) {
     if (d < 0) throw InputError(what + " has a negative dimension " + std::to_string(d));
-  const std::int64_t n = numel(t.dims);
+    if (d != 0 && n > (std::int64_t{1} << 40) / d) throw InputError(what + " of shape " + shape_str(t.dims) + " is too large");
+    n *= d;
+  }
   auto count_error = [&](std::int64_t got) {
     return InputError(what + " of shape " + shape_str(t.dims) + " holds " + std::to_string(got) + " values, not " +
                       std::to_string(n));
@@ -169,9 +194,24 @@ Value decode_tensor(const RawTensor& t, const std::string& where) {
     throw InputError(what + " has element type " + elem_type_name(t.data_type) +
                      ", which qconform does not read (it reads float, double, float16, bfloat16, float8, int4 to int32 "
                      "and int64 tensors)");
-  Tensor out(*dt, t.dims);
   const int bytes = info(*dt).storage_bytes;
   const bool four_bit = *dt == DType::i4 || *dt == DType::u4;
+  {  // The data holds n values: checked before the tensor is made, so dims alone never allocate.
+    const auto size = [](const auto& v) { return static_cast<std::int64_t>(v.size()); };
+    const std::int64_t raw = static_cast<std::int64_t>(t.raw.size());
+    const bool ok = t.has_raw ? (four_bit ? raw == (n + 1) / 2 : raw == n * bytes)
+                    : *dt == DType::f32 ? size(t.floats) == n
+                    : *dt == DType::f64 ? size(t.doubles) == n
+                    : four_bit          ? size(t.int32s) == (n + 1) / 2
+                                        : size(t.int32s) == n;
+    if (!ok)
+      throw count_error(t.has_raw ? (four_bit ? raw * 2 : raw / bytes)
+                        : *dt == DType::f32 ? size(t.floats)
+                        : *dt == DType::f64 ? size(t.doubles)
+                        : four_bit          ? size(t.int32s) * 2
+                                            : size(t.int32s));
+  }
+  Tensor out(*dt, t.dims);
   if (t.has_raw) {
     if (four_bit) {
       // Two values per byte, the first in the low nibble (onnx.proto: "INT4 ... packed").
@@ -227,12 +267,12 @@ Attribute read_attribute(Reader r) {
   while (!r.done()) {
     auto [field, wire] = r.key();
     switch (field) {
-      case 1: a.name = std::string(r.bytes()); break;
-      case 2: a.f = std::bit_cast<float>(r.fixed32()); break;
-      case 3: a.i = as_int64(r.varint()); break;
-      case 4: a.s = std::string(r.bytes()); break;
+      case 1: a.name = std::string(r.bytes_field()); break;
+      case 2: a.f = std::bit_cast<float>(r.fixed32_field()); break;
+      case 3: a.i = as_int64(r.varint_field()); break;
+      case 4: a.s = std::string(r.bytes_field()); break;
       case 5: {
-        Reader inner(r.bytes(), r.where() + ", attribute '" + a.name + "'");
+        Reader inner(r.bytes_field(), r.where() + ", attribute '" + a.name + "'");
         a.t = decode_tensor(read_tensor_fields(inner), inner.where());
         break;
       }
@@ -245,7 +285,7 @@ Attribute read_attribute(Reader r) {
         r.repeated(wire, kFixed32, [&](Reader& x) { a.floats.push_back(std::bit_cast<float>(x.fixed32())); });
         break;
       case 8: r.repeated(wire, kVarint, [&](Reader& x) { a.ints.push_back(as_int64(x.varint())); }); break;
-      case 20: a.type = static_cast<Attribute::Type>(r.varint()); break;
+      case 20: a.type = static_cast<Attribute::Type>(r.varint_field()); break;
       default: r.skip(wire);
     }
   }
@@ -258,16 +298,16 @@ Node read_node(Reader r, int index) {
   while (!r.done()) {
     auto [field, wire] = r.key();
     switch (field) {
-      case 1: n.inputs.emplace_back(r.bytes()); break;
-      case 2: n.outputs.emplace_back(r.bytes()); break;
-      case 3: n.name = std::string(r.bytes()); break;
-      case 4: n.op_type = std::string(r.bytes()); break;
+      case 1: n.inputs.emplace_back(r.bytes_field()); break;
+      case 2: n.outputs.emplace_back(r.bytes_field()); break;
+      case 3: n.name = std::string(r.bytes_field()); break;
+      case 4: n.op_type = std::string(r.bytes_field()); break;
       case 5: {
-        Reader inner(r.bytes(), r.where() + ", node " + std::to_string(index));
+        Reader inner(r.bytes_field(), r.where() + ", node " + std::to_string(index));
         n.attributes.push_back(read_attribute(inner));
         break;
       }
-      case 7: n.domain = std::string(r.bytes()); break;
+      case 7: n.domain = std::string(r.bytes_field()); break;
       default: r.skip(wire);
     }
   }
@@ -284,15 +324,15 @@ void read_shape(Reader r, ValueInfo& v) {
       r.skip(wire);
       continue;
     }
-    Reader dim(r.bytes(), r.where());
+    Reader dim(r.bytes_field(), r.where());
     std::int64_t value = -1;
     std::string param;
     while (!dim.done()) {
       auto [f, w] = dim.key();
       if (f == 1)
-        value = as_int64(dim.varint());
+        value = as_int64(dim.varint_field());
       else if (f == 2)
-        param = std::string(dim.bytes());
+        param = std::string(dim.bytes_field());
       else
         dim.skip(w);
     }
@@ -306,22 +346,22 @@ ValueInfo read_value_info(Reader r) {
   while (!r.done()) {
     auto [field, wire] = r.key();
     if (field == 1) {
-      v.name = std::string(r.bytes());
+      v.name = std::string(r.bytes_field());
     } else if (field == 2) {  // TypeProto
-      Reader type(r.bytes(), r.where());
+      Reader type(r.bytes_field(), r.where());
       while (!type.done()) {
         auto [f, w] = type.key();
         if (f != 1) {  // tensor_type only
           type.skip(w);
           continue;
         }
-        Reader tensor(type.bytes(), type.where());
+        Reader tensor(type.bytes_field(), type.where());
         while (!tensor.done()) {
           auto [g, x] = tensor.key();
           if (g == 1)
-            v.elem_type = static_cast<int>(tensor.varint());
+            v.elem_type = static_cast<int>(tensor.varint_field());
           else if (g == 2)
-            read_shape(Reader(tensor.bytes(), tensor.where()), v);
+            read_shape(Reader(tensor.bytes_field(), tensor.where()), v);
           else
             tensor.skip(x);
         }
@@ -341,19 +381,19 @@ Graph read_graph(Reader r) {
     switch (field) {
       case 1: {
         const int index = static_cast<int>(g.nodes.size());
-        g.nodes.push_back(read_node(Reader(r.bytes(), r.where()), index));
+        g.nodes.push_back(read_node(Reader(r.bytes_field(), r.where()), index));
         break;
       }
-      case 2: g.name = std::string(r.bytes()); break;
+      case 2: g.name = std::string(r.bytes_field()); break;
       case 5: {
-        auto raw = read_tensor_fields(Reader(r.bytes(), r.where()));
+        auto raw = read_tensor_fields(Reader(r.bytes_field(), r.where()));
         if (raw.name.empty()) r.fail("an initializer without a name");
         std::string name = raw.name;
         g.initializers[name] = decode_tensor(raw, r.where());
         break;
       }
-      case 11: inputs.push_back(read_value_info(Reader(r.bytes(), r.where()))); break;
-      case 12: g.outputs.push_back(read_value_info(Reader(r.bytes(), r.where()))); break;
+      case 11: inputs.push_back(read_value_info(Reader(r.bytes_field(), r.where()))); break;
+      case 12: g.outputs.push_back(read_value_info(Reader(r.bytes_field(), r.where()))); break;
       case 15: r.fail("a sparse initializer, which qconform does not read");
       default: r.skip(wire);
     }
@@ -415,23 +455,23 @@ Model parse_model(std::string_view bytes, const std::string& where) {
   while (!r.done()) {
     auto [field, wire] = r.key();
     switch (field) {
-      case 1: m.ir_version = as_int64(r.varint()); break;
-      case 2: m.producer = std::string(r.bytes()) + m.producer; break;
-      case 3: m.producer += " " + std::string(r.bytes()); break;
+      case 1: m.ir_version = as_int64(r.varint_field()); break;
+      case 2: m.producer = std::string(r.bytes_field()) + m.producer; break;
+      case 3: m.producer += " " + std::string(r.bytes_field()); break;
       case 7:
-        m.graph = read_graph(Reader(r.bytes(), where + ", graph"));
+        m.graph = read_graph(Reader(r.bytes_field(), where + ", graph"));
         has_graph = true;
         break;
       case 8: {
-        Reader op(r.bytes(), where + ", opset_import");
+        Reader op(r.bytes_field(), where + ", opset_import");
         std::string domain;
         std::int64_t version = 0;
         while (!op.done()) {
           auto [f, w] = op.key();
           if (f == 1)
-            domain = std::string(op.bytes());
+            domain = std::string(op.bytes_field());
           else if (f == 2)
-            version = as_int64(op.varint());
+            version = as_int64(op.varint_field());
           else
             op.skip(w);
         }
