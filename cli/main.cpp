@@ -8,6 +8,7 @@
 #include "backends/plugin/plugin_backend.hpp"
 #include "backends/registry.hpp"
 #include "cases/case.hpp"
+#include "cases/case_writer.hpp"
 #include "cli/oracle_cli.hpp"
 #include "harness/baseline.hpp"
 #include "harness/explain.hpp"
@@ -16,11 +17,10 @@
 #include "harness/reproducer.hpp"
 #include "harness/runner.hpp"
 #include "models/model_job.hpp"
-#include "cases/case_writer.hpp"
-#include "qconform/npy.hpp"
 #include "oracles/choose_qparams.hpp"
 #include "oracles/presets.hpp"
 #include "qconform/error.hpp"
+#include "qconform/npy.hpp"
 #include "reports/reader.hpp"
 #include "reports/writers.hpp"
 
@@ -38,8 +38,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -312,12 +312,13 @@ void print_summary(const qc::RunReport& r, const Style& st, std::ostream& os) {
 // Each run of a model in one line: where it first parts from the oracle, and how far its outputs drift.
 void print_model_summary(const qc::ModelView& v, std::ostream& os) {
   os << "model " << v.file << " (" << v.format << ", spec " << v.spec << "): " << v.steps.size() << " steps";
-  if (v.oracle_top1_correct >= 0) os << "; the oracle's top-1 " << v.oracle_top1_correct << "/" << v.top1_total << " correct";
+  if (v.oracle_top1_correct >= 0)
+    os << "; the oracle's top-1 " << v.oracle_top1_correct << "/" << v.top1_total << " correct";
   os << "\n";
   for (const qc::ModelStep& s : v.steps)
     if (s.fused_differs > 0)
-      os << "  " << s.name << ": the fused integer reading differs from the QDQ reading in " << s.fused_differs << " of "
-         << s.fused_elements << " elements\n";
+      os << "  " << s.name << ": the fused integer reading differs from the QDQ reading in " << s.fused_differs
+         << " of " << s.fused_elements << " elements\n";
   for (const qc::ModelRun& r : v.runs) {
     os << "  " << r.name << " [" << r.mode << ", against the oracle's " << r.compared_with << " reading]: ";
     if (r.status != "ok") {
@@ -478,7 +479,8 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   const std::vector<qc::Backend*> backends = select_backends(all, a.backends, qc::BackendOptions{a.timeout});
   qc::check_claims(backends, "run");
   // A sharded run judges the models' runs through the graph once, in shard 1 (merge joins them).
-  const bool first_shard = a.shard.empty() ? !shard_from_env() || shard_from_env()->first == 1 : parse_shard(a.shard).first == 1;
+  const bool first_shard =
+      a.shard.empty() ? !shard_from_env() || shard_from_env()->first == 1 : parse_shard(a.shard).first == 1;
   return execute_run(std::move(suites), backends, a, argc, argv, started,
                      models.empty() || !first_shard ? RunAugment{} : judge_models(models, a.timeout));
 }
@@ -934,10 +936,12 @@ int main(int argc, char** argv) {
   RunArgs ma;
   ModelArgs mm;
   CLI::App* model = app.add_subcommand(
-      "model", "judge a quantized ONNX model: its nodes as cases on every backend, and each backend driven through "
-               "the graph (docs/models.md)");
+      "model",
+      "judge a quantized ONNX model: its nodes as cases on every backend, and each backend driven through "
+      "the graph (docs/models.md)");
   model->add_option("model", mm.file, "the .onnx file (QDQ or QOperator), or a model file NAME.model.json")->required();
-  model->add_option("--input", mm.inputs, "a graph input's values, NAME=FILE.npy (repeatable)")->allow_extra_args(false);
+  model->add_option("--input", mm.inputs, "a graph input's values, NAME=FILE.npy (repeatable)")
+      ->allow_extra_args(false);
   model->add_option("--labels", mm.labels, "one class per row of the first output (.npy): top-1 accuracy");
   model->add_option("--spec", mm.spec, "the numerics spec the model is judged under (default: onnx)");
   model->add_option("--emit-cases", mm.emit_cases, "also write the node cases as a case file into DIR");
@@ -948,7 +952,8 @@ int main(int argc, char** argv) {
   model->add_option("--baseline", ma.baseline, "known mismatches (qconform baseline): unchanged ones are XFAIL");
   model->add_flag("--gate", ma.gate, "exit 1 only on a change against --baseline (CI gate)");
   model->add_option("--timeout", ma.timeout, "seconds per backend call (isolated mode)");
-  model->add_option("--jobs,-j", ma.jobs, "backends side by side on each case (0: one per core)")->capture_default_str();
+  model->add_option("--jobs,-j", ma.jobs, "backends side by side on each case (0: one per core)")
+      ->capture_default_str();
   add_plugin_option(model);
   model->add_flag("--isolate", ma.isolate, "run each backend call of the node cases in a child process");
   model->add_option("--preset-file", ma.preset_files, "a policy file declaring custom presets (repeatable)")

@@ -10,8 +10,8 @@ namespace qc::onnx {
 
 namespace {
 
-constexpr std::string_view kFloatOps[] = {"Relu", "Clip", "MaxPool", "Reshape", "Flatten", "Transpose",
-                                          "Concat", "Identity"};
+constexpr std::string_view kFloatOps[] = {"Relu",    "Clip",      "MaxPool", "Reshape",
+                                          "Flatten", "Transpose", "Concat",  "Identity"};
 
 const Tensor& numbers(const Value* v, const std::string& where, const char* what) {
   if (!v) throw InputError(where + ": input '" + what + "' is missing");
@@ -90,7 +90,8 @@ Value max_pool(const Node& n, const std::vector<const Value*>& in, const std::st
     throw InputError(where + ": MaxPool needs 2 strides, 2 dilations and 4 pads for a 2-D kernel");
   for (int i = 0; i < 2; ++i)
     if (k[i] < 1 || s[i] < 1 || d[i] < 1 || p[i] < 0 || p[i + 2] < 0)
-      throw InputError(where + ": MaxPool's kernel_shape, strides and dilations must be positive and its pads not negative");
+      throw InputError(where +
+                       ": MaxPool's kernel_shape, strides and dilations must be positive and its pads not negative");
   const bool ceil_mode = int_attr(n, "ceil_mode", 0) != 0;
   const std::int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
   auto out_dim = [&](std::int64_t in_dim, int i) {
@@ -140,7 +141,8 @@ Value reshape(const Node& n, const std::vector<const Value*>& in, const std::str
     target = in[1]->ints;
     std::int64_t known = 1, infer = -1;
     for (std::size_t i = 0; i < target.size(); ++i) {
-      if (target[i] < -1) throw InputError(where + ": Reshape's shape " + shape_str(in[1]->ints) + " holds " + std::to_string(target[i]));
+      if (target[i] < -1)
+        throw InputError(where + ": Reshape's shape " + shape_str(in[1]->ints) + " holds " + std::to_string(target[i]));
       if (target[i] == 0 && !allowzero) {
         if (i >= x.shape().size()) throw InputError(where + ": Reshape copies a dimension the input lacks");
         target[i] = x.shape()[i];
@@ -175,13 +177,15 @@ Value transpose(const Node& n, const std::vector<const Value*>& in, const std::s
   std::vector<bool> seen(static_cast<std::size_t>(x.rank()), false);
   for (auto p : perm) {
     if (p < 0 || p >= x.rank()) throw InputError(where + ": Transpose's perm is out of range");
-    if (seen[static_cast<std::size_t>(p)]) throw InputError(where + ": Transpose's perm repeats axis " + std::to_string(p));
+    if (seen[static_cast<std::size_t>(p)])
+      throw InputError(where + ": Transpose's perm repeats axis " + std::to_string(p));
     seen[static_cast<std::size_t>(p)] = true;
     shape.push_back(x.shape()[static_cast<std::size_t>(p)]);
   }
   std::vector<std::int64_t> in_strides(static_cast<std::size_t>(x.rank()), 1);
   for (int i = x.rank() - 2; i >= 0; --i)
-    in_strides[static_cast<std::size_t>(i)] = in_strides[static_cast<std::size_t>(i) + 1] * x.shape()[static_cast<std::size_t>(i) + 1];
+    in_strides[static_cast<std::size_t>(i)] =
+        in_strides[static_cast<std::size_t>(i) + 1] * x.shape()[static_cast<std::size_t>(i) + 1];
   std::vector<std::int64_t> from(static_cast<std::size_t>(x.size())), coords;
   for (std::int64_t i = 0; i < x.size(); ++i) {
     unravel(i, shape, coords);

@@ -48,10 +48,12 @@ ModelJob load_model_file(const fs::path& file) {
   static const char* const kFields[] = {"model", "inputs", "labels", "spec", "expect", "description"};
   for (const auto& [k, _] : j.items())
     if (std::none_of(std::begin(kFields), std::end(kFields), [&](const char* f) { return k == f; }))
-      throw InputError(where + ": unknown field '" + k + "' (a model file has model, inputs, labels, spec, expect, description)");
+      throw InputError(where + ": unknown field '" + k +
+                       "' (a model file has model, inputs, labels, spec, expect, description)");
   const fs::path dir = file.parent_path();
   auto path_field = [&](const nlohmann::json& v, const std::string& field) {
-    if (!v.is_string() || v.get<std::string>().empty()) throw InputError(where + ": field '" + field + "' must be a file name");
+    if (!v.is_string() || v.get<std::string>().empty())
+      throw InputError(where + ": field '" + field + "' must be a file name");
     return (dir / v.get<std::string>()).lexically_normal().string();
   };
   ModelJob m;
@@ -90,8 +92,8 @@ PreparedModel prepare_model(const ModelJob& job) {
     if (!fs::is_regular_file(job.labels)) throw InputError("--labels " + job.labels + ": no such file");
     const Tensor t = read_npy(job.labels);
     if (!is_int(t.dtype()) || t.rank() != 1)
-      throw InputError("--labels " + job.labels + ": expected a 1-D integer array, got " + std::string(name(t.dtype())) +
-                       " " + shape_str(t.shape()));
+      throw InputError("--labels " + job.labels + ": expected a 1-D integer array, got " +
+                       std::string(name(t.dtype())) + " " + shape_str(t.shape()));
     for (std::int64_t i = 0; i < t.size(); ++i) m.labels.push_back(t.get_int(i));
   }
   m.plan = plan_model(read_model(job.model), job.model, m.spec);
@@ -104,7 +106,8 @@ PreparedModel prepare_model(const ModelJob& job) {
   }
   if (!m.labels.empty()) {
     const Value& out = m.chains[Reading::graph].at(m.plan.model.graph.outputs.at(0).name);
-    if (!out.numbers || out.numbers->rank() != 2 || out.numbers->shape()[0] != static_cast<std::int64_t>(m.labels.size()))
+    if (!out.numbers || out.numbers->rank() != 2 ||
+        out.numbers->shape()[0] != static_cast<std::int64_t>(m.labels.size()))
       throw InputError("--labels " + job.labels + ": " + std::to_string(m.labels.size()) +
                        " labels, but the model's first output is " +
                        (out.numbers ? shape_str(out.numbers->shape()) : std::string("not numbers")) +

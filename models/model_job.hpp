@@ -36,7 +36,7 @@ struct PreparedModel {
   Spec spec;
   Plan plan;
   Env inputs;
-  std::vector<std::string> described;   // one line per input
+  std::vector<std::string> described;  // one line per input
   std::vector<std::int64_t> labels;
   std::map<Reading, Env> chains;        // the oracle's graph reading, and its fused one where there is one
   Reading propagated = Reading::graph;  // what backends driven through the graph run

@@ -15,7 +15,7 @@ namespace qc::onnx {
 namespace {
 
 // The ops lowered to op requests (QOperator nodes and the float compute nodes of QDQ models).
-constexpr std::string_view kQuantizedOps[] = {"QuantizeLinear", "DequantizeLinear", "QLinearConv",  "QLinearMatMul",
+constexpr std::string_view kQuantizedOps[] = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul",
                                               "ConvInteger",    "MatMulInteger",    "QLinearAdd"};
 constexpr std::string_view kQdqComputeOps[] = {"Conv", "MatMul", "Gemm"};
 
@@ -40,7 +40,8 @@ int elem_type_of(DType t) {
 // Reading a node: its inputs by position, its attributes, and messages that name it.
 class NodeView {
  public:
-  NodeView(const Node& n, const std::string& model) : n_(n), where_(model + ": node '" + n.label() + "' (" + n.op_type + ")") {}
+  NodeView(const Node& n, const std::string& model)
+      : n_(n), where_(model + ": node '" + n.label() + "' (" + n.op_type + ")") {}
   const std::string& where() const { return where_; }
   const Node& node() const { return n_; }
   bool has(std::size_t i) const { return i < n_.inputs.size() && !n_.inputs[i].empty(); }
@@ -81,8 +82,9 @@ QuantParams qparams(const Env& constants, const NodeView& v, std::size_t scale_i
   const std::string& sname = v.input(scale_in);
   const auto sit = constants.find(sname);
   if (sit == constants.end())
-    v.fail("its scale '" + sname + "' is not a constant (qconform judges quantized nodes whose parameters are "
-                                   "initializers or Constant nodes)");
+    v.fail("its scale '" + sname +
+           "' is not a constant (qconform judges quantized nodes whose parameters are "
+           "initializers or Constant nodes)");
   const Tensor& s = numbers_of(sit->second, sname, v);
   if (s.dtype() != DType::f32 && s.dtype() != DType::f16 && s.dtype() != DType::bf16)
     v.fail("its scale '" + sname + "' is " + std::string(name(s.dtype())) + ", not float, float16 or bfloat16");
@@ -283,11 +285,13 @@ class Lowering {
       for (const auto& i : n.inputs)
         if (!i.empty() && !known.count(i) && !producer_.count(i))
           NodeView(n, plan_.where)
-              .fail("input '" + i + "' is not a graph input, an initializer or any node's output (a missing initializer?)");
+              .fail("input '" + i +
+                    "' is not a graph input, an initializer or any node's output (a missing initializer?)");
       NodeView(n, plan_.where).fail("the graph has a cycle through this node");
     }
     for (const auto& o : g.outputs)
-      if (!known.count(o.name)) throw InputError(plan_.where + ": graph output '" + o.name + "' is not computed by any node");
+      if (!known.count(o.name))
+        throw InputError(plan_.where + ": graph output '" + o.name + "' is not computed by any node");
     return order;
   }
 
@@ -402,7 +406,8 @@ class Lowering {
     const std::string x = v.input(0), w = v.input(w_in);
     const auto weights = constant_tensor(c, w);
     if (!weights) v.fail("its weights '" + w + "' are not a constant");
-    if (weights->rank() != 4) v.fail("only 2-D convolutions are supported (weights " + shape_str(weights->shape()) + ")");
+    if (weights->rank() != 4)
+      v.fail("only 2-D convolutions are supported (weights " + shape_str(weights->shape()) + ")");
     const Conv2dGeometry g = conv_geometry(v);
     add_step(n, Step::Kind::op, n.outputs.at(0)).make = [=](const Env& env) {
       QConv2dOp op;
@@ -503,7 +508,8 @@ class Lowering {
     const std::string x = v.input(0), w = v.input(1);
     const auto weights = constant_tensor(plan_.constants, w);
     if (!weights) v.fail("its weights '" + w + "' are not a constant");
-    if (weights->rank() != 4) v.fail("only 2-D convolutions are supported (weights " + shape_str(weights->shape()) + ")");
+    if (weights->rank() != 4)
+      v.fail("only 2-D convolutions are supported (weights " + shape_str(weights->shape()) + ")");
     std::optional<Tensor> bias;
     if (v.has(2)) {
       bias = constant_tensor(plan_.constants, v.input(2));
@@ -532,7 +538,8 @@ class Lowering {
       if (v.int_attr("transA", 0) != 0) v.fail("transA=1 is not supported");
       const Attribute* alpha = n.attr("alpha");
       const Attribute* beta = n.attr("beta");
-      if ((alpha && alpha->f != 1.0f) || (beta && beta->f != 1.0f)) v.fail("alpha and beta other than 1 are not supported");
+      if ((alpha && alpha->f != 1.0f) || (beta && beta->f != 1.0f))
+        v.fail("alpha and beta other than 1 are not supported");
       n_by_k = v.int_attr("transB", 0) != 0;
     }
     const std::string a = v.input(0), b = v.input(1);
@@ -658,7 +665,8 @@ class Lowering {
       const QuantParams& bp = bd->second.params;
       for (std::size_t i = 0; i < bp.scales.size(); ++i) {
         const double sw = wp.scales[wp.scales.size() == 1 ? 0 : i];
-        if (bp.zero_point(static_cast<std::int64_t>(i)) != 0 || bp.scales[i] != round_into(xp.scale_dtype, xp.scales[0] * sw))
+        if (bp.zero_point(static_cast<std::int64_t>(i)) != 0 ||
+            bp.scales[i] != round_into(xp.scale_dtype, xp.scales[0] * sw))
           return std::nullopt;
       }
       bias = reshaped(*constant_tensor(c, bd->second.source), {numel(constant_tensor(c, bd->second.source)->shape())});

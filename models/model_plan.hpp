@@ -47,21 +47,21 @@ struct Step {
     fused,     // the fused integer reading of a QDQ pattern, beside the nodes it stands for
   };
   Kind kind = Kind::op;
-  std::string name;     // unique: the node's label, or "<Conv|MatMul|Gemm node's label>.fused"
-  std::string op_type;  // the node's op_type; for a fused reading "fused <Conv|MatMul|Gemm>"
-  int node = -1;        // index into the graph's nodes (the Q node for a fused reading)
-  std::vector<std::string> reads;   // the non-constant values it reads
-  std::string writes;               // the value it computes
-  std::vector<std::string> covers;  // fused: the steps of the QDQ reading it replaces (in order)
+  std::string name;                        // unique: the node's label, or "<Conv|MatMul|Gemm node's label>.fused"
+  std::string op_type;                     // the node's op_type; for a fused reading "fused <Conv|MatMul|Gemm>"
+  int node = -1;                           // index into the graph's nodes (the Q node for a fused reading)
+  std::vector<std::string> reads;          // the non-constant values it reads
+  std::string writes;                      // the value it computes
+  std::vector<std::string> covers;         // fused: the steps of the QDQ reading it replaces (in order)
   std::function<MadeOp(const Env&)> make;  // op and fused steps
 };
 
 struct Plan {
   std::string where;  // the model file, for messages
   Model model;
-  Env constants;             // initializers, Constant nodes and folded dequantized constants
-  std::vector<Step> steps;   // graph order; a fused step follows the last step it covers
-  std::string format;        // "QDQ", "QOperator" or "QDQ+QOperator"
+  Env constants;            // initializers, Constant nodes and folded dequantized constants
+  std::vector<Step> steps;  // graph order; a fused step follows the last step it covers
+  std::string format;       // "QDQ", "QOperator" or "QDQ+QOperator"
   bool has_fused_readings() const {
     for (const Step& s : steps)
       if (s.kind == Step::Kind::fused) return true;

@@ -6,16 +6,16 @@
 #include "qconform/error.hpp"
 #include "qconform/npy.hpp"
 
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
-#include <set>
 #include <fstream>
 #include <iterator>
-#include <cstdlib>
-#include <stdlib.h>
-#include <sys/wait.h>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -42,7 +42,8 @@ std::vector<const Value*> node_inputs(const Node& n, const Env& env, const std::
       continue;
     }
     const auto it = env.find(name);
-    if (it == env.end()) throw InputError(where + ": node '" + n.label() + "' reads '" + name + "', which is not computed");
+    if (it == env.end())
+      throw InputError(where + ": node '" + n.label() + "' reads '" + name + "', which is not computed");
     in.push_back(&it->second);
   }
   return in;
@@ -65,7 +66,8 @@ std::vector<const Step*> steps_of(const Plan& plan, Reading reading) {
 
 Value float_step(const Plan& plan, const Step& s, const Env& env) {
   const Node& n = plan.model.graph.nodes[static_cast<std::size_t>(s.node)];
-  return run_float_op(n, node_inputs(n, env, plan.where), plan.where + ": node '" + n.label() + "' (" + n.op_type + ")");
+  return run_float_op(n, node_inputs(n, env, plan.where),
+                      plan.where + ": node '" + n.label() + "' (" + n.op_type + ")");
 }
 
 Expectation expectation_of(const OpRequest& op) {
@@ -124,7 +126,8 @@ std::int64_t argmax_row(const Tensor& t, std::int64_t row, std::int64_t cols) {
 
 std::string_view name(Reading r) { return r == Reading::graph ? "graph" : "fused"; }
 
-Env model_inputs(const Plan& plan, const std::map<std::string, std::string>& files, std::vector<std::string>* described) {
+Env model_inputs(const Plan& plan, const std::map<std::string, std::string>& files,
+                 std::vector<std::string>* described) {
   const Graph& g = plan.model.graph;
   for (const auto& [name, file] : files)
     if (std::none_of(g.inputs.begin(), g.inputs.end(), [&](const ValueInfo& v) { return v.name == name; })) {
@@ -138,11 +141,13 @@ Env model_inputs(const Plan& plan, const std::map<std::string, std::string>& fil
   for (const ValueInfo& in : g.inputs) {
     const auto dt = to_dtype(in.elem_type);
     const std::string what = plan.where + ": input '" + in.name + "'";
-    if (!dt) throw InputError(what + " has element type " + elem_type_name(in.elem_type) + ", which qconform does not read");
+    if (!dt)
+      throw InputError(what + " has element type " + elem_type_name(in.elem_type) + ", which qconform does not read");
     Tensor t;
     std::string line;
     if (const auto f = files.find(in.name); f != files.end()) {
-      if (!std::filesystem::exists(f->second)) throw InputError("--input " + in.name + "=" + f->second + ": no such file");
+      if (!std::filesystem::exists(f->second))
+        throw InputError("--input " + in.name + "=" + f->second + ": no such file");
       t = read_npy(f->second);
       const std::string given = "--input " + in.name + "=" + f->second;
       if (t.dtype() != *dt)
@@ -169,7 +174,8 @@ Env model_inputs(const Plan& plan, const std::map<std::string, std::string>& fil
         const auto range = quantize_range(plan, in.name);
         fill_uniform(t, seed++, range ? range->first : -1.0, range ? range->second : 1.0);
       } else {
-        for (std::int64_t i = 0; i < t.size(); ++i) t.set_int(i, int_min(*dt) + static_cast<std::int64_t>(i * 37 % 251) % (int_max(*dt) - int_min(*dt) + 1));
+        for (std::int64_t i = 0; i < t.size(); ++i)
+          t.set_int(i, int_min(*dt) + static_cast<std::int64_t>(i * 37 % 251) % (int_max(*dt) - int_min(*dt) + 1));
       }
       line = in.name + ": " + std::string(name(*dt)) + " " + shape_str(t.shape()) + " generated";
     }
@@ -200,7 +206,8 @@ Suite isolated_suite(const Plan& plan, const Env& chain, const Spec& spec) {
   Suite suite;
   suite.name = std::filesystem::path(plan.where).stem().string();
   suite.file = plan.where;
-  suite.description = "the quantized computations of " + plan.where + " (" + plan.format + "), each on the values the oracle's chain gives it";
+  suite.description = "the quantized computations of " + plan.where + " (" + plan.format +
+                      "), each on the values the oracle's chain gives it";
   for (const Step& s : plan.steps) {
     if (s.kind == Step::Kind::float_op) continue;
     Case c;
@@ -431,7 +438,8 @@ Propagated run_whole_model(const Plan& plan, const Env& inputs, const Env& chain
   p.run.compared_with = "graph";
   const auto started = std::chrono::steady_clock::now();
   std::string tmpl = (fs::temp_directory_path() / "qconform-model-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot make a temporary folder under " + fs::temp_directory_path().string());
+  if (!mkdtemp(tmpl.data()))
+    throw std::runtime_error("cannot make a temporary folder under " + fs::temp_directory_path().string());
   const fs::path dir = tmpl;
   struct Cleanup {
     fs::path d;
@@ -468,7 +476,8 @@ Propagated run_whole_model(const Plan& plan, const Env& inputs, const Env& chain
   if (status != 0) {
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     p.run.status = "failed";
-    p.run.note = code == 124 ? "timed out after " + std::to_string(static_cast<long>(timeout_seconds > 0 ? timeout_seconds : 600)) + " s"
+    p.run.note = code == 124 ? "timed out after " +
+                                   std::to_string(static_cast<long>(timeout_seconds > 0 ? timeout_seconds : 600)) + " s"
                              : "exit status " + std::to_string(code) + ": " + tail_of(errors, 600);
     return p;
   }

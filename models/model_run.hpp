@@ -19,7 +19,8 @@ namespace qc::onnx {
 // which needs its declared shape to be static. Throws InputError naming the model, the input and the
 // file: a name that is not a graph input, a dtype or shape that differs from the declared one,
 // symbolic dimensions without a file. `described` gets one line per input.
-Env model_inputs(const Plan& plan, const std::map<std::string, std::string>& files, std::vector<std::string>* described);
+Env model_inputs(const Plan& plan, const std::map<std::string, std::string>& files,
+                 std::vector<std::string>* described);
 
 // Which nodes a run computes: the graph's own (QDQ: dequantize, float op, quantize), or each QDQ
 // pattern's fused integer reading in place of the nodes it covers.
@@ -70,11 +71,11 @@ namespace qc::onnx {
 // MODEL LEVEL OUT_DIR [--capture NAME:TYPE,...] INPUT=FILE.npy... and answers as
 // peers/ort/model_runner.js does.
 struct WholeModelRuntime {
-  std::string name;     // "onnxruntime-cpu [disabled]"
-  std::string backend;  // the peer it belongs to
-  std::string command;  // a shell command line, the arguments appended
-  std::string level;    // the graph optimization level
-  bool capture = false; // ask for every step's value (only where that cannot change the graph run)
+  std::string name;      // "onnxruntime-cpu [disabled]"
+  std::string backend;   // the peer it belongs to
+  std::string command;   // a shell command line, the arguments appended
+  std::string level;     // the graph optimization level
+  bool capture = false;  // ask for every step's value (only where that cannot change the graph run)
 };
 
 // Runs the model on `rt` with `inputs`; compared as the QDQ reading (the graph's own nodes). A

@@ -69,11 +69,20 @@ class Reader {
   }
   void skip(int wire) {
     switch (wire) {
-      case kVarint: varint(); return;
-      case kFixed64: fixed(8); return;
-      case kLength: bytes(); return;
-      case kFixed32: fixed(4); return;
-      default: fail("wire type " + std::to_string(wire) + ", which is not protobuf (not an ONNX file?)");
+      case kVarint:
+        varint();
+        return;
+      case kFixed64:
+        fixed(8);
+        return;
+      case kLength:
+        bytes();
+        return;
+      case kFixed32:
+        fixed(4);
+        return;
+      default:
+        fail("wire type " + std::to_string(wire) + ", which is not protobuf (not an ONNX file?)");
     }
   }
   // A repeated scalar field, packed (wire type 2) or one element per key.
@@ -134,16 +143,24 @@ RawTensor read_tensor_fields(Reader r) {
   while (!r.done()) {
     auto [field, wire] = r.key();
     switch (field) {
-      case 1: r.repeated(wire, kVarint, [&](Reader& x) { t.dims.push_back(as_int64(x.varint())); }); break;
-      case 2: t.data_type = static_cast<int>(r.varint_field()); break;
+      case 1:
+        r.repeated(wire, kVarint, [&](Reader& x) { t.dims.push_back(as_int64(x.varint())); });
+        break;
+      case 2:
+        t.data_type = static_cast<int>(r.varint_field());
+        break;
       case 4:
         r.repeated(wire, kFixed32, [&](Reader& x) { t.floats.push_back(std::bit_cast<float>(x.fixed32())); });
         break;
       case 5:
         r.repeated(wire, kVarint, [&](Reader& x) { t.int32s.push_back(static_cast<std::int32_t>(x.varint())); });
         break;
-      case 7: r.repeated(wire, kVarint, [&](Reader& x) { t.int64s.push_back(as_int64(x.varint())); }); break;
-      case 8: t.name = std::string(r.bytes_field()); break;
+      case 7:
+        r.repeated(wire, kVarint, [&](Reader& x) { t.int64s.push_back(as_int64(x.varint())); });
+        break;
+      case 8:
+        t.name = std::string(r.bytes_field());
+        break;
       case 9:
         t.raw = r.bytes_field();
         t.has_raw = true;
@@ -151,9 +168,14 @@ RawTensor read_tensor_fields(Reader r) {
       case 10:
         r.repeated(wire, kFixed64, [&](Reader& x) { t.doubles.push_back(std::bit_cast<double>(x.fixed64())); });
         break;
-      case 11: r.repeated(wire, kVarint, [&](Reader& x) { t.uint64s.push_back(x.varint()); }); break;
-      case 14: t.external = r.varint_field() == 1; break;
-      default: r.skip(wire);
+      case 11:
+        r.repeated(wire, kVarint, [&](Reader& x) { t.uint64s.push_back(x.varint()); });
+        break;
+      case 14:
+        t.external = r.varint_field() == 1;
+        break;
+      default:
+        r.skip(wire);
     }
   }
   return t;
@@ -162,8 +184,9 @@ RawTensor read_tensor_fields(Reader r) {
 Value decode_tensor(const RawTensor& t, const std::string& where) {
   const std::string what = where + ": tensor '" + t.name + "'";
   if (t.external)
-    throw InputError(what + " keeps its data in an external file, which qconform does not read (save the model "
-                            "with its tensors inside it)");
+    throw InputError(what +
+                     " keeps its data in an external file, which qconform does not read (save the model "
+                     "with its tensors inside it)");
   Value v;
   v.elem_type = t.data_type;
   v.shape = t.dims;
@@ -171,7 +194,8 @@ Value decode_tensor(const RawTensor& t, const std::string& where) {
   std::int64_t n = 1;
   for (auto d : t.dims) {
     if (d < 0) throw InputError(what + " has a negative dimension " + std::to_string(d));
-    if (d != 0 && n > (std::int64_t{1} << 40) / d) throw InputError(what + " of shape " + shape_str(t.dims) + " is too large");
+    if (d != 0 && n > (std::int64_t{1} << 40) / d)
+      throw InputError(what + " of shape " + shape_str(t.dims) + " is too large");
     n *= d;
   }
   auto count_error = [&](std::int64_t got) {
@@ -180,11 +204,13 @@ Value decode_tensor(const RawTensor& t, const std::string& where) {
   };
   if (v.is_int64()) {
     if (t.has_raw) {
-      if (t.raw.size() != static_cast<std::size_t>(n) * 8) throw count_error(static_cast<std::int64_t>(t.raw.size() / 8));
+      if (t.raw.size() != static_cast<std::size_t>(n) * 8)
+        throw count_error(static_cast<std::int64_t>(t.raw.size() / 8));
       v.ints.resize(static_cast<std::size_t>(n));
       std::memcpy(v.ints.data(), t.raw.data(), t.raw.size());  // little-endian, as onnx.proto says raw_data is
     } else {
-      if (static_cast<std::int64_t>(t.int64s.size()) != n) throw count_error(static_cast<std::int64_t>(t.int64s.size()));
+      if (static_cast<std::int64_t>(t.int64s.size()) != n)
+        throw count_error(static_cast<std::int64_t>(t.int64s.size()));
       v.ints = t.int64s;
     }
     return v;
@@ -199,13 +225,13 @@ Value decode_tensor(const RawTensor& t, const std::string& where) {
   {  // The data holds n values: checked before the tensor is made, so dims alone never allocate.
     const auto size = [](const auto& v) { return static_cast<std::int64_t>(v.size()); };
     const std::int64_t raw = static_cast<std::int64_t>(t.raw.size());
-    const bool ok = t.has_raw ? (four_bit ? raw == (n + 1) / 2 : raw == n * bytes)
+    const bool ok = t.has_raw           ? (four_bit ? raw == (n + 1) / 2 : raw == n * bytes)
                     : *dt == DType::f32 ? size(t.floats) == n
                     : *dt == DType::f64 ? size(t.doubles) == n
                     : four_bit          ? size(t.int32s) == (n + 1) / 2
                                         : size(t.int32s) == n;
     if (!ok)
-      throw count_error(t.has_raw ? (four_bit ? raw * 2 : raw / bytes)
+      throw count_error(t.has_raw           ? (four_bit ? raw * 2 : raw / bytes)
                         : *dt == DType::f32 ? size(t.floats)
                         : *dt == DType::f64 ? size(t.doubles)
                         : four_bit          ? size(t.int32s) * 2
@@ -215,7 +241,8 @@ Value decode_tensor(const RawTensor& t, const std::string& where) {
   if (t.has_raw) {
     if (four_bit) {
       // Two values per byte, the first in the low nibble (onnx.proto: "INT4 ... packed").
-      if (t.raw.size() != static_cast<std::size_t>((n + 1) / 2)) throw count_error(static_cast<std::int64_t>(t.raw.size()) * 2);
+      if (t.raw.size() != static_cast<std::size_t>((n + 1) / 2))
+        throw count_error(static_cast<std::int64_t>(t.raw.size()) * 2);
       for (std::int64_t i = 0; i < n; ++i) {
         const auto byte = static_cast<std::uint8_t>(t.raw[static_cast<std::size_t>(i / 2)]);
         const unsigned nib = (i % 2 == 0) ? (byte & 0xfu) : (byte >> 4);
@@ -230,11 +257,13 @@ Value decode_tensor(const RawTensor& t, const std::string& where) {
     if (static_cast<std::int64_t>(t.floats.size()) != n) throw count_error(static_cast<std::int64_t>(t.floats.size()));
     std::memcpy(out.bytes().data(), t.floats.data(), t.floats.size() * 4);
   } else if (*dt == DType::f64) {
-    if (static_cast<std::int64_t>(t.doubles.size()) != n) throw count_error(static_cast<std::int64_t>(t.doubles.size()));
+    if (static_cast<std::int64_t>(t.doubles.size()) != n)
+      throw count_error(static_cast<std::int64_t>(t.doubles.size()));
     std::memcpy(out.bytes().data(), t.doubles.data(), t.doubles.size() * 8);
   } else if (four_bit) {
     // int32_data holds the packed bytes, one per int32 (onnx.proto, int32_data).
-    if (static_cast<std::int64_t>(t.int32s.size()) != (n + 1) / 2) throw count_error(static_cast<std::int64_t>(t.int32s.size()) * 2);
+    if (static_cast<std::int64_t>(t.int32s.size()) != (n + 1) / 2)
+      throw count_error(static_cast<std::int64_t>(t.int32s.size()) * 2);
     for (std::int64_t i = 0; i < n; ++i) {
       const auto byte = static_cast<std::uint32_t>(t.int32s[static_cast<std::size_t>(i / 2)]);
       const unsigned nib = (i % 2 == 0) ? (byte & 0xfu) : ((byte >> 4) & 0xfu);
@@ -267,10 +296,18 @@ Attribute read_attribute(Reader r) {
   while (!r.done()) {
     auto [field, wire] = r.key();
     switch (field) {
-      case 1: a.name = std::string(r.bytes_field()); break;
-      case 2: a.f = std::bit_cast<float>(r.fixed32_field()); break;
-      case 3: a.i = as_int64(r.varint_field()); break;
-      case 4: a.s = std::string(r.bytes_field()); break;
+      case 1:
+        a.name = std::string(r.bytes_field());
+        break;
+      case 2:
+        a.f = std::bit_cast<float>(r.fixed32_field());
+        break;
+      case 3:
+        a.i = as_int64(r.varint_field());
+        break;
+      case 4:
+        a.s = std::string(r.bytes_field());
+        break;
       case 5: {
         Reader inner(r.bytes_field(), r.where() + ", attribute '" + a.name + "'");
         a.t = decode_tensor(read_tensor_fields(inner), inner.where());
@@ -284,9 +321,14 @@ Attribute read_attribute(Reader r) {
       case 7:
         r.repeated(wire, kFixed32, [&](Reader& x) { a.floats.push_back(std::bit_cast<float>(x.fixed32())); });
         break;
-      case 8: r.repeated(wire, kVarint, [&](Reader& x) { a.ints.push_back(as_int64(x.varint())); }); break;
-      case 20: a.type = static_cast<Attribute::Type>(r.varint_field()); break;
-      default: r.skip(wire);
+      case 8:
+        r.repeated(wire, kVarint, [&](Reader& x) { a.ints.push_back(as_int64(x.varint())); });
+        break;
+      case 20:
+        a.type = static_cast<Attribute::Type>(r.varint_field());
+        break;
+      default:
+        r.skip(wire);
     }
   }
   return a;
@@ -298,17 +340,28 @@ Node read_node(Reader r, int index) {
   while (!r.done()) {
     auto [field, wire] = r.key();
     switch (field) {
-      case 1: n.inputs.emplace_back(r.bytes_field()); break;
-      case 2: n.outputs.emplace_back(r.bytes_field()); break;
-      case 3: n.name = std::string(r.bytes_field()); break;
-      case 4: n.op_type = std::string(r.bytes_field()); break;
+      case 1:
+        n.inputs.emplace_back(r.bytes_field());
+        break;
+      case 2:
+        n.outputs.emplace_back(r.bytes_field());
+        break;
+      case 3:
+        n.name = std::string(r.bytes_field());
+        break;
+      case 4:
+        n.op_type = std::string(r.bytes_field());
+        break;
       case 5: {
         Reader inner(r.bytes_field(), r.where() + ", node " + std::to_string(index));
         n.attributes.push_back(read_attribute(inner));
         break;
       }
-      case 7: n.domain = std::string(r.bytes_field()); break;
-      default: r.skip(wire);
+      case 7:
+        n.domain = std::string(r.bytes_field());
+        break;
+      default:
+        r.skip(wire);
     }
   }
   if (n.domain == "ai.onnx") n.domain.clear();
@@ -384,7 +437,9 @@ Graph read_graph(Reader r) {
         g.nodes.push_back(read_node(Reader(r.bytes_field(), r.where()), index));
         break;
       }
-      case 2: g.name = std::string(r.bytes_field()); break;
+      case 2:
+        g.name = std::string(r.bytes_field());
+        break;
       case 5: {
         auto raw = read_tensor_fields(Reader(r.bytes_field(), r.where()));
         if (raw.name.empty()) r.fail("an initializer without a name");
@@ -392,10 +447,16 @@ Graph read_graph(Reader r) {
         g.initializers[name] = decode_tensor(raw, r.where());
         break;
       }
-      case 11: inputs.push_back(read_value_info(Reader(r.bytes_field(), r.where()))); break;
-      case 12: g.outputs.push_back(read_value_info(Reader(r.bytes_field(), r.where()))); break;
-      case 15: r.fail("a sparse initializer, which qconform does not read");
-      default: r.skip(wire);
+      case 11:
+        inputs.push_back(read_value_info(Reader(r.bytes_field(), r.where())));
+        break;
+      case 12:
+        g.outputs.push_back(read_value_info(Reader(r.bytes_field(), r.where())));
+        break;
+      case 15:
+        r.fail("a sparse initializer, which qconform does not read");
+      default:
+        r.skip(wire);
     }
   }
   for (auto& in : inputs)
@@ -406,31 +467,45 @@ Graph read_graph(Reader r) {
 }  // namespace
 
 std::string elem_type_name(int t) {
-  static const char* const kNames[] = {"UNDEFINED", "FLOAT",        "UINT8",          "INT8",        "UINT16",
-                                       "INT16",     "INT32",        "INT64",          "STRING",      "BOOL",
-                                       "FLOAT16",   "DOUBLE",       "UINT32",         "UINT64",      "COMPLEX64",
-                                       "COMPLEX128", "BFLOAT16",    "FLOAT8E4M3FN",   "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
-                                       "FLOAT8E5M2FNUZ", "UINT4",   "INT4",           "FLOAT4E2M1"};
+  static const char* const kNames[] = {"UNDEFINED",      "FLOAT",    "UINT8",        "INT8",           "UINT16",
+                                       "INT16",          "INT32",    "INT64",        "STRING",         "BOOL",
+                                       "FLOAT16",        "DOUBLE",   "UINT32",       "UINT64",         "COMPLEX64",
+                                       "COMPLEX128",     "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+                                       "FLOAT8E5M2FNUZ", "UINT4",    "INT4",         "FLOAT4E2M1"};
   if (t >= 0 && t < static_cast<int>(std::size(kNames))) return kNames[t];
   return "type " + std::to_string(t);
 }
 
 std::optional<DType> to_dtype(int t) {
   switch (static_cast<ElemType>(t)) {
-    case ElemType::f32: return DType::f32;
-    case ElemType::f64: return DType::f64;
-    case ElemType::f16: return DType::f16;
-    case ElemType::bf16: return DType::bf16;
-    case ElemType::f8e4m3fn: return DType::f8e4m3fn;
-    case ElemType::f8e5m2: return DType::f8e5m2;
-    case ElemType::i32: return DType::i32;
-    case ElemType::i16: return DType::i16;
-    case ElemType::u16: return DType::u16;
-    case ElemType::i8: return DType::i8;
-    case ElemType::u8: return DType::u8;
-    case ElemType::i4: return DType::i4;
-    case ElemType::u4: return DType::u4;
-    default: return std::nullopt;
+    case ElemType::f32:
+      return DType::f32;
+    case ElemType::f64:
+      return DType::f64;
+    case ElemType::f16:
+      return DType::f16;
+    case ElemType::bf16:
+      return DType::bf16;
+    case ElemType::f8e4m3fn:
+      return DType::f8e4m3fn;
+    case ElemType::f8e5m2:
+      return DType::f8e5m2;
+    case ElemType::i32:
+      return DType::i32;
+    case ElemType::i16:
+      return DType::i16;
+    case ElemType::u16:
+      return DType::u16;
+    case ElemType::i8:
+      return DType::i8;
+    case ElemType::u8:
+      return DType::u8;
+    case ElemType::i4:
+      return DType::i4;
+    case ElemType::u4:
+      return DType::u4;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -455,9 +530,15 @@ Model parse_model(std::string_view bytes, const std::string& where) {
   while (!r.done()) {
     auto [field, wire] = r.key();
     switch (field) {
-      case 1: m.ir_version = as_int64(r.varint_field()); break;
-      case 2: m.producer = std::string(r.bytes_field()) + m.producer; break;
-      case 3: m.producer += " " + std::string(r.bytes_field()); break;
+      case 1:
+        m.ir_version = as_int64(r.varint_field());
+        break;
+      case 2:
+        m.producer = std::string(r.bytes_field()) + m.producer;
+        break;
+      case 3:
+        m.producer += " " + std::string(r.bytes_field());
+        break;
       case 7:
         m.graph = read_graph(Reader(r.bytes_field(), where + ", graph"));
         has_graph = true;
@@ -479,7 +560,8 @@ Model parse_model(std::string_view bytes, const std::string& where) {
         m.opsets[domain] = version;
         break;
       }
-      default: r.skip(wire);
+      default:
+        r.skip(wire);
     }
   }
   if (!has_graph) throw InputError(where + ": not an ONNX model (no graph)");

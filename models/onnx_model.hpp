@@ -20,9 +20,30 @@ namespace qc::onnx {
 
 // TensorProto.DataType. Only the types a quantized graph's tensors have are read into a Tensor.
 enum class ElemType : int {
-  undefined = 0, f32 = 1, u8 = 2, i8 = 3, u16 = 4, i16 = 5, i32 = 6, i64 = 7, string = 8, boolean = 9, f16 = 10,
-  f64 = 11, u32 = 12, u64 = 13, c64 = 14, c128 = 15, bf16 = 16, f8e4m3fn = 17, f8e4m3fnuz = 18, f8e5m2 = 19,
-  f8e5m2fnuz = 20, u4 = 21, i4 = 22, f4e2m1 = 23,
+  undefined = 0,
+  f32 = 1,
+  u8 = 2,
+  i8 = 3,
+  u16 = 4,
+  i16 = 5,
+  i32 = 6,
+  i64 = 7,
+  string = 8,
+  boolean = 9,
+  f16 = 10,
+  f64 = 11,
+  u32 = 12,
+  u64 = 13,
+  c64 = 14,
+  c128 = 15,
+  bf16 = 16,
+  f8e4m3fn = 17,
+  f8e4m3fnuz = 18,
+  f8e5m2 = 19,
+  f8e5m2fnuz = 20,
+  u4 = 21,
+  i4 = 22,
+  f4e2m1 = 23,
 };
 // "FLOAT", "INT8", ... (onnx.proto's names), or "type N" for a number it does not name.
 std::string elem_type_name(int t);
@@ -34,8 +55,8 @@ std::optional<DType> to_dtype(int t);
 struct Value {
   int elem_type = 0;
   Shape shape;
-  std::optional<Tensor> numbers;    // every element type to_dtype maps
-  std::vector<std::int64_t> ints;   // int64 values (elem_type i64)
+  std::optional<Tensor> numbers;   // every element type to_dtype maps
+  std::vector<std::int64_t> ints;  // int64 values (elem_type i64)
   bool is_int64() const { return elem_type == static_cast<int>(ElemType::i64); }
 };
 
@@ -55,7 +76,7 @@ struct Attribute {
 struct Node {
   std::string name;  // as in the file; "" where the exporter gave none (label() makes one)
   std::string op_type;
-  std::string domain;  // "" (and "ai.onnx") for the default domain
+  std::string domain;                        // "" (and "ai.onnx") for the default domain
   std::vector<std::string> inputs, outputs;  // "" for an omitted optional input
   std::vector<Attribute> attributes;
   int index = 0;  // position in the file's node list

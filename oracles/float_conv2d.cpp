@@ -126,7 +126,8 @@ void fixed_point_conv2d(const Conv2dShape& cs, const FixedPoint& f, FloatConv2dR
           const double scaled = std::ldexp(bd, e);
           r.bound[i] = std::isfinite(scaled) && (scaled == 0 || std::fabs(scaled) >= 0x1p-1022)
                            ? scaled
-                           : round_to_format(DType::f64, e >= 0 ? Rational(big(bound) << e) : Rational(big(bound), BigInt(1) << -e))
+                           : round_to_format(DType::f64,
+                                             e >= 0 ? Rational(big(bound) << e) : Rational(big(bound), BigInt(1) << -e))
                                  .value.convert_to<double>();
           r.exact[i] = std::move(v);
         }

@@ -146,13 +146,13 @@ json model_json(const ModelView& v) {
   for (const ModelStep& s : v.steps) {
     json runs = json::array();
     for (const ModelStepRun& r : s.runs) {
-      json j = {{"run", r.run},         {"computed", r.computed}, {"elements", r.elements},
-                {"differing", r.differing}, {"max_lsb", r.max_lsb}, {"max_abs", r.max_abs}};
+      json j = {{"run", r.run},         {"computed", r.computed}, {"elements", r.elements}, {"differing", r.differing},
+                {"max_lsb", r.max_lsb}, {"max_abs", r.max_abs}};
       if (!r.note.empty()) j["note"] = r.note;
       if (!r.cause.empty()) j["cause"] = r.cause;
       runs.push_back(std::move(j));
     }
-    json j = {{"name", s.name},     {"op_type", s.op_type}, {"kind", s.kind}, {"case", s.case_id},
+    json j = {{"name", s.name},     {"op_type", s.op_type}, {"kind", s.kind},   {"case", s.case_id},
               {"output", s.output}, {"shape", s.shape},     {"dtype", s.dtype}, {"runs", runs}};
     if (!s.covers.empty()) j["covers"] = s.covers;
     if (s.fused_differs >= 0) j["fused_agreement"] = {{"differing", s.fused_differs}, {"elements", s.fused_elements}};
@@ -160,27 +160,29 @@ json model_json(const ModelView& v) {
   }
   json runs = json::array();
   for (const ModelRun& r : v.runs) {
-    json j = {{"name", r.name},
-              {"backend", r.backend},
-              {"mode", r.mode},
-              {"reading", r.reading},
-              {"compared_with", r.compared_with},
-              {"status", r.status},
-              {"first_divergent", r.first_divergent},
-              {"first_float_difference", r.first_float_difference},
-              {"steps_run", r.steps_run},
-              {"steps_by_oracle", r.steps_by_oracle},
-              {"output", {{"elements", r.output_elements}, {"differing", r.output_differing}, {"max_abs", r.output_max_abs}}},
-              {"seconds", r.seconds}};
+    json j = {
+        {"name", r.name},
+        {"backend", r.backend},
+        {"mode", r.mode},
+        {"reading", r.reading},
+        {"compared_with", r.compared_with},
+        {"status", r.status},
+        {"first_divergent", r.first_divergent},
+        {"first_float_difference", r.first_float_difference},
+        {"steps_run", r.steps_run},
+        {"steps_by_oracle", r.steps_by_oracle},
+        {"output", {{"elements", r.output_elements}, {"differing", r.output_differing}, {"max_abs", r.output_max_abs}}},
+        {"seconds", r.seconds}};
     if (!r.note.empty()) j["note"] = r.note;
     if (!r.first_divergent_cause.empty()) j["first_divergent_cause"] = r.first_divergent_cause;
     if (r.top1_agree >= 0) j["top1"] = {{"rows", r.top1_total}, {"agree_with_oracle", r.top1_agree}};
     if (r.top1_correct >= 0) j["top1"]["correct"] = r.top1_correct;
     runs.push_back(std::move(j));
   }
-  json j = {{"file", v.file},   {"name", v.name},     {"format", v.format},           {"spec", v.spec},
-            {"producer", v.producer}, {"ir_version", v.ir_version}, {"opset", v.opset}, {"inputs", v.inputs},
-            {"steps", steps}, {"runs", runs}};
+  json j = {{"file", v.file},   {"name", v.name},         {"format", v.format},
+            {"spec", v.spec},   {"producer", v.producer}, {"ir_version", v.ir_version},
+            {"opset", v.opset}, {"inputs", v.inputs},     {"steps", steps},
+            {"runs", runs}};
   if (v.oracle_top1_correct >= 0) j["oracle_top1"] = {{"rows", v.top1_total}, {"correct", v.oracle_top1_correct}};
   return j;
 }
@@ -194,22 +196,22 @@ json to_json(const RunReport& r) {
   }
   const RunMetadata& m = r.meta;
   json j = {{"schema_version", kReportSchemaVersion},
-          {"tool", "qconform"},
-          {"metadata",
-           {{"version", m.tool_version},
-            {"git_revision", m.git_revision},
-            {"compiler", m.compiler},
-            {"host", m.host},
-            {"cpu", m.cpu},
-            {"cpu_features", m.cpu_features},
-            {"backends", m.backends},
-            {"backend_facts", m.backend_facts},
-            {"command_line", m.command_line},
-            {"shard", m.shard},
-            {"started_at", m.started_at},
-            {"seconds", m.seconds}}},
-          {"summary", r.verdict_counts()},
-          {"cases", cases}};
+            {"tool", "qconform"},
+            {"metadata",
+             {{"version", m.tool_version},
+              {"git_revision", m.git_revision},
+              {"compiler", m.compiler},
+              {"host", m.host},
+              {"cpu", m.cpu},
+              {"cpu_features", m.cpu_features},
+              {"backends", m.backends},
+              {"backend_facts", m.backend_facts},
+              {"command_line", m.command_line},
+              {"shard", m.shard},
+              {"started_at", m.started_at},
+              {"seconds", m.seconds}}},
+            {"summary", r.verdict_counts()},
+            {"cases", cases}};
   if (!r.models.empty()) {
     j["models"] = json::array();
     for (const ModelView& v : r.models) j["models"].push_back(model_json(v));

@@ -163,9 +163,9 @@ struct RunMetadata {
 
 // One run of a model's steps compared, step by step, with the oracle's run of the same reading.
 struct ModelStepRun {
-  std::string run;      // ModelRun::name
-  bool computed = true; // false: the backend does not run this step; the oracle computed it on the
-                        // backend's own inputs (`note` says why), so the run could go on
+  std::string run;       // ModelRun::name
+  bool computed = true;  // false: the backend does not run this step; the oracle computed it on the
+                         // backend's own inputs (`note` says why), so the run could go on
   std::string note;
   std::int64_t elements = 0;
   std::int64_t differing = 0;  // elements whose bits differ from the oracle's chain
@@ -194,9 +194,10 @@ struct ModelRun {
   std::string name;     // "<backend> (fused)", ...
   std::string backend;  // "oracle" for the oracle's own fused reading
   std::string mode;     // "propagated" or "whole"
-  std::string reading;  // "graph" (the model's own nodes: a QDQ model's QDQ reading) or "fused" (each QDQ pattern as its integer kernel)
-  std::string compared_with;   // the oracle chain it is compared with ("graph" or "fused")
-  std::string status = "ok";   // "ok", or "failed": `note` says where and why
+  std::string reading;  // "graph" (the model's own nodes: a QDQ model's QDQ reading) or "fused" (each QDQ pattern as
+                        // its integer kernel)
+  std::string compared_with;  // the oracle chain it is compared with ("graph" or "fused")
+  std::string status = "ok";  // "ok", or "failed": `note` says where and why
   std::string note;
   // The first step whose quantized (integer) output differs from the oracle's chain; "" none.
   std::string first_divergent;

@@ -15,10 +15,10 @@
 #include "harness/infer.hpp"
 #include "harness/runner.hpp"
 #include "models/model_job.hpp"
-#include "reports/writers.hpp"
 #include "qconform/error.hpp"
 #include "qconform/exec_runner.hpp"
 #include "reports/reader.hpp"
+#include "reports/writers.hpp"
 
 #include <pybind11/functional.h>
 #include <pybind11/stl/filesystem.h>
@@ -681,8 +681,10 @@ void bind_backends(py::module_& m) {
           return py::str(py::module_::import("os").attr("fspath")(h)).cast<std::string>();
         };
         const std::string file = fspath(path);
-        if (qc::onnx::is_model_file(file)) job = qc::onnx::load_model_file(file);
-        else job.model = file;
+        if (qc::onnx::is_model_file(file))
+          job = qc::onnx::load_model_file(file);
+        else
+          job.model = file;
         for (const auto& [k, v] : inputs) job.inputs[k] = v;
         if (!labels.is_none()) job.labels = fspath(labels);
         if (!spec.empty()) {

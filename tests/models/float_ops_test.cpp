@@ -64,10 +64,14 @@ Node make_node(const std::string& op, std::vector<Attribute> attrs = {}, std::si
 
 int elem_type(DType t) {
   switch (t) {
-    case DType::f32: return static_cast<int>(ElemType::f32);
-    case DType::u8: return static_cast<int>(ElemType::u8);
-    case DType::i8: return static_cast<int>(ElemType::i8);
-    default: return 0;
+    case DType::f32:
+      return static_cast<int>(ElemType::f32);
+    case DType::u8:
+      return static_cast<int>(ElemType::u8);
+    case DType::i8:
+      return static_cast<int>(ElemType::i8);
+    default:
+      return 0;
   }
 }
 
@@ -119,12 +123,12 @@ std::string refusal(const Node& n, const std::vector<const Value*>& in) {
   return "";
 }
 
-#define EXPECT_REFUSED(node, inputs, substring)                  \
-  do {                                                           \
-    const std::string msg_ = refusal(node, inputs);              \
-    EXPECT_NE(msg_, "") << "no refusal naming " << (substring);  \
-    EXPECT_NE(msg_.find(kWhere), std::string::npos) << msg_;     \
-    EXPECT_NE(msg_.find(substring), std::string::npos) << msg_;  \
+#define EXPECT_REFUSED(node, inputs, substring)                 \
+  do {                                                          \
+    const std::string msg_ = refusal(node, inputs);             \
+    EXPECT_NE(msg_, "") << "no refusal naming " << (substring); \
+    EXPECT_NE(msg_.find(kWhere), std::string::npos) << msg_;    \
+    EXPECT_NE(msg_.find(substring), std::string::npos) << msg_; \
   } while (0)
 
 // ---- MaxPool -----------------------------------------------------------------------------------------
@@ -166,15 +170,15 @@ TEST(FloatOpsMaxPool, PaddingNeverWins) {
   // pads [1,1,1,1], kernel 2, stride 2: out = floor((3 + 2 - 2) / 2 + 1) = 2 per axis. Windows (rows x cols,
   // in input coordinates): [-1,0]x[-1,0] -> {-1}; [-1,0]x[1,2] -> {-2,-3}; [1,2]x[-1,0] -> {-4,-7};
   // [1,2]x[1,2] -> {-5,-6,-8,-9}.
-  const Node sym = make_node("MaxPool", {ints_attr("kernel_shape", {2, 2}), ints_attr("strides", {2, 2}),
-                                         ints_attr("pads", {1, 1, 1, 1})});
+  const Node sym = make_node(
+      "MaxPool", {ints_attr("kernel_shape", {2, 2}), ints_attr("strides", {2, 2}), ints_attr("pads", {1, 1, 1, 1})});
   const Value y = run(sym, {&x});
   EXPECT_EQ(y.shape, (Shape{1, 1, 2, 2}));
   EXPECT_EQ(values(y), (std::vector<double>{-1, -2, -4, -5}));
   // pads [x1_begin, x2_begin, x1_end, x2_end] = [0, 0, 1, 1]: out = floor((3 + 1 - 2) / 2 + 1) = 2. Windows:
   // [0,1]x[0,1] -> -1; [0,1]x[2,3] -> {-3,-6}; [2,3]x[0,1] -> {-7,-8}; [2,3]x[2,3] -> {-9}.
-  const Node end = make_node("MaxPool", {ints_attr("kernel_shape", {2, 2}), ints_attr("strides", {2, 2}),
-                                         ints_attr("pads", {0, 0, 1, 1})});
+  const Node end = make_node(
+      "MaxPool", {ints_attr("kernel_shape", {2, 2}), ints_attr("strides", {2, 2}), ints_attr("pads", {0, 0, 1, 1})});
   const Value z = run(end, {&x});
   EXPECT_EQ(z.shape, (Shape{1, 1, 2, 2}));
   EXPECT_EQ(values(z), (std::vector<double>{-1, -3, -7, -9}));
@@ -249,7 +253,8 @@ TEST(FloatOpsMaxPool, Refusals) {
   EXPECT_REFUSED(make_node("MaxPool", {ints_attr("kernel_shape", {2, 2}), string_attr("auto_pad", "SAME_UPPER")}),
                  std::vector<const Value*>{&x}, "auto_pad=SAME_UPPER");
   // VALID and NOTSET are explicit-pads modes and run.
-  EXPECT_EQ(refusal(make_node("MaxPool", {ints_attr("kernel_shape", {2, 2}), string_attr("auto_pad", "VALID")}), {&x}), "");
+  EXPECT_EQ(refusal(make_node("MaxPool", {ints_attr("kernel_shape", {2, 2}), string_attr("auto_pad", "VALID")}), {&x}),
+            "");
   EXPECT_REFUSED(make_node("MaxPool", {}), std::vector<const Value*>{&x}, "kernel_shape");
   const Value x3 = val(DType::f32, {1, 2, 2}, {1, 2, 3, 4});
   EXPECT_REFUSED(make_node("MaxPool", {ints_attr("kernel_shape", {2, 2})}), std::vector<const Value*>{&x3}, "4-D");
@@ -326,7 +331,8 @@ TEST(FloatOpsClip, MinAndMaxAsAttributes) {
   const Value y = run(make_node("Clip", {float_attr("min", -0.5f), float_attr("max", 0.5f)}), {&x});
   EXPECT_EQ(values(y), (std::vector<double>{-0.5, -0.25, 0.5, 0.5}));
   // Only max: its min defaults to the lowest float.
-  EXPECT_EQ(values(run(make_node("Clip", {float_attr("max", 0.5f)}), {&x})), (std::vector<double>{-3, -0.25, 0.5, 0.5}));
+  EXPECT_EQ(values(run(make_node("Clip", {float_attr("max", 0.5f)}), {&x})),
+            (std::vector<double>{-3, -0.25, 0.5, 0.5}));
   // Clip-6 on uint8 too (the attribute's value is a whole number): x {0, 10, 100, 255}, [10, 100].
   const Value q = val(DType::u8, {4}, {0, 10, 100, 255});
   const Value z = run(make_node("Clip", {float_attr("min", 10), float_attr("max", 100)}), {&q});
@@ -548,7 +554,8 @@ TEST(FloatOpsConcat, Axis1AndMinus1) {
 TEST(FloatOpsConcat, Refusals) {
   const Value a = val(DType::f32, {2, 1}, {1, 2});
   const Value c = val(DType::f32, {3, 1}, {1, 2, 3});
-  EXPECT_REFUSED(make_node("Concat", {int_attr("axis", 1)}, 2), (std::vector<const Value*>{&a, &c}), "outside the axis");
+  EXPECT_REFUSED(make_node("Concat", {int_attr("axis", 1)}, 2), (std::vector<const Value*>{&a, &c}),
+                 "outside the axis");
   EXPECT_REFUSED(make_node("Concat", {int_attr("axis", 2)}, 2), (std::vector<const Value*>{&a, &a}), "axis");
   const Value q = val(DType::u8, {2, 1}, {1, 2});
   EXPECT_REFUSED(make_node("Concat", {int_attr("axis", 1)}, 2), (std::vector<const Value*>{&a, &q}), "type");

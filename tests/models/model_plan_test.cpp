@@ -94,10 +94,11 @@ TEST(ModelPlanQdq, Steps) {
                       {"logits_DequantizeLinear", K::op, DQ},
                   });
   // No step for a folded DQ or the joined Add; their values are constants.
-  for (const char* folded : {"conv1_weight_DequantizeLinear", "conv1_bias_DequantizeLinear",
-                             "conv2_weight_DequantizeLinear", "conv2_bias_DequantizeLinear",
-                             "fc_weight_DequantizeLinear", "fc_bias_DequantizeLinear", "fc_Add"})
-    EXPECT_TRUE(std::none_of(p.steps.begin(), p.steps.end(), [&](const Step& s) { return s.name == folded; })) << folded;
+  for (const char* folded :
+       {"conv1_weight_DequantizeLinear", "conv1_bias_DequantizeLinear", "conv2_weight_DequantizeLinear",
+        "conv2_bias_DequantizeLinear", "fc_weight_DequantizeLinear", "fc_bias_DequantizeLinear", "fc_Add"})
+    EXPECT_TRUE(std::none_of(p.steps.begin(), p.steps.end(), [&](const Step& s) { return s.name == folded; }))
+        << folded;
   for (const char* c : {"conv1_weight_DequantizeLinear_Output", "conv1_bias_DequantizeLinear_Output",
                         "conv2_weight_DequantizeLinear_Output", "conv2_bias_DequantizeLinear_Output",
                         "fc_weight_DequantizeLinear_Output", "fc_bias_DequantizeLinear_Output"}) {
@@ -140,7 +141,8 @@ TEST(ModelPlanQdq, FusedReadings) {
   EXPECT_EQ(c2.node, 15);
   // DQ -> MatMul -> Add(bias) -> Q: one qgemm, no Relu; the Add is not a step (it joined the MatMul).
   const Step& fc = step(p, "fc_MatMul.fused");
-  EXPECT_EQ(fc.covers, (std::vector<std::string>{"flatten_output_DequantizeLinear", "fc_MatMul", "logits_QuantizeLinear"}));
+  EXPECT_EQ(fc.covers,
+            (std::vector<std::string>{"flatten_output_DequantizeLinear", "fc_MatMul", "logits_QuantizeLinear"}));
   EXPECT_EQ(fc.reads, (std::vector<std::string>{"flatten_output_QuantizeLinear_Output"}));
   EXPECT_EQ(fc.writes, "logits_QuantizeLinear_Output");
   EXPECT_EQ(fc.node, 27);
@@ -237,8 +239,9 @@ TEST(ModelPlanCrossCheck, QdqFusedAndQopGraphAgreeAfterTheMaxPools) {
       nonzero += x.get_int(i) != 0;
     }
     EXPECT_EQ(differ, 0) << qdq_name << " vs " << qop_name << ": " << differ << " of " << x.size()
-                         << " elements differ, the first at " << first << " (" << x.get_int(std::max<std::int64_t>(first, 0))
-                         << " vs " << y.get_int(std::max<std::int64_t>(first, 0)) << ")";
+                         << " elements differ, the first at " << first << " ("
+                         << x.get_int(std::max<std::int64_t>(first, 0)) << " vs "
+                         << y.get_int(std::max<std::int64_t>(first, 0)) << ")";
     EXPECT_GT(nonzero, x.size() / 10) << qdq_name << ": a comparison of mostly zeros proves little";
   }
 }

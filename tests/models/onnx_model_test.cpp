@@ -14,8 +14,8 @@
 
 #include <bit>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
@@ -40,7 +40,9 @@ struct Pb {
     b += static_cast<char>(v);
     return *this;
   }
-  Pb& key(int field, int wire) { return raw_varint((static_cast<std::uint64_t>(field) << 3) | static_cast<unsigned>(wire)); }
+  Pb& key(int field, int wire) {
+    return raw_varint((static_cast<std::uint64_t>(field) << 3) | static_cast<unsigned>(wire));
+  }
   Pb& raw_fixed(std::uint64_t v, int n) {
     for (int i = 0; i < n; ++i) b += static_cast<char>((v >> (8 * i)) & 0xff);
     return *this;
@@ -89,20 +91,41 @@ std::string bytes_of(std::initializer_list<int> v) {
 }
 
 // onnx.proto field numbers.
-namespace model_f { constexpr int ir_version = 1, producer_name = 2, producer_version = 3, domain = 4, model_version = 5,
-                                  doc_string = 6, graph = 7, opset_import = 8, metadata_props = 14; }
-namespace opset_f { constexpr int domain = 1, version = 2; }
-namespace graph_f { constexpr int node = 1, name = 2, initializer = 5, doc_string = 10, input = 11, output = 12,
-                                  value_info = 13; }
-namespace node_f { constexpr int input = 1, output = 2, name = 3, op_type = 4, attribute = 5, doc_string = 6, domain = 7; }
-namespace attr_f { constexpr int name = 1, f = 2, i = 3, s = 4, t = 5, floats = 7, ints = 8, doc_string = 13, type = 20; }
-namespace tensor_f { constexpr int dims = 1, data_type = 2, float_data = 4, int32_data = 5, int64_data = 7, name = 8,
-                                   raw_data = 9, doc_string = 12, data_location = 14; }
-namespace vi_f { constexpr int name = 1, type = 2; }
-namespace type_f { constexpr int tensor_type = 1; }
-namespace ttype_f { constexpr int elem_type = 1, shape = 2; }
-namespace shape_f { constexpr int dim = 1; }
-namespace dim_f { constexpr int dim_value = 1, dim_param = 2; }
+namespace model_f {
+constexpr int ir_version = 1, producer_name = 2, producer_version = 3, domain = 4, model_version = 5, doc_string = 6,
+              graph = 7, opset_import = 8, metadata_props = 14;
+}
+namespace opset_f {
+constexpr int domain = 1, version = 2;
+}
+namespace graph_f {
+constexpr int node = 1, name = 2, initializer = 5, doc_string = 10, input = 11, output = 12, value_info = 13;
+}
+namespace node_f {
+constexpr int input = 1, output = 2, name = 3, op_type = 4, attribute = 5, doc_string = 6, domain = 7;
+}
+namespace attr_f {
+constexpr int name = 1, f = 2, i = 3, s = 4, t = 5, floats = 7, ints = 8, doc_string = 13, type = 20;
+}
+namespace tensor_f {
+constexpr int dims = 1, data_type = 2, float_data = 4, int32_data = 5, int64_data = 7, name = 8, raw_data = 9,
+              doc_string = 12, data_location = 14;
+}
+namespace vi_f {
+constexpr int name = 1, type = 2;
+}
+namespace type_f {
+constexpr int tensor_type = 1;
+}
+namespace ttype_f {
+constexpr int elem_type = 1, shape = 2;
+}
+namespace shape_f {
+constexpr int dim = 1;
+}
+namespace dim_f {
+constexpr int dim_value = 1, dim_param = 2;
+}
 
 // AttributeProto.AttributeType and TensorProto.DataType numbers.
 constexpr int kAttrFloat = 1, kAttrInt = 2, kAttrString = 3, kAttrTensor = 4, kAttrFloats = 6, kAttrInts = 7;
@@ -170,12 +193,12 @@ std::string refusal(const std::string& bytes) {
   return "";
 }
 
-#define EXPECT_REFUSED(bytes, substring)                                                    \
-  do {                                                                                      \
-    const std::string msg_ = refusal(bytes);                                                \
+#define EXPECT_REFUSED(bytes, substring)                                                  \
+  do {                                                                                    \
+    const std::string msg_ = refusal(bytes);                                              \
     EXPECT_NE(msg_, "") << "accepted, expected a refusal naming '" << (substring) << "'"; \
-    EXPECT_NE(msg_.find(substring), std::string::npos) << msg_;                             \
-    EXPECT_NE(msg_.find("bad.onnx"), std::string::npos) << msg_;                            \
+    EXPECT_NE(msg_.find(substring), std::string::npos) << msg_;                           \
+    EXPECT_NE(msg_.find("bad.onnx"), std::string::npos) << msg_;                          \
   } while (0)
 
 // ---- the model, its opsets and its nodes --------------------------------------------------------------
@@ -208,7 +231,10 @@ TEST(OnnxModel, AiOnnxIsTheDefaultDomain) {
   named.s(opset_f::domain, "ai.onnx").i(opset_f::version, 17);
   unnamed.i(opset_f::version, 5).s(opset_f::domain, "com.microsoft");  // fields in any order
   Pb m;
-  m.m(model_f::opset_import, named).m(model_f::opset_import, unnamed).i(model_f::ir_version, 8).m(model_f::graph, graph_with({}));
+  m.m(model_f::opset_import, named)
+      .m(model_f::opset_import, unnamed)
+      .i(model_f::ir_version, 8)
+      .m(model_f::graph, graph_with({}));
   const Model model = parse(m.b);
   EXPECT_EQ(model.opset(""), 17);
   EXPECT_EQ(model.opsets.count("ai.onnx"), 0u);
@@ -232,10 +258,13 @@ TEST(OnnxModel, NodeFieldsAndAttributes) {
   a_string.s(attr_f::name, "auto_pad").s(attr_f::s, "SAME_UPPER").i(attr_f::type, kAttrString);
   a_ints_packed.s(attr_f::name, "pads").packed(attr_f::ints, {1, -2, 300}).i(attr_f::type, kAttrInts);
   a_ints_unpacked.s(attr_f::name, "perm").unpacked(attr_f::ints, {2, 0, 1}).i(attr_f::type, kAttrInts);
-  a_floats.s(attr_f::name, "scales").packed_f32(attr_f::floats, {1.5f, -2.0f}).f32(attr_f::floats, 0.125f)
+  a_floats.s(attr_f::name, "scales")
+      .packed_f32(attr_f::floats, {1.5f, -2.0f})
+      .f32(attr_f::floats, 0.125f)
       .i(attr_f::type, kAttrFloats);
   // INT8 [2] {-1, 5}: raw bytes 0xff 0x05.
-  a_tensor.s(attr_f::name, "value").m(attr_f::t, raw_tensor("v", kINT8, {2}, bytes_of({0xff, 0x05})))
+  a_tensor.s(attr_f::name, "value")
+      .m(attr_f::t, raw_tensor("v", kINT8, {2}, bytes_of({0xff, 0x05})))
       .i(attr_f::type, kAttrTensor);
   for (Pb* a : {&a_int, &a_float, &a_string, &a_ints_packed, &a_ints_unpacked, &a_floats, &a_tensor})
     n.m(node_f::attribute, *a);
@@ -310,7 +339,8 @@ TEST(OnnxModel, RawDataOfEachElementType) {
       raw_tensor("i32", kINT32, {2}, bytes_of({0xfe, 0xff, 0xff, 0xff, 0x00, 0x00, 0x01, 0x00})),
       // INT64 {-1, 2^40}.
       raw_tensor("i64", kINT64, {2},
-                 bytes_of({0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00})),
+                 bytes_of(
+                     {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00})),
       // FLOAT16 bits 0x3c00 (1.0), 0xc000 (-2.0), 0x0001 (2^-24, the least subnormal).
       raw_tensor("f16", kFLOAT16, {3}, bytes_of({0x00, 0x3c, 0x00, 0xc0, 0x01, 0x00})),
       // BFLOAT16 0x3f80 (1.0); 0x4049: exponent 0x80 (2^1), fraction 0x49/128 -> 2 * 201/128 = 3.140625.
@@ -405,32 +435,52 @@ TEST(OnnxModel, RawDataOfEachElementType) {
 TEST(OnnxModel, TypedDataFields) {
   Pb f_packed, f_unpacked, i8, u8, f16, bf16, i64_packed, i64_unpacked, i4;
   // float_data packed: {0.5, -0, 3}; dims unpacked [1, 3] (one key per dim).
-  f_packed.unpacked(tensor_f::dims, {1, 3}).i(tensor_f::data_type, kFLOAT).s(tensor_f::name, "fp")
+  f_packed.unpacked(tensor_f::dims, {1, 3})
+      .i(tensor_f::data_type, kFLOAT)
+      .s(tensor_f::name, "fp")
       .packed_f32(tensor_f::float_data, {0.5f, -0.0f, 3.0f});
   // float_data one fixed32 per key, dims packed [2].
-  f_unpacked.packed(tensor_f::dims, {2}).i(tensor_f::data_type, kFLOAT).s(tensor_f::name, "fu")
-      .f32(tensor_f::float_data, -1.25f).f32(tensor_f::float_data, 1e30f);
+  f_unpacked.packed(tensor_f::dims, {2})
+      .i(tensor_f::data_type, kFLOAT)
+      .s(tensor_f::name, "fu")
+      .f32(tensor_f::float_data, -1.25f)
+      .f32(tensor_f::float_data, 1e30f);
   // int32_data holds INT8 values; negative ones are written as 10-byte varints (int32's encoding).
-  i8.packed(tensor_f::dims, {4}).i(tensor_f::data_type, kINT8).s(tensor_f::name, "i8")
+  i8.packed(tensor_f::dims, {4})
+      .i(tensor_f::data_type, kINT8)
+      .s(tensor_f::name, "i8")
       .packed(tensor_f::int32_data, {-128, -1, 0, 127});
-  u8.packed(tensor_f::dims, {2}).i(tensor_f::data_type, kUINT8).s(tensor_f::name, "u8")
+  u8.packed(tensor_f::dims, {2})
+      .i(tensor_f::data_type, kUINT8)
+      .s(tensor_f::name, "u8")
       .unpacked(tensor_f::int32_data, {255, 17});
   // FLOAT16 bit patterns in int32_data: 0x3c00 = 1, 0x7c00 = +inf, 0xfc00 = -inf, 0x3555 ~ 1/3 (0x3555:
   // exponent 13 - 15 = -2, fraction 0x155/1024 = 341/1024 -> (1 + 341/1024) / 4 = 1365/4096).
-  f16.packed(tensor_f::dims, {4}).i(tensor_f::data_type, kFLOAT16).s(tensor_f::name, "f16")
+  f16.packed(tensor_f::dims, {4})
+      .i(tensor_f::data_type, kFLOAT16)
+      .s(tensor_f::name, "f16")
       .packed(tensor_f::int32_data, {0x3c00, 0x7c00, 0xfc00, 0x3555});
   // BFLOAT16 0xbf80 = -1.
-  bf16.packed(tensor_f::dims, {1}).i(tensor_f::data_type, kBFLOAT16).s(tensor_f::name, "bf16")
+  bf16.packed(tensor_f::dims, {1})
+      .i(tensor_f::data_type, kBFLOAT16)
+      .s(tensor_f::name, "bf16")
       .packed(tensor_f::int32_data, {0xbf80});
-  i64_packed.packed(tensor_f::dims, {3}).i(tensor_f::data_type, kINT64).s(tensor_f::name, "i64p")
+  i64_packed.packed(tensor_f::dims, {3})
+      .i(tensor_f::data_type, kINT64)
+      .s(tensor_f::name, "i64p")
       .packed(tensor_f::int64_data, {-5, 0, std::int64_t{1} << 62});
-  i64_unpacked.unpacked(tensor_f::dims, {2}).i(tensor_f::data_type, kINT64).s(tensor_f::name, "i64u")
+  i64_unpacked.unpacked(tensor_f::dims, {2})
+      .i(tensor_f::data_type, kINT64)
+      .s(tensor_f::name, "i64u")
       .unpacked(tensor_f::int64_data, {-1, 64});
   // INT4 in int32_data: the packed bytes, one per int32 element (as onnx.helper.make_tensor writes them):
   // {-8, 7, 1} -> 0x78, 0x01.
-  i4.packed(tensor_f::dims, {3}).i(tensor_f::data_type, kINT4).s(tensor_f::name, "i4")
+  i4.packed(tensor_f::dims, {3})
+      .i(tensor_f::data_type, kINT4)
+      .s(tensor_f::name, "i4")
       .packed(tensor_f::int32_data, {0x78, 0x01});
-  const Model m = parse(model_with(graph_with({f_packed, f_unpacked, i8, u8, f16, bf16, i64_packed, i64_unpacked, i4})));
+  const Model m =
+      parse(model_with(graph_with({f_packed, f_unpacked, i8, u8, f16, bf16, i64_packed, i64_unpacked, i4})));
 
   const Value& fp = init(m, "fp");
   EXPECT_EQ(fp.shape, (Shape{1, 3}));
@@ -546,17 +596,32 @@ TEST(OnnxModel, UnknownFieldsOfEveryWireTypeAreSkipped) {
   x.unknown_fields().s(vi_f::name, "X").m(vi_f::type, type).s(3, "doc").unknown_fields();
 
   Pb t;
-  t.unknown_fields().packed(tensor_f::dims, {2}).i(tensor_f::data_type, kUINT8).s(tensor_f::doc_string, "d")
-      .s(tensor_f::name, "c").unknown_fields().s(tensor_f::raw_data, bytes_of({7, 9})).unknown_fields();
+  t.unknown_fields()
+      .packed(tensor_f::dims, {2})
+      .i(tensor_f::data_type, kUINT8)
+      .s(tensor_f::doc_string, "d")
+      .s(tensor_f::name, "c")
+      .unknown_fields()
+      .s(tensor_f::raw_data, bytes_of({7, 9}))
+      .unknown_fields();
   Pb a;
-  a.unknown_fields().s(attr_f::name, "k").i(attr_f::i, 5).s(attr_f::doc_string, "doc").i(attr_f::type, kAttrInt)
+  a.unknown_fields()
+      .s(attr_f::name, "k")
+      .i(attr_f::i, 5)
+      .s(attr_f::doc_string, "doc")
+      .i(attr_f::type, kAttrInt)
       .unknown_fields();
   Pb n = node("Identity", {"X"}, {"Y"}, "n");
   n.unknown_fields().m(node_f::attribute, a).s(node_f::doc_string, "doc").unknown_fields();
   Pb g;
-  g.unknown_fields().m(graph_f::node, n).m(graph_f::initializer, t).m(graph_f::input, x)
-      .m(graph_f::output, value_info("Y", kFLOAT)).s(graph_f::doc_string, "doc")
-      .m(graph_f::value_info, value_info("Y", kFLOAT)).unknown_fields();
+  g.unknown_fields()
+      .m(graph_f::node, n)
+      .m(graph_f::initializer, t)
+      .m(graph_f::input, x)
+      .m(graph_f::output, value_info("Y", kFLOAT))
+      .s(graph_f::doc_string, "doc")
+      .m(graph_f::value_info, value_info("Y", kFLOAT))
+      .unknown_fields();
   Pb op;
   op.unknown_fields().s(opset_f::domain, "").i(opset_f::version, 13).unknown_fields();
   Pb meta;
@@ -693,7 +758,8 @@ TEST(OnnxModelErrors, HugeDimsAreRefusedBeforeAllocating) {
     setrlimit(RLIMIT_AS, &cap);
     int failures = 0;
     try {
-      const std::string msg = refusal(model_with(graph_with({raw_tensor("w", kFLOAT, {1 << 20, 1 << 20}, std::string(4, '\0'))})));
+      const std::string msg =
+          refusal(model_with(graph_with({raw_tensor("w", kFLOAT, {1 << 20, 1 << 20}, std::string(4, '\0'))})));
       if (msg.find("tensor 'w'") == std::string::npos) {
         std::fprintf(stderr, "dims [2^20, 2^20]: '%s'\n", msg.c_str());
         ++failures;
@@ -702,7 +768,8 @@ TEST(OnnxModelErrors, HugeDimsAreRefusedBeforeAllocating) {
       std::fprintf(stderr, "dims [2^20, 2^20]: %s\n", e.what());
       ++failures;
     }
-    const std::string msg = refusal(model_with(graph_with({raw_tensor("w", kFLOAT, {std::int64_t{1} << 34, std::int64_t{1} << 34}, "")})));
+    const std::string msg =
+        refusal(model_with(graph_with({raw_tensor("w", kFLOAT, {std::int64_t{1} << 34, std::int64_t{1} << 34}, "")})));
     if (msg.find("bad.onnx") == std::string::npos || msg.find("'w'") == std::string::npos) {
       std::fprintf(stderr, "dims [2^34, 2^34]: '%s'\n", msg.c_str());
       ++failures;
@@ -722,7 +789,9 @@ TEST(OnnxModelErrors, NoGraph) {
 
 TEST(OnnxModelErrors, ExternalData) {
   Pb t;
-  t.packed(tensor_f::dims, {4}).i(tensor_f::data_type, kFLOAT).s(tensor_f::name, "big")
+  t.packed(tensor_f::dims, {4})
+      .i(tensor_f::data_type, kFLOAT)
+      .s(tensor_f::name, "big")
       .i(tensor_f::data_location, 1);  // DataLocation EXTERNAL
   EXPECT_REFUSED(model_with(graph_with({t})), "external file");
   EXPECT_REFUSED(model_with(graph_with({t})), "'big'");
@@ -743,17 +812,26 @@ TEST(OnnxModelErrors, RawDataOfTheWrongSize) {
   EXPECT_REFUSED(model_with(graph_with({raw_tensor("s", kINT64, {3}, std::string(16, '\0'))})), "tensor 's'");
   // float_data with a count that does not match the dims.
   Pb f;
-  f.packed(tensor_f::dims, {3}).i(tensor_f::data_type, kFLOAT).s(tensor_f::name, "fd").packed_f32(tensor_f::float_data, {1, 2});
+  f.packed(tensor_f::dims, {3})
+      .i(tensor_f::data_type, kFLOAT)
+      .s(tensor_f::name, "fd")
+      .packed_f32(tensor_f::float_data, {1, 2});
   EXPECT_REFUSED(model_with(graph_with({f})), "tensor 'fd'");
 }
 
 TEST(OnnxModelErrors, Int8OutOfRangeInInt32Data) {
   Pb t;
-  t.packed(tensor_f::dims, {3}).i(tensor_f::data_type, kINT8).s(tensor_f::name, "z").packed(tensor_f::int32_data, {1, 200, 3});
+  t.packed(tensor_f::dims, {3})
+      .i(tensor_f::data_type, kINT8)
+      .s(tensor_f::name, "z")
+      .packed(tensor_f::int32_data, {1, 200, 3});
   EXPECT_REFUSED(model_with(graph_with({t})), "value 200 at 1");
   EXPECT_REFUSED(model_with(graph_with({t})), "INT8");
   Pb u;
-  u.packed(tensor_f::dims, {1}).i(tensor_f::data_type, kUINT8).s(tensor_f::name, "zu").packed(tensor_f::int32_data, {-1});
+  u.packed(tensor_f::dims, {1})
+      .i(tensor_f::data_type, kUINT8)
+      .s(tensor_f::name, "zu")
+      .packed(tensor_f::int32_data, {-1});
   EXPECT_REFUSED(model_with(graph_with({u})), "value -1 at 0");
 }
 
