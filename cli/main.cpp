@@ -450,11 +450,16 @@ void check_timings_path(const std::string& path) {
 // What `model` adds to a run: after the cases ran, the model view (docs/models.md).
 using RunAugment = std::function<void(qc::RunReport&, const std::vector<qc::Backend*>&)>;
 
+// The oracle's references known before the run (the models' chains), by case id.
+using KnownReferences = std::function<std::optional<qc::Reference>(const qc::Case&)>;
+
 int execute_run(std::vector<qc::Suite> suites, const std::vector<qc::Backend*>& backends, const RunArgs& a, int argc,
-                char** argv, std::chrono::steady_clock::time_point started, const RunAugment& augment = {});
+                char** argv, std::chrono::steady_clock::time_point started, const RunAugment& augment = {},
+                const KnownReferences& known = {});
 
 RunAugment judge_models(const std::vector<qc::onnx::PreparedModel>& models, double timeout);
 qc::Suite model_suite(const qc::onnx::PreparedModel& m);
+KnownReferences model_references(const std::vector<qc::onnx::PreparedModel>& models);
 
 int cmd_run(const RunArgs& a, int argc, char** argv) {
   // Everything that can fail on bad input happens before anything is written: custom presets
@@ -482,13 +487,15 @@ int cmd_run(const RunArgs& a, int argc, char** argv) {
   const bool first_shard =
       a.shard.empty() ? !shard_from_env() || shard_from_env()->first == 1 : parse_shard(a.shard).first == 1;
   return execute_run(std::move(suites), backends, a, argc, argv, started,
-                     models.empty() || !first_shard ? RunAugment{} : judge_models(models, a.timeout));
+                     models.empty() || !first_shard ? RunAugment{} : judge_models(models, a.timeout),
+                     model_references(models));
 }
 
 // The rest of a run, once its suites and backends are made: expectations, baseline, shard, the
 // cases on the backends, the reports.
 int execute_run(std::vector<qc::Suite> suites, const std::vector<qc::Backend*>& backends, const RunArgs& a, int argc,
-                char** argv, std::chrono::steady_clock::time_point started, const RunAugment& augment) {
+                char** argv, std::chrono::steady_clock::time_point started, const RunAugment& augment,
+                const KnownReferences& known) {
   if (a.expect == "claim")
     qc::expect_claims(suites);
   else
@@ -514,6 +521,7 @@ int execute_run(std::vector<qc::Suite> suites, const std::vector<qc::Backend*>& 
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
   const Style st{tty && std::getenv("NO_COLOR") == nullptr};
   qc::RunOptions opt;
+  opt.known_reference = known;
   opt.attribute_causes = !a.no_causes;
   opt.baseline = baseline ? &*baseline : nullptr;
   opt.isolate = a.isolate;
@@ -629,6 +637,19 @@ RunAugment judge_models(const std::vector<qc::onnx::PreparedModel>& models, doub
   };
 }
 
+// The node cases' references from the models' chains (the oracle evaluated each once already).
+KnownReferences model_references(const std::vector<qc::onnx::PreparedModel>& models) {
+  if (models.empty()) return {};
+  return [&models](const qc::Case& c) -> std::optional<qc::Reference> {
+    for (const auto& m : models) {
+      if (m.suite.name != c.suite) continue;
+      const auto it = m.references.find(c.name);
+      if (it != m.references.end()) return it->second;
+    }
+    return std::nullopt;
+  };
+}
+
 // A model's suite judged against the backends' claims when its model file says "expect": "claim".
 qc::Suite model_suite(const qc::onnx::PreparedModel& m) {
   std::vector<qc::Suite> one{m.suite};
@@ -683,7 +704,8 @@ int cmd_model(const ModelArgs& args, const RunArgs& a, int argc, char** argv) {
     std::cout << "cases: " << file.string() << " (" << suite.cases.size() << "; qconform run " << file.string()
               << " runs them again)\n";
   }
-  return execute_run({model_suite(models.front())}, backends, a, argc, argv, started, judge_models(models, a.timeout));
+  return execute_run({model_suite(models.front())}, backends, a, argc, argv, started, judge_models(models, a.timeout),
+                     model_references(models));
 }
 
 int cmd_baseline(const std::string& report_path, const std::string& out, bool update) {

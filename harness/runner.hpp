@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cases/case.hpp"
+#include "harness/evaluate.hpp"
 #include "qconform/backend.hpp"
 #include "reports/result.hpp"
 
@@ -37,6 +38,10 @@ struct RunOptions {
   // Called with each output a backend gave for a case of the run (not for the dependencies of a
   // selection), before `progress`: for callers that keep the arrays (Python's keep_outputs).
   std::function<void(const Case&, const BackendResult&, const Tensor&)> on_output;
+  // The oracle's reference of a case computed before the run (qconform model: the oracle's chain
+  // through the model evaluates every node case once), used instead of evaluating it again; nullopt:
+  // evaluate. Only asked for cases that take no operand from another case.
+  std::function<std::optional<Reference>(const Case&)> known_reference;
 };
 
 // Runs every case on every backend in `backends` (unavailable ones are reported as SKIP).

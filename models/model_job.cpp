@@ -1,5 +1,6 @@
 #include "models/model_job.hpp"
 
+#include "harness/evaluate.hpp"
 #include "qconform/error.hpp"
 #include "qconform/npy.hpp"
 
@@ -98,7 +99,9 @@ PreparedModel prepare_model(const ModelJob& job) {
   }
   m.plan = plan_model(read_model(job.model), job.model, m.spec);
   m.inputs = model_inputs(m.plan, job.inputs, &m.described);
-  m.chains[Reading::graph] = oracle_chain(m.plan, m.inputs, m.spec, Reading::graph);
+  m.chains[Reading::graph] = oracle_chain(m.plan, m.inputs, m.spec, Reading::graph, &m.references);
+  for (const Step& s : m.plan.steps)
+    if (s.kind == Step::Kind::fused) m.references.insert_or_assign(s.name, evaluate(s.make(m.chains[Reading::graph]).op, m.spec));
   // Backends driven through the graph run the fused integer kernels where the model has QDQ patterns.
   if (m.plan.has_fused_readings()) {
     m.propagated = Reading::fused;
@@ -126,7 +129,7 @@ ModelView judge_model(const PreparedModel& m, const std::vector<Backend*>& backe
     if (b->availability().available) runs.push_back(propagate(m.plan, m.inputs, *b, m.spec, m.propagated));
   for (const WholeModelRuntime& rt : whole)
     runs.push_back(run_whole_model(m.plan, m.inputs, m.chains.at(Reading::graph), rt, timeout_seconds));
-  ModelView view = model_view(m.plan, m.spec, m.chains, runs, m.labels, isolated);
+  ModelView view = model_view(m.plan, m.spec, m.chains, runs, m.labels, isolated, &m.references);
   view.inputs = m.described;
   return view;
 }

@@ -41,6 +41,9 @@ struct PreparedModel {
   std::map<Reading, Env> chains;        // the oracle's graph reading, and its fused one where there is one
   Reading propagated = Reading::graph;  // what backends driven through the graph run
   Suite suite;                          // the node cases (isolated mode)
+  // The oracle's reference of each node case, by case name: the graph chain's, and each fused
+  // reading's on the graph chain's values (a run takes them instead of evaluating the cases again).
+  std::map<std::string, Reference> references;
 };
 
 // Reads, lowers and runs the model on the oracle; makes its cases. Throws InputError for a bad model,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cases/case.hpp"
+#include "harness/evaluate.hpp"
 #include "models/model_plan.hpp"
 #include "qconform/backend.hpp"
 #include "reports/result.hpp"
@@ -29,7 +30,9 @@ std::string_view name(Reading r);
 
 // The oracle's execution of the model under `spec`: every op step evaluated exactly, the float
 // steps by the float executor. The values of every step (constants and inputs included).
-Env oracle_chain(const Plan& plan, const Env& inputs, const Spec& spec, Reading reading);
+// `refs` (optional) gets each op step's whole Reference, by step name.
+Env oracle_chain(const Plan& plan, const Env& inputs, const Spec& spec, Reading reading,
+                 std::map<std::string, Reference>* refs = nullptr);
 
 // One case per op and fused step, named by the step, holding the values the oracle's QDQ chain gave
 // its inputs (a fused step reads the chain's integers before the DQ), under `spec`; expectations:
@@ -55,7 +58,8 @@ Propagated propagate(const Plan& plan, const Env& inputs, Backend& backend, cons
 // cause of the same backend's result on the step's case.
 ModelView model_view(const Plan& plan, const Spec& spec, const std::map<Reading, Env>& chains,
                      std::vector<Propagated>& runs, const std::vector<std::int64_t>& labels,
-                     const std::vector<CaseResult>* isolated = nullptr);
+                     const std::vector<CaseResult>* isolated = nullptr,
+                     const std::map<std::string, Reference>* refs = nullptr);
 
 // Compares one run's values with a chain of the same reading: per step (ModelStepRun, in plan
 // order, for the steps the run computed), the first divergent step and the output drift. Fills
