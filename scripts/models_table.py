@@ -17,30 +17,16 @@ blocks are printed.
 """
 
 import argparse
-import glob
 import json
 import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers_table import isa_class, reports  # noqa: E402  (one definition of the ISA classes)
+
 BEGIN = "<!-- models-table {model} {isa} begin (scripts/models_table.py) -->"
 END = "<!-- models-table {model} {isa} end -->"
-
-
-def isa_class(features):
-    if "avx512vnni" in features:
-        return "avx512-vnni"
-    if "avxvnni" in features:
-        return "avx-vnni"
-    return "avx2"
-
-
-def reports(paths):
-    for p in paths:
-        if os.path.isdir(p):
-            yield from sorted(glob.glob(os.path.join(p, "**", "report.json"), recursive=True))
-        else:
-            yield p
 
 
 def cause_text(c):

@@ -64,6 +64,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 PRODUCER = "qconform cases/models/make_realistic.py"
 N_CAL = 4
+from ort_quantization import act_params, bias_int32, quantize_u8, rne, weight_params_per_channel  # noqa: E402
+
 F32 = np.float32
 
 # name, kind, (in, out), kernel, stride, pad, relu
@@ -87,58 +89,9 @@ MATMULS = [
 # Quantization parameters (ORT conventions; copied from make_digits.py)
 # ----------------------------------------------------------------------------------------------
 
-def rne(a):
-    """Round half to even (numpy.round / Python round / ONNX QuantizeLinear rounding)."""
-    return np.round(a)
-
-
-def act_params(rmin, rmax):
-    """uint8 asymmetric per-tensor params, as quant_utils.py compute_scale_zp(symmetric=False)
-    with qmin=0, qmax=255: the range widened to contain 0, scale = (rmax - rmin) / 255 in float64
-    (stored as float32), zp = rne(0 - rmin / scale) clamped to [0, 255]; scale 1, zp 0 for an
-    all-zero tensor."""
-    rmin = min(float(rmin), 0.0)
-    rmax = max(float(rmax), 0.0)
-    scale = (rmax - rmin) / 255.0
-    if scale < np.finfo(F32).tiny:
-        return F32(1.0), np.uint8(0)
-    zp = int(np.clip(rne(0.0 - rmin / scale), 0, 255))
-    return F32(scale), np.uint8(zp)
-
-
-def quantize_u8(x, scale, zp):
-    """ONNX QuantizeLinear (and ORT quantize_nparray): saturate(rne(x / scale) + zp), in float32."""
-    q = rne(x.astype(F32) / F32(scale)) + F32(zp)
-    return np.clip(q, 0, 255).astype(np.uint8)
-
-
 def dequantize(q, scale, zp):
     """ONNX DequantizeLinear of a per-tensor u8 value, in float32."""
     return ((q.astype(np.int32) - int(zp)).astype(F32) * F32(scale)).astype(F32)
-
-
-def weight_params_per_channel(w, axis):
-    """int8 symmetric per-channel weights, as quant_utils.py compute_scale_zp(symmetric=True) with
-    qmin=-127, qmax=127: scale_c = max|w_c| / 127 (float64, stored as float32), zp = 0;
-    q = clip(rne(w / scale_c), -127, 127), the division in float32 against the float32 scale."""
-    red = tuple(i for i in range(w.ndim) if i != axis)
-    absmax = np.abs(w).max(axis=red).astype(np.float64)
-    scale = absmax / 127.0
-    scale[scale < np.finfo(F32).tiny] = 1.0
-    scale = scale.astype(F32)
-    shape = [1] * w.ndim
-    shape[axis] = -1
-    q = np.clip(rne(w.astype(F32) / scale.reshape(shape)), -127, 127).astype(np.int8)
-    return q, scale, np.zeros(len(scale), np.int8)
-
-
-def bias_int32(b, x_scale, w_scale):
-    """onnx_quantizer.py quantize_bias_static: bias_scale = float32(s_x * s_w[c]),
-    q = rne(b / bias_scale) as int32 (float32 division), zero point 0."""
-    bscale = (F32(x_scale) * w_scale.astype(F32)).astype(F32)
-    q = rne(b.astype(F32) / bscale).astype(np.int64)
-    assert np.all(np.abs(q) < 2**31 - 1)
-    return q.astype(np.int32), bscale
 
 
 # ----------------------------------------------------------------------------------------------
