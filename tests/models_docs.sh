@@ -10,7 +10,7 @@ trap 'rm -rf "$work"' EXIT
 ln -s "$2" "$work/build"
 ln -s "$src/cases" "$work/cases"
 commands=(
-  'build/cli/qconform model cases/models/digits_cnn_qdq.model.json'
+  'build/cli/qconform model cases/models/digits_cnn_qdq.model.json --no-peers'
   'build/cli/qconform model cases/models/digits_cnn_qop.onnx --input image=cases/models/digits_test_images.npy --labels cases/models/digits_test_labels.npy --backend cpu-ref --backend vnni512 --expect claim -o model-report'
   'build/cli/qconform model cases/models/digits_cnn_qdq.onnx --input image=cases/models/digits_test_images.npy --emit-cases model-cases --backend cpu-ref -o model-report'
   'build/cli/qconform run model-cases --backend cpu-ref -o model-cases-report'
