@@ -7,39 +7,41 @@
 # tests/test_costs.ctest.cmake for the tests gtest_discover_tests finds when ctest starts. A name no
 # longer present is ignored; refresh from a run's Testing/Temporary/CTestCostData.txt.
 set(QCONFORM_TEST_COSTS
-    CliCustomPresets.TheDocsCommandsRunAndTheClaimPassesTheTfliteVariant 34
-    peer.onnxruntime-cpu.x86-avx2-emulated 29
-    HipSuiteExpectations.TheClaimMeetsEveryExpectationAgainstTheSpec 21
-    peers.docs_commands 20
-    HipPlan.CaseFilesOnTheCpuExecutor 16
-    peer.onednn.x86-avx2 16
-    ExecServe.CppRunnerMatchesInProcessOnEveryDefaultSuite 15
-    peer.onednn.x86-avx512-core 15
-    Plugin.CpuRefThroughTheAbiGivesCpuRefsResultsOnEveryDefaultCase 11
-    peer.torch-onednn 9
-    conformance.peers_ort.avx2-maddubs 9
-    CliExec.HangIsTimeoutAndIsolateDoesNotFork 9
-    peer.onednn 8
-    peer.onnxruntime-cpu 7
-    reports.html 7
-    Float8Property.DequantizeFastPathEqualsDefinition 7
-    conformance.peers_qgemm.avx2-maddubs 7
-    peer.torch-qnnpack 6
-    oracle.sweep_f32 6
-    QuantizeProperty.FastPathEqualsSlowPath 5
-    Float8Property.QuantizeFastPathEqualsDefinition 5
-    MxProperty.QuantizeFastPathEqualsDefinition 5
-    peer.xnnpack 5
-    oracle.quantize_property.generic_isa 5
-    peer.gemmlowp 4
-    DequantizeProperty.FastPathEqualsSlowPath 4
+    reports.html 37
+    peers.docs_commands 25
+    model.digits_cnn_qdq 20
+    oracle.sweep_f32 19
+    peer.onnxruntime-cpu.x86-avx2-emulated 15
+    Float8Property.QuantizeFastPathEqualsDefinition 15
+    CliCustomPresets.TheDocsCommandsRunAndTheClaimPassesTheTfliteVariant 14
+    models.docs_commands 13
+    CliExec.HangIsTimeoutAndIsolateDoesNotFork 10
+    model.digits_cnn_qop 10
+    oracle.quantize_property.generic_isa 9
+    QuantizeProperty.FastPathEqualsSlowPath 9
+    peer.onednn.x86-avx512-core 8
+    peer.torch-onednn 8
+    peer.onednn.x86-avx2 7
+    Plugin.CpuRefThroughTheAbiGivesCpuRefsResultsOnEveryDefaultCase 7
+    DequantizeProperty.FastPathEqualsSlowPath 6
+    MxProperty.QuantizeFastPathEqualsDefinition 6
+    benchmarks.model_bench 6
+    peer.onednn 5
+    peer.torch-qnnpack 5
+    Float8Property.DequantizeFastPathEqualsDefinition 5
+    HipPlan.CaseFilesOnTheCpuExecutor 4
     MxProperty.DequantizeFastPathEqualsDefinition 4
+    CliShards.ShardsFromEitherRunnersEnvironmentMergeToTheUnshardedRun 3
+    QuantizeFastPath.DecidesEveryInputClass 3
+    CoreNarrowing.MatchesTheExactEncodeAtEveryMidpointAndRandomly 3
+    ExecServe.CppRunnerMatchesInProcessOnEveryDefaultSuite 3
+    oracle.qgemm_output_property.generic_isa 3
+    HipSuiteExpectations.TheClaimMeetsEveryExpectationAgainstTheSpec 3
     FormatEncode.F32EncodeMatchesTheHardwareCastOnRandomDoubles 3
-    conformance.peers_qconv2d.avx2-maddubs 3
     KilledRun.AnExecRunnerDiesWithTheHarness 3
     KilledRun.AnIsolatedPluginCallDiesWithTheHarness 3
-    conformance.float8.cpu-ref 3
     RequantizeProperty.FastPathEqualsSlowPath 3
-    CoreNarrowing.MatchesTheExactEncodeAtEveryMidpointAndRandomly 3
-    QuantizeFastPath.DecidesEveryInputClass 2
-    HipPlan.Int32AccumulatorWraps 2)
+    HipSuiteExpectations.TheClaimMeetsEveryExpectationAgainstTheSpec 21
+    HipPlan.CaseFilesOnTheCpuExecutor 16
+    HipPlan.Int32AccumulatorWraps 2
+)
