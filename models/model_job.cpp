@@ -101,7 +101,8 @@ PreparedModel prepare_model(const ModelJob& job) {
   m.inputs = model_inputs(m.plan, job.inputs, &m.described);
   m.chains[Reading::graph] = oracle_chain(m.plan, m.inputs, m.spec, Reading::graph, &m.references);
   for (const Step& s : m.plan.steps)
-    if (s.kind == Step::Kind::fused) m.references.insert_or_assign(s.name, evaluate(s.make(m.chains[Reading::graph]).op, m.spec));
+    if (s.kind == Step::Kind::fused)
+      m.references.insert_or_assign(s.name, evaluate(s.make(m.chains[Reading::graph]).op, m.spec));
   // Backends driven through the graph run the fused integer kernels where the model has QDQ patterns.
   if (m.plan.has_fused_readings()) {
     m.propagated = Reading::fused;

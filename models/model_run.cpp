@@ -355,8 +355,12 @@ ModelView model_view(const Plan& plan, const Spec& spec, const std::map<Reading,
     if (s.kind == Step::Kind::fused) {
       // The fused reading on the QDQ chain's own inputs, against the chain's value of the Q's output.
       // `refs` has it when the case was evaluated on the same values (isolated_suite's).
-      const auto known = refs ? refs->find(s.name) : decltype(refs->end()){};
-      const Tensor fused = refs && known != refs->end() ? known->second.expected : evaluate(s.make(qdq).op, spec).expected;
+      const auto known = [&]() -> const Reference* {
+        if (!refs) return nullptr;
+        const auto it = refs->find(s.name);
+        return it == refs->end() ? nullptr : &it->second;
+      }();
+      const Tensor fused = known ? known->expected : evaluate(s.make(qdq).op, spec).expected;
       const Tensor& want = *qdq.at(s.writes).numbers;
       m.fused_elements = want.size();
       m.fused_differs = 0;
